@@ -1,0 +1,2 @@
+// Every activity factory the worker registers.
+export { createStackCheckActivities } from './stack-check';

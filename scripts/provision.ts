@@ -1,0 +1,20 @@
+/**
+ * `npm run provision`: makes sure both Temporal servers (and the Compose CLI that validates
+ * docker-compose.yml) are built and cached. Idempotent; a cached run takes about a second.
+ */
+import { ensureServers, MissingToolError } from './servers';
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const log = (line: string) => console.log(`[provision] ${line}`);
+  const paths = await ensureServers(log, { compose: true });
+  log(`temporal CLI:  ${paths.temporalCli ?? '(none: the SDK will download it)'}`);
+  log(`test server:   ${paths.testServer}`);
+  log(`compose CLI:   ${paths.composeCli}`);
+  log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+main().catch((error: unknown) => {
+  console.error(`[provision] ${error instanceof MissingToolError ? error.message : String(error)}`);
+  process.exit(1);
+});
