@@ -2,7 +2,8 @@
  * The smallest workflow that exercises the whole stack: a durable timer and one activity.
  * `npm run demo` and the foundation tests use it to show the servers and the worker work.
  */
-import { type Duration, proxyActivities, sleep } from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { StackCheckActivities } from '../activities/stack-check';
 
 const { describeWorker } = proxyActivities<StackCheckActivities>({ startToCloseTimeout: '10 seconds' });

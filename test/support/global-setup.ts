@@ -4,7 +4,7 @@
  * `TestWorkflowEnvironment.createFromExistingServer` and uses its own task queue.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { TestProject } from 'vitest/node';
+import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 import { provisionedServers } from '../../scripts/servers';
 import { searchAttributeKeys } from '../../workflows/search-attributes';
 
