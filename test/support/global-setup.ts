@@ -4,7 +4,6 @@
  * `TestWorkflowEnvironment.createFromExistingServer` and uses its own task queue.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 import { provisionedServers } from '../../scripts/servers';
 import { searchAttributeKeys } from '../../workflows/search-attributes';
 
@@ -14,7 +13,10 @@ declare module 'vitest' {
   }
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+// Typed structurally: vitest/node's types are ESM-only and this project compiles as CommonJS.
+type ProvidingProject = { provide(key: 'temporalAddress', value: string): void };
+
+export default async function setup(project: ProvidingProject): Promise<() => Promise<void>> {
   const { temporalCli } = provisionedServers();
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
