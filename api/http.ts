@@ -1,0 +1,139 @@
+import { Agent, type Dispatcher, request } from 'undici';
+import type { z } from 'zod';
+import { delayBefore429Retry, type Retry429Policy, sleep } from './backoff';
+import { type CallInfo, errorFromFault, errorFromResponse, invalidResponse } from './classify';
+import type { ServiceConfig } from './config';
+import type { JobOperation, RateLimiter } from './rate-limit';
+
+export interface HttpCall {
+  operation: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Repeating it after the service processed it would create a second job or endpoint. */
+  submit?: boolean;
+  /** The client-side rate-limit lane, for job operations. */
+  limit?: { endpointId: string; operation: JobOperation };
+  signal?: AbortSignal | undefined;
+  /** For /runsync, which holds the response for up to `wait` ms. */
+  headersTimeoutMs?: number;
+}
+
+export interface HttpResponse {
+  status: number;
+  text: string;
+  info: CallInfo;
+}
+
+export interface Transport {
+  send(call: HttpCall): Promise<HttpResponse>;
+  close(): Promise<void>;
+}
+
+/** One pooled, keep-alive dispatcher for the whole client, with every timeout bounded. */
+export function createDispatcher(timeouts: ServiceConfig['timeouts']): Dispatcher {
+  return new Agent({
+    connect: { timeout: timeouts.connectMs },
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+    keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 60_000,
+  });
+}
+
+export function createTransport(options: {
+  dispatcher: Dispatcher;
+  ownsDispatcher: boolean;
+  secrets: readonly string[];
+  limiter: RateLimiter;
+  retry429: Retry429Policy;
+}): Transport {
+  const { dispatcher, secrets, limiter, retry429 } = options;
+
+  async function attempt(
+    call: HttpCall,
+    info: CallInfo,
+  ): Promise<HttpResponse & { headers: Dispatcher.ResponseData['headers'] }> {
+    let release: (() => void) | undefined;
+    try {
+      release = call.limit
+        ? await limiter.acquire(call.limit.endpointId, call.limit.operation, call.signal)
+        : undefined;
+    } catch (error) {
+      throw errorFromFault(info, error, false, call.signal);
+    }
+    try {
+      const response = await request(call.url, {
+        method: call.method,
+        headers: call.headers,
+        body: call.body,
+        dispatcher,
+        signal: call.signal,
+        ...(call.headersTimeoutMs !== undefined ? { headersTimeout: call.headersTimeoutMs } : {}),
+      });
+      const text = await response.body.text();
+      return { status: response.statusCode, headers: response.headers, text, info };
+    } catch (error) {
+      // Handed to undici: from here on the request may have been written.
+      throw errorFromFault(info, error, true, call.signal);
+    } finally {
+      release?.();
+    }
+  }
+
+  return {
+    async send(call) {
+      const info: CallInfo = {
+        operation: call.operation,
+        method: call.method,
+        url: call.url,
+        submit: call.submit ?? false,
+        secrets,
+      };
+      for (let retries = 0; ; retries++) {
+        const response = await attempt(call, info);
+        if (response.status >= 200 && response.status < 300) return response;
+        const error = errorFromResponse(info, response.status, response.headers, response.text);
+        // Only a 429 is retried here: the service refused it, so a retry cannot duplicate anything.
+        const delay =
+          response.status === 429 ? delayBefore429Retry(retries, error.retryAfterMs, retry429) : undefined;
+        if (delay === undefined) throw error;
+        try {
+          await sleep(delay, call.signal);
+        } catch (reason) {
+          throw errorFromFault(info, reason, false, call.signal);
+        }
+      }
+    },
+    async close() {
+      if (options.ownsDispatcher) await dispatcher.close();
+    },
+  };
+}
+
+/** Parses a 2xx body with its schema; a body that does not match is an InvalidResponse. */
+export function decodeJson<S extends z.ZodType>(response: HttpResponse, schema: S): z.infer<S> {
+  let body: unknown;
+  try {
+    body = JSON.parse(response.text);
+  } catch {
+    throw invalidResponse(response.info, response.status, response.text, 'not JSON');
+  }
+  return decodeValue(response, body, schema);
+}
+
+/** Parses a value taken from a response's body (such as GraphQL `data.<field>`) with its schema. */
+export function decodeValue<S extends z.ZodType>(
+  response: HttpResponse,
+  value: unknown,
+  schema: S,
+): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const problem = issue ? `${issue.path.join('.') || '(body)'}: ${issue.message}` : 'does not match';
+    throw invalidResponse(response.info, response.status, response.text, problem);
+  }
+  return result.data;
+}

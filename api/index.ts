@@ -1,0 +1,18 @@
+// The public surface of the client; modules not listed here are its internals.
+export { DEFAULT_RETRY_429, type Retry429Policy, retry429Schema } from './backoff';
+export * from './client';
+export * from './config';
+export { ConfigError, ServiceError, type ServiceErrorKind, ValidationError } from './errors';
+export { jobRequestBody } from './jobs';
+export {
+  DEFAULT_RATE_LIMITS,
+  type JobOperation,
+  jobOperationSchema,
+  type RateLimit,
+  type RateLimits,
+  rateLimitSchema,
+  rateLimitsSchema,
+} from './rate-limit';
+export * from './schemas/endpoint';
+export * from './schemas/job';
+export { pathSegmentSchema } from './schemas/path-segment';

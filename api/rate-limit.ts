@@ -1,0 +1,160 @@
+import { z } from 'zod';
+
+export const jobOperationSchema = z.enum([
+  'run',
+  'runSync',
+  'status',
+  'stream',
+  'cancel',
+  'retry',
+  'purgeQueue',
+  'health',
+]);
+export type JobOperation = z.infer<typeof jobOperationSchema>;
+
+export const rateLimitSchema = z.object({
+  // Infinity lifts the rate but keeps the concurrency cap. The finite bound keeps the
+  // per-lane window (one timestamp per allowed request) small.
+  perTenSeconds: z.union([z.number().int().min(1).max(1_000_000), z.literal(Number.POSITIVE_INFINITY)]),
+  concurrent: z.number().int().min(1).optional(),
+});
+export type RateLimit = z.infer<typeof rateLimitSchema>;
+
+export const rateLimitsSchema = z.union([
+  z.literal(false),
+  z.partialRecord(jobOperationSchema, rateLimitSchema),
+]);
+export type RateLimits = z.infer<typeof rateLimitsSchema>;
+
+/** The service's documented base limits, per endpoint and operation. retry and health have none. */
+export const DEFAULT_RATE_LIMITS: Readonly<Partial<Record<JobOperation, RateLimit>>> = {
+  runSync: { perTenSeconds: 2000, concurrent: 400 },
+  run: { perTenSeconds: 1000, concurrent: 200 },
+  status: { perTenSeconds: 2000, concurrent: 400 },
+  stream: { perTenSeconds: 2000, concurrent: 400 },
+  cancel: { perTenSeconds: 100, concurrent: 20 },
+  purgeQueue: { perTenSeconds: 2 },
+};
+
+const WINDOW_MS = 10_000;
+
+/** Gives back the slot taken by acquire; calling it more than once is harmless. */
+export type Release = () => void;
+
+export interface RateLimiter {
+  /** Waits for a concurrency slot and then for room in the rate window; rejects with the signal's reason. */
+  acquire(endpointId: string, operation: JobOperation, signal?: AbortSignal): Promise<Release>;
+}
+
+interface Waiter {
+  resolve(release: Release): void;
+  reject(reason: unknown): void;
+  detach(): void;
+}
+
+interface Lane {
+  // A sliding-window log: the times of the last `limit` grants, as a ring. A request may
+  // go when the oldest of them left the window. Unlike a token bucket this never lets
+  // more than `limit` requests into any 10-second window, which is what the service counts.
+  grants: Float64Array | undefined;
+  head: number;
+  maxActive: number;
+  active: number;
+  queue: Waiter[];
+  timer: NodeJS.Timeout | undefined;
+}
+
+export function createRateLimiter(
+  limits: RateLimits | undefined,
+  clock: { now(): number } = performance,
+): RateLimiter {
+  const config: Partial<Record<JobOperation, RateLimit>> =
+    limits === false ? {} : { ...DEFAULT_RATE_LIMITS, ...rateLimitsSchema.parse(limits ?? {}) };
+  const lanes = new Map<string, Lane>();
+
+  function laneFor(endpointId: string, operation: JobOperation): Lane | undefined {
+    const limit = config[operation];
+    if (!limit) return undefined;
+    const key = `${operation}\u0000${endpointId}`;
+    let lane = lanes.get(key);
+    if (!lane) {
+      const finite = Number.isFinite(limit.perTenSeconds);
+      lane = {
+        grants: finite ? new Float64Array(limit.perTenSeconds).fill(Number.NEGATIVE_INFINITY) : undefined,
+        head: 0,
+        maxActive: limit.concurrent ?? Number.POSITIVE_INFINITY,
+        active: 0,
+        queue: [],
+        timer: undefined,
+      };
+      lanes.set(key, lane);
+    }
+    return lane;
+  }
+
+  function waitMs(lane: Lane, now: number): number {
+    if (!lane.grants) return 0;
+    return Math.max(0, (lane.grants[lane.head] ?? Number.NEGATIVE_INFINITY) + WINDOW_MS - now);
+  }
+
+  function grant(lane: Lane, now: number): Release {
+    if (lane.grants) {
+      lane.grants[lane.head] = now;
+      lane.head = (lane.head + 1) % lane.grants.length;
+    }
+    lane.active++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      lane.active--;
+      pump(lane);
+    };
+  }
+
+  function pump(lane: Lane) {
+    while (lane.queue.length > 0 && lane.active < lane.maxActive) {
+      const now = clock.now();
+      const wait = waitMs(lane, now);
+      if (wait > 0) {
+        if (!lane.timer) {
+          lane.timer = setTimeout(() => {
+            lane.timer = undefined;
+            pump(lane);
+          }, Math.ceil(wait));
+        }
+        return;
+      }
+      const waiter = lane.queue.shift()!;
+      waiter.detach();
+      waiter.resolve(grant(lane, now));
+    }
+  }
+
+  return {
+    acquire(endpointId, operation, signal) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      const lane = laneFor(endpointId, operation);
+      if (!lane) return Promise.resolve(() => {});
+      const now = clock.now();
+      if (lane.queue.length === 0 && lane.active < lane.maxActive && waitMs(lane, now) === 0) {
+        return Promise.resolve(grant(lane, now));
+      }
+      return new Promise<Release>((resolve, reject) => {
+        const onAbort = () => {
+          const index = lane.queue.indexOf(waiter);
+          if (index >= 0) lane.queue.splice(index, 1);
+          reject(signal?.reason);
+        };
+        const waiter: Waiter = {
+          resolve,
+          reject,
+          detach: () => signal?.removeEventListener('abort', onAbort),
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        lane.queue.push(waiter);
+        pump(lane);
+      });
+    },
+  };
+}

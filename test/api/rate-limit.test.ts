@@ -1,0 +1,135 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_RATE_LIMITS } from '../../api';
+import { delayBefore429Retry, parseRetryAfter } from '../../api/backoff';
+import { createRateLimiter } from '../../api/rate-limit';
+
+// Fake timers drive both the limiter's clock and its wake-up timer, so windows of
+// 10 seconds pass instantly and exactly.
+const clock = { now: () => Date.now() };
+
+describe('rate limiter', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** Starts `count` acquisitions and reports which have been granted so far. */
+  function start(limiter: ReturnType<typeof createRateLimiter>, count: number, endpoint = 'ep') {
+    const granted: number[] = [];
+    const promises = Array.from({ length: count }, (_, index) =>
+      limiter.acquire(endpoint, 'purgeQueue').then((release) => {
+        granted.push(index);
+        return release;
+      }),
+    );
+    return { granted, promises };
+  }
+
+  it('lets no more than the limit into any 10-second window', async () => {
+    const limiter = createRateLimiter({ purgeQueue: { perTenSeconds: 3 } }, clock);
+    const { granted } = start(limiter, 7);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(granted).toEqual([0, 1, 2]);
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(granted).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(granted).toEqual([0, 1, 2, 3, 4, 5]);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(granted).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('uses the spec limit of 2 purges per 10 s by default, per endpoint', async () => {
+    expect(DEFAULT_RATE_LIMITS.purgeQueue).toEqual({ perTenSeconds: 2 });
+    const limiter = createRateLimiter(undefined, clock);
+    const a = start(limiter, 3, 'a');
+    const b = start(limiter, 2, 'b');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(a.granted).toEqual([0, 1]);
+    expect(b.granted).toEqual([0, 1]);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(a.granted).toEqual([0, 1, 2]);
+  });
+
+  it('keeps operations apart and leaves retry and health unlimited', async () => {
+    const limiter = createRateLimiter({ cancel: { perTenSeconds: 1 } }, clock);
+    await limiter.acquire('ep', 'cancel');
+    let later = false;
+    void limiter.acquire('ep', 'cancel').then(() => {
+      later = true;
+    });
+    for (let i = 0; i < 50; i++) await limiter.acquire('ep', 'retry');
+    await limiter.acquire('ep', 'status');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(later).toBe(false);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(later).toBe(true);
+  });
+
+  it('caps concurrency and hands a released slot to the next waiter', async () => {
+    const limiter = createRateLimiter({ cancel: { perTenSeconds: 1000, concurrent: 2 } }, clock);
+    const granted: number[] = [];
+    const releases = Array.from({ length: 4 }, (_, index) =>
+      limiter.acquire('ep', 'cancel').then((release) => {
+        granted.push(index);
+        return release;
+      }),
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    expect(granted).toEqual([0, 1]);
+    const first = await releases[0]!;
+    first();
+    first(); // a second call must not free a second slot
+    await vi.advanceTimersByTimeAsync(0);
+    expect(granted).toEqual([0, 1, 2]);
+  });
+
+  it('gives up a wait when its signal aborts, without taking a slot', async () => {
+    const limiter = createRateLimiter({ purgeQueue: { perTenSeconds: 1 } }, clock);
+    await limiter.acquire('ep', 'purgeQueue');
+    const controller = new AbortController();
+    const waiting = limiter.acquire('ep', 'purgeQueue', controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toThrow('stop');
+    const next = start(limiter, 1);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(next.granted).toEqual([0]);
+  });
+
+  it('does nothing when turned off', async () => {
+    const limiter = createRateLimiter(false, clock);
+    for (let i = 0; i < 10; i++) await limiter.acquire('ep', 'purgeQueue');
+  });
+});
+
+describe('429 backoff', () => {
+  const policy = { maxRetries: 3, baseDelayMs: 100, maxDelayMs: 1_000 };
+
+  it('draws a full-jitter delay under an exponential ceiling', () => {
+    expect(delayBefore429Retry(0, undefined, policy, () => 0)).toBe(0);
+    expect(delayBefore429Retry(0, undefined, policy, () => 0.999)).toBeCloseTo(99.9);
+    expect(delayBefore429Retry(2, undefined, policy, () => 0.999)).toBeCloseTo(399.6);
+    expect(delayBefore429Retry(2, undefined, { ...policy, maxDelayMs: 250 }, () => 0.999)).toBeCloseTo(
+      249.75,
+    );
+  });
+
+  it('never retries sooner than Retry-After', () => {
+    expect(delayBefore429Retry(0, 700, policy, () => 0)).toBe(700);
+  });
+
+  it('ends the budget after maxRetries, or when Retry-After exceeds maxDelayMs', () => {
+    expect(delayBefore429Retry(3, undefined, policy)).toBeUndefined();
+    expect(delayBefore429Retry(0, 1_001, policy)).toBeUndefined();
+    expect(delayBefore429Retry(0, undefined, { ...policy, maxRetries: 0 })).toBeUndefined();
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    expect(parseRetryAfter('3')).toBe(3_000);
+    expect(parseRetryAfter(['0'])).toBe(0);
+    expect(parseRetryAfter(new Date(61_000).toUTCString(), 1_000)).toBe(60_000);
+    expect(parseRetryAfter('soon')).toBeUndefined();
+    expect(parseRetryAfter(undefined)).toBeUndefined();
+  });
+});
