@@ -1,0 +1,144 @@
+import {
+  createEndpoint,
+  createVolume,
+  type EndpointState,
+  endpointState,
+  type HealthBody,
+  healthBody,
+  updateEndpoint,
+} from './endpoints';
+import type { Engine } from './engine';
+import { type JobState, jobState, removeJob } from './jobs';
+import {
+  controlEndpointSchema,
+  describeZodError,
+  type EndpointFields,
+  type FaultRuleInput,
+  faultRuleSchema,
+  type WebhookFaultInput,
+  webhookFaultSchema,
+} from './schemas';
+import { type Account, addAccount, type Endpoint } from './store';
+import type { WebhookDelivery } from './webhooks';
+
+/** The in-process handle tests use to set the scene and look inside. */
+export interface EmulatorControl {
+  createEndpoint(
+    apiKey: string,
+    fields: Partial<EndpointFields> & { name: string; templateId: string },
+  ): EndpointState;
+  createNetworkVolume(apiKey: string, id?: string): { id: string };
+  injectFault(rule: FaultRuleInput): () => void;
+  webhookFaults(rule: WebhookFaultInput): () => void;
+  submissions(endpointId: string): number;
+  webhookDeliveries(): WebhookDelivery[];
+  job(jobId: string): JobState | undefined;
+  jobs(endpointId?: string): JobState[];
+  endpoints(apiKey?: string): EndpointState[];
+  now(): number;
+  reset(): void;
+
+  // Additions to docs/CONTRACTS.md:
+  /** Moves service time forward by `ms`, firing every timer that falls due (retention, ttl...). */
+  advance(ms: number): void;
+  /** Changes an endpoint as a GraphQL update would (workersMin/Max, template, flashBootType...). */
+  updateEndpoint(endpointId: string, changes: Partial<Omit<EndpointFields, 'id'>>): EndpointState;
+  /** The /health body of an endpoint, without going through HTTP or the rate limits. */
+  health(endpointId: string): HealthBody;
+  /** REST creation picks the first available of gpuTypeIds; every type is available unless set here. */
+  setGpuAvailability(gpuType: string, available: boolean): void;
+  /** Adds an API key; a new `id` (or none) makes a new account, an existing id adds a key to it. */
+  addAccount(apiKey: string, id?: string): { id: string };
+}
+
+export function createControl(engine: Engine): EmulatorControl {
+  const { store, clock } = engine;
+
+  const accountFor = (apiKey: string): Account => {
+    const account = store.accountByKey.get(apiKey);
+    if (!account) throw new Error('no account has this api key');
+    return account;
+  };
+  const endpointFor = (endpointId: string): Endpoint => {
+    const endpoint = store.endpoints.get(endpointId);
+    if (!endpoint) throw new Error(`endpoint ${endpointId} not found`);
+    return endpoint;
+  };
+
+  return {
+    createEndpoint(apiKey, fields) {
+      const account = accountFor(apiKey);
+      const parsed = controlEndpointSchema.safeParse(fields);
+      if (!parsed.success) throw new Error(`invalid endpoint: ${describeZodError(parsed.error)}`);
+      clock.runDue();
+      return endpointState(engine, createEndpoint(engine, account, parsed.data));
+    },
+    createNetworkVolume(apiKey, id) {
+      return { id: createVolume(engine, accountFor(apiKey), id).id };
+    },
+    injectFault(rule) {
+      const parsed = faultRuleSchema.safeParse(rule);
+      if (!parsed.success) throw new Error(`invalid fault rule: ${describeZodError(parsed.error)}`);
+      return engine.faults.add(parsed.data);
+    },
+    webhookFaults(rule) {
+      const parsed = webhookFaultSchema.safeParse(rule);
+      if (!parsed.success) throw new Error(`invalid webhook fault: ${describeZodError(parsed.error)}`);
+      return engine.webhooks.addFault(parsed.data);
+    },
+    submissions: (endpointId) => store.submissions.get(endpointId) ?? 0,
+    webhookDeliveries: () => engine.webhooks.deliveries(),
+    job(jobId) {
+      clock.runDue();
+      const job = store.jobs.get(jobId);
+      if (job) return jobState(engine, job);
+      return store.tombstones.get(jobId) as JobState | undefined;
+    },
+    jobs(endpointId) {
+      clock.runDue();
+      const source = endpointId === undefined ? store.jobs.values() : endpointFor(endpointId).jobs.values();
+      return [...source].map((job) => jobState(engine, job));
+    },
+    endpoints(apiKey) {
+      clock.runDue();
+      const source = apiKey === undefined ? store.endpoints.values() : accountFor(apiKey).endpoints.values();
+      return [...source].map((endpoint) => endpointState(engine, endpoint));
+    },
+    now: () => clock.now(),
+    reset() {
+      clock.runDue();
+      for (const endpoint of store.endpoints.values()) {
+        // Queued jobs first, so a freed worker finds nothing left to start.
+        for (const job of [...endpoint.queue.values()]) removeJob(engine, job, 'reset');
+        for (const job of [...endpoint.jobs.values()]) removeJob(engine, job, 'reset');
+      }
+      store.tombstones.clear();
+      store.submissions.clear();
+      engine.faults.clear();
+      engine.webhooks.clear();
+      engine.rateLimiter.reset();
+    },
+    advance(ms) {
+      clock.advance(ms);
+    },
+    updateEndpoint(endpointId, changes) {
+      clock.runDue();
+      const endpoint = endpointFor(endpointId);
+      const account = store.accounts.get(endpoint.accountId)!;
+      const merged = controlEndpointSchema.safeParse({ ...endpoint.fields, ...changes });
+      if (!merged.success) throw new Error(`invalid endpoint: ${describeZodError(merged.error)}`);
+      const { id: _ignored, ...values } = merged.data;
+      return endpointState(engine, updateEndpoint(engine, account, endpoint, values));
+    },
+    health(endpointId) {
+      clock.runDue();
+      return healthBody(engine, endpointFor(endpointId));
+    },
+    setGpuAvailability(gpuType, available) {
+      store.gpuAvailability.set(gpuType, available);
+    },
+    addAccount(apiKey, id) {
+      return { id: addAccount(store, apiKey, id).id };
+    },
+  };
+}

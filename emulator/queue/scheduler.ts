@@ -1,0 +1,162 @@
+import type { Clock } from '../clock';
+import { newShortId } from '../ids';
+import type { Endpoint, Job, Worker } from '../store';
+
+// Workers of each endpoint: started within workersMin..workersMax, a cold start (shorter with
+// FLASHBOOT) before their first job, stopped after idleTimeout seconds without work. Only jobs that
+// are not lowPriority create demand; a lowPriority job waits for a worker that exists anyway.
+
+export interface SchedulerDeps {
+  clock: Clock;
+  coldStartMs: number;
+  flashBootMs: number;
+  /** Called when a worker takes a job off the queue. */
+  startJob(endpoint: Endpoint, job: Job, worker: Worker): void;
+}
+
+export interface WorkerCounts {
+  initializing: number;
+  idle: number;
+  running: number;
+}
+
+export interface Scheduler {
+  enqueue(endpoint: Endpoint, job: Job): void;
+  /** Takes a job out of the queue (cancel, purge, ttl); false when it was not queued. */
+  remove(endpoint: Endpoint, job: Job): boolean;
+  /** A worker's job ended: it takes the next one, idles, or stops. */
+  release(endpoint: Endpoint, worker: Worker): void;
+  /** Re-applies the scaling rules, e.g. after workersMin or workersMax changed. */
+  reconcile(endpoint: Endpoint): void;
+  stopAll(endpoint: Endpoint): void;
+  counts(endpoint: Endpoint): WorkerCounts;
+}
+
+export function createScheduler(deps: SchedulerDeps): Scheduler {
+  const { clock } = deps;
+
+  function counts(endpoint: Endpoint): WorkerCounts {
+    const result = { initializing: 0, idle: 0, running: 0 };
+    for (const worker of endpoint.workers.values()) result[worker.state]++;
+    return result;
+  }
+
+  function boot(endpoint: Endpoint) {
+    const worker: Worker = { id: newShortId(), state: 'initializing' };
+    endpoint.workers.set(worker.id, worker);
+    const startup = endpoint.fields.flashBootType === 'FLASHBOOT' ? deps.flashBootMs : deps.coldStartMs;
+    worker.timer = clock.after(startup, () => {
+      worker.timer = undefined;
+      if (!endpoint.workers.has(worker.id)) return;
+      worker.state = 'idle';
+      dispatch(endpoint);
+    });
+  }
+
+  function stop(endpoint: Endpoint, worker: Worker) {
+    clock.cancel(worker.timer);
+    worker.timer = undefined;
+    endpoint.workers.delete(worker.id);
+  }
+
+  function remove(endpoint: Endpoint, job: Job): boolean {
+    if (!endpoint.queue.delete(job.id)) return false;
+    if (!job.lowPriority) endpoint.queuedNormal--;
+    return true;
+  }
+
+  // A job submitted to an idle worker still answers IN_QUEUE: the hand-over happens on the next
+  // tick of the clock, at the same service time, so its delayTime stays 0.
+  function scheduleDispatch(endpoint: Endpoint) {
+    if (endpoint.dispatchPending) return;
+    endpoint.dispatchPending = true;
+    clock.after(0, () => {
+      endpoint.dispatchPending = false;
+      dispatch(endpoint);
+    });
+  }
+
+  function dispatch(endpoint: Endpoint) {
+    if (endpoint.deleted) return;
+    for (const worker of endpoint.workers.values()) {
+      if (endpoint.queue.size === 0) break;
+      if (worker.state !== 'idle') continue;
+      const job = endpoint.queue.values().next().value as Job;
+      remove(endpoint, job);
+      clock.cancel(worker.timer);
+      worker.timer = undefined;
+      worker.state = 'running';
+      worker.job = job;
+      deps.startJob(endpoint, job, worker);
+    }
+    reconcile(endpoint);
+  }
+
+  function reconcile(endpoint: Endpoint) {
+    if (endpoint.deleted) return;
+    const { workersMin, workersMax, idleTimeout } = endpoint.fields;
+    while (endpoint.workers.size < workersMin) boot(endpoint);
+
+    const now = counts(endpoint);
+    let deficit = endpoint.queuedNormal - now.idle - now.initializing;
+    while (deficit > 0 && endpoint.workers.size < workersMax) {
+      boot(endpoint);
+      deficit--;
+    }
+
+    // Above the maximum (it was lowered): idle and starting workers go now, busy ones on release.
+    let excess = endpoint.workers.size - workersMax;
+    for (const state of ['idle', 'initializing'] as const) {
+      for (const worker of [...endpoint.workers.values()]) {
+        if (excess <= 0) break;
+        if (worker.state !== state) continue;
+        stop(endpoint, worker);
+        excess--;
+      }
+    }
+
+    for (const worker of endpoint.workers.values()) {
+      if (worker.state !== 'idle') continue;
+      const mayStop = endpoint.workers.size > workersMin && endpoint.queue.size === 0;
+      if (mayStop && !worker.timer) {
+        worker.timer = clock.after(idleTimeout * 1000, () => {
+          worker.timer = undefined;
+          if (worker.state === 'idle' && endpoint.workers.size > endpoint.fields.workersMin) {
+            stop(endpoint, worker);
+          }
+        });
+      } else if (!mayStop && worker.timer) {
+        clock.cancel(worker.timer);
+        worker.timer = undefined;
+      }
+    }
+  }
+
+  return {
+    enqueue(endpoint, job) {
+      endpoint.queue.set(job.id, job);
+      if (!job.lowPriority) endpoint.queuedNormal++;
+      reconcile(endpoint);
+      scheduleDispatch(endpoint);
+    },
+    remove,
+    release(endpoint, worker) {
+      worker.job = undefined;
+      if (!endpoint.workers.has(worker.id)) return;
+      if (endpoint.deleted || endpoint.workers.size > endpoint.fields.workersMax) {
+        stop(endpoint, worker);
+        return;
+      }
+      worker.state = 'idle';
+      dispatch(endpoint);
+    },
+    reconcile(endpoint) {
+      reconcile(endpoint);
+      scheduleDispatch(endpoint);
+    },
+    stopAll(endpoint) {
+      for (const worker of [...endpoint.workers.values()]) stop(endpoint, worker);
+    },
+    counts,
+  };
+}
