@@ -1,0 +1,150 @@
+/**
+ * The shapes that cross between the job workflow and its activities. This module is pure (zod and
+ * api/schemas only, no I/O, no clock), so the workflow reuses these schemas for its own input and
+ * the bundle stays free of anything non-deterministic; test/workflows/bundle.test.ts guards that.
+ */
+import { z } from 'zod';
+import { jobRequestSchema, jobStatusValueSchema, ttlSchema, waitSchema } from '../api/schemas/job';
+import { pathSegmentSchema } from '../api/schemas/path-segment';
+
+/** A large output lives in the result store; the workflow carries this instead. */
+export const resultRefSchema = z.strictObject({
+  kind: z.literal('serverless-result-ref'),
+  /** Which store holds it (`local` for the directory store). */
+  store: z.string().min(1),
+  key: z.string().min(1),
+  bytes: z.int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+/** How the wait activity spaces its /status calls: from `initialIntervalMs`, growing by the coefficient. */
+export const pollingSchema = z.strictObject({
+  initialIntervalMs: z.int().min(10).max(3_600_000),
+  maxIntervalMs: z.int().min(10).max(3_600_000),
+  backoffCoefficient: z.number().min(1).max(10),
+});
+
+// A plain file name: the directory is the worker's (configured), never the caller's.
+const sinkFileNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, {
+  error: 'must be a plain file name (letters, digits, . _ -), at most 200 characters',
+});
+
+/**
+ * Where streamed chunks go. `file`: JSON lines appended to a file of that name in the worker's
+ * stream directory. `signal`: each batch is signalled (jobStreamChunksSignal) to that workflow;
+ * the job workflow fills in its parent when workflowId is left out. `function`: a sink function
+ * the worker registered under that name (createJobActivities({ streamSinks })).
+ */
+export const streamSinkSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('file'), name: sinkFileNameSchema }),
+  z.strictObject({
+    kind: z.literal('signal'),
+    workflowId: z.string().min(1).optional(),
+    runId: z.string().min(1).optional(),
+  }),
+  z.strictObject({ kind: z.literal('function'), name: z.string().min(1).max(200) }),
+]);
+
+/** The job request as the workflow passes it: the caller's object as given (no webhook: the worker adds it). */
+export const submitRequestSchema = jobRequestSchema.omit({ webhook: true });
+
+const inlineMaxBytesSchema = z.int().min(0).max(2_000_000);
+
+export const submitJobInputSchema = z.strictObject({
+  endpointId: pathSegmentSchema,
+  request: z.unknown(),
+  inlineMaxBytes: inlineMaxBytesSchema.optional(),
+});
+
+export const runJobSyncInputSchema = submitJobInputSchema.extend({ wait: waitSchema.optional() });
+
+const jobRefFields = { endpointId: pathSegmentSchema, jobId: pathSegmentSchema };
+
+export const waitForJobChangeInputSchema = z.strictObject({
+  ...jobRefFields,
+  /** Return as soon as /status says anything else. */
+  knownStatus: jobStatusValueSchema,
+  /** Epoch ms: return by then even if nothing changed (the ttl deadline, less a margin). */
+  returnBy: z.number().int(),
+  polling: pollingSchema,
+  inlineMaxBytes: inlineMaxBytesSchema.optional(),
+});
+
+export const fetchJobStatusInputSchema = z.strictObject({
+  ...jobRefFields,
+  /** Sets the job's ttl (counted from submission) through /status?ttl=. */
+  ttl: ttlSchema.optional(),
+  inlineMaxBytes: inlineMaxBytesSchema.optional(),
+});
+
+export const jobRefInputSchema = z.strictObject(jobRefFields);
+
+export const streamJobInputSchema = z.strictObject({
+  ...jobRefFields,
+  /** Resolved by the workflow: a signal sink always names its target here. */
+  sink: streamSinkSchema,
+  /** Index of the first chunk this call delivers (chunks of earlier attempts already went out). */
+  firstIndex: z.int().nonnegative(),
+  polling: pollingSchema,
+});
+
+/** What the workflow learns from one look at the job; small by construction. */
+export interface JobObservation {
+  jobId: string;
+  status: z.infer<typeof jobStatusValueSchema>;
+  /** Epoch ms (the worker's clock) when this status was read. */
+  observedAt: number;
+  delayTime?: number;
+  executionTime?: number;
+  /** FAILED: the service's error, shortened. */
+  error?: string;
+  /** COMPLETED: the output when small enough... */
+  output?: unknown;
+  /** ...or where the result store keeps it. */
+  outputRef?: ResultRef;
+  /** IN_PROGRESS: the handler's latest progress update, when small enough. */
+  progress?: unknown;
+}
+
+export interface WaitResult extends JobObservation {
+  /** `changed`: the status differs from knownStatus; `deadline`: returnBy came first. */
+  reason: 'changed' | 'deadline';
+  polls: number;
+}
+
+export interface StreamResult {
+  /** Chunks this call delivered, and the batches they came in. */
+  chunks: number;
+  batches: number;
+  /** The status that ended the stream. */
+  finalStatus?: z.infer<typeof jobStatusValueSchema>;
+}
+
+/** What the wait activity heartbeats: enough to resume after a worker restart, and the live progress. */
+export const waitHeartbeatSchema = z.object({
+  jobId: z.string(),
+  knownStatus: jobStatusValueSchema,
+  polls: z.int().nonnegative(),
+  intervalMs: z.int().positive(),
+  progress: z.unknown().optional(),
+});
+
+export const streamHeartbeatSchema = z.object({
+  jobId: z.string(),
+  firstIndex: z.int().nonnegative(),
+  chunks: z.int().nonnegative(),
+  batches: z.int().nonnegative(),
+});
+
+export type ResultRef = z.infer<typeof resultRefSchema>;
+export type Polling = z.infer<typeof pollingSchema>;
+export type StreamSink = z.infer<typeof streamSinkSchema>;
+export type SubmitRequest = z.input<typeof submitRequestSchema>;
+export type SubmitJobInput = z.infer<typeof submitJobInputSchema>;
+export type RunJobSyncInput = z.infer<typeof runJobSyncInputSchema>;
+export type WaitForJobChangeInput = z.infer<typeof waitForJobChangeInputSchema>;
+export type FetchJobStatusInput = z.infer<typeof fetchJobStatusInputSchema>;
+export type JobRefInput = z.infer<typeof jobRefInputSchema>;
+export type StreamJobInput = z.infer<typeof streamJobInputSchema>;
+export type WaitHeartbeat = z.infer<typeof waitHeartbeatSchema>;
+export type StreamHeartbeat = z.infer<typeof streamHeartbeatSchema>;

@@ -1,0 +1,268 @@
+/**
+ * The job activities. Each is one service call or one wait loop over api/, built by a factory so
+ * the API client (and with it the key) stays inside the worker.
+ *
+ * Submission policy. POST /run (and /runsync) is the one call the service cannot de-duplicate.
+ * The submit activities therefore run with Temporal retries off (maximumAttempts 1: see
+ * workflows/job-activities.ts) and report one of three outcomes:
+ * - success: the job id;
+ * - a failure the service certainly did not act on (a ValidationError, a connection refused, a
+ *   429 left after the client's own retry budget, a 4xx): a typed ApplicationFailure, retryable or
+ *   not as the error is; the workflow retries the retryable ones with backoff;
+ * - a failure after which the job may exist (a timeout or a dropped connection after the request
+ *   was sent, a 5xx, an unreadable 2xx, anything unexpected): `SubmitUncertain`, non-retryable.
+ * A worker that dies mid-submit never reports anything: the workflow sees the activity time out and
+ * treats that as uncertain too. What happens after an uncertain submit is the caller's choice
+ * (onUncertainSubmit), and the workflow counts them in its snapshot.
+ *
+ * The webhook URL is computed here from the workflow id (webhookUrlFor), so neither the gateway's
+ * secret nor the token ever enters workflow history.
+ */
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { z } from 'zod';
+import type { ServiceClient } from '../api/client';
+import { ServiceError, ValidationError } from '../api/errors';
+import type { JobSubmitted } from '../api/schemas/job';
+import { SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
+import type { ObserveOptions } from './job-observe';
+import { observe } from './job-observe';
+import { drainStream } from './job-stream';
+import {
+  type FetchJobStatusInput,
+  fetchJobStatusInputSchema,
+  type JobObservation,
+  type JobRefInput,
+  jobRefInputSchema,
+  type RunJobSyncInput,
+  runJobSyncInputSchema,
+  type StreamJobInput,
+  type StreamResult,
+  type SubmitJobInput,
+  streamJobInputSchema,
+  submitJobInputSchema,
+  submitRequestSchema,
+  type WaitForJobChangeInput,
+  type WaitResult,
+  waitForJobChangeInputSchema,
+} from './job-types';
+import { waitForChange } from './job-wait';
+import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
+import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
+
+export interface JobActivityDeps {
+  /** Only `jobs` is used, so a stub with that one member is enough in tests. */
+  client: Pick<ServiceClient, 'jobs'>;
+  /** The webhook URL for a workflow; absent: jobs are polled only. */
+  webhookUrlFor?: (workflowId: string) => string;
+  /** Where large outputs go; default: a local directory store at resultStoreDir. */
+  resultStore?: ResultStore;
+  /** Default `.results` under the working directory. */
+  resultStoreDir?: string;
+  /** Where `file` stream sinks write; default `<resultStoreDir>/streams`. */
+  streamDir?: string;
+  /** `function` stream sinks, by name. */
+  streamSinks?: Record<string, StreamSinkFunction>;
+  /** Outputs above this many JSON bytes go to the result store (a workflow input can lower it). */
+  inlineMaxBytes?: number;
+  /** Progress updates above this size are replaced by a note of their size. */
+  progressMaxBytes?: number;
+  /** FAILED jobs' error texts are cut to this length. */
+  errorMaxChars?: number;
+}
+
+/** What a submit returns: the job as first seen, and whether its request named a webhook. */
+export interface SubmitResult extends JobObservation {
+  webhookArmed: boolean;
+}
+
+export interface CancelJobResult {
+  /** The status the service answered with; absent when it no longer knew the job (404). */
+  status?: string;
+  gone: boolean;
+}
+
+/** The workflow this activity runs for (activities here are always started by one). */
+export function currentWorkflowId(): string {
+  const execution = Context.current().info.workflowExecution;
+  if (!execution)
+    throw ApplicationFailure.create({
+      type: 'BadRequest',
+      message: 'job activities run for a workflow only',
+      nonRetryable: true,
+    });
+  return execution.workflowId;
+}
+
+function parsed<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = [what, ...(issue?.path.map(String) ?? [])].join('.');
+  throw ApplicationFailure.create({
+    type: 'BadRequest',
+    message: `invalid activity input: ${field}: ${issue?.message ?? 'is invalid'}`,
+    nonRetryable: true,
+    details: [{ field, rule: issue?.message ?? 'is invalid' }],
+  });
+}
+
+/** A submit's error as the policy above says: certain ones keep their type, the rest are uncertain. */
+function submitFailure(error: unknown, webhookArmed: boolean): Error {
+  if (error instanceof ServiceError || error instanceof ValidationError) {
+    return toApplicationFailure(error, { submit: { webhookArmed } });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return ApplicationFailure.create({
+    type: SUBMIT_UNCERTAIN,
+    message: `the submit failed unexpectedly after it may have been sent: ${message}`,
+    nonRetryable: true,
+    details: [{ webhookArmed }],
+  });
+}
+
+export function createJobActivities(deps: JobActivityDeps) {
+  const { client } = deps;
+  const resultStoreDir = deps.resultStoreDir ?? '.results';
+  const store = deps.resultStore ?? createLocalResultStore(resultStoreDir);
+  const streamDir = deps.streamDir ?? path.join(resultStoreDir, 'streams');
+
+  function observeOptions(inlineMaxBytes: number | undefined): ObserveOptions {
+    return {
+      store,
+      keyPrefix: currentWorkflowId(),
+      inlineMaxBytes: inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES,
+      progressMaxBytes: deps.progressMaxBytes ?? 8_192,
+      errorMaxChars: deps.errorMaxChars ?? 2_000,
+    };
+  }
+
+  /** The caller's request plus this workflow's webhook; checked before anything is sent. */
+  function requestWithWebhook(request: unknown): {
+    body: z.input<typeof submitRequestSchema>;
+    webhookArmed: boolean;
+  } {
+    parsed(submitRequestSchema, request, 'request');
+    const body = request as z.input<typeof submitRequestSchema>;
+    const webhook = deps.webhookUrlFor?.(currentWorkflowId());
+    return webhook
+      ? { body: { ...body, webhook } as typeof body, webhookArmed: true }
+      : { body, webhookArmed: false };
+  }
+
+  async function jobCall<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const signal = Context.current().cancellationSignal;
+    try {
+      return await fn(signal);
+    } catch (error) {
+      throw toApplicationFailure(error, { jobOperation: true, signal });
+    }
+  }
+
+  return {
+    /** POST /run. Never retried by Temporal: see the submission policy above. */
+    async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
+      const { endpointId, request } = parsed(submitJobInputSchema, input, 'input');
+      const { body, webhookArmed } = requestWithWebhook(request);
+      let submitted: JobSubmitted;
+      try {
+        // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
+        // its own timeouts instead (worker shutdown gives it a grace period).
+        submitted = await client.jobs.run(endpointId, body);
+      } catch (error) {
+        throw submitFailure(error, webhookArmed);
+      }
+      return { jobId: submitted.id, status: submitted.status, observedAt: Date.now(), webhookArmed };
+    },
+
+    /**
+     * POST /runsync. Same policy as submitJob; the answer may be final (COMPLETED with output) or,
+     * when the wait ran out first, the job as it is then. Its results are kept for 1 minute only.
+     */
+    async runJobSync(input: RunJobSyncInput): Promise<SubmitResult> {
+      const { endpointId, request, wait, inlineMaxBytes } = parsed(runJobSyncInputSchema, input, 'input');
+      const { body, webhookArmed } = requestWithWebhook(request);
+      let status: Awaited<ReturnType<typeof client.jobs.runSync>>;
+      try {
+        status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });
+      } catch (error) {
+        throw submitFailure(error, webhookArmed);
+      }
+      return { ...(await observe(status.id, status, observeOptions(inlineMaxBytes))), webhookArmed };
+    },
+
+    /** Polls /status until the status differs from `knownStatus` or `returnBy` comes (see job-wait.ts). */
+    async waitForJobChange(input: WaitForJobChangeInput): Promise<WaitResult> {
+      const checked = parsed(waitForJobChangeInputSchema, input, 'input');
+      return waitForChange(client, checked, observeOptions(checked.inlineMaxBytes));
+    },
+
+    /** GET /status once (with `ttl`: sets the job's ttl too). 404 -> JobExpired. */
+    async fetchJobStatus(input: FetchJobStatusInput): Promise<JobObservation> {
+      const { endpointId, jobId, ttl, inlineMaxBytes } = parsed(fetchJobStatusInputSchema, input, 'input');
+      const status = await jobCall((signal) =>
+        client.jobs.status(endpointId, jobId, ttl === undefined ? { signal } : { signal, ttl }),
+      );
+      return observe(jobId, status, observeOptions(inlineMaxBytes));
+    },
+
+    /** POST /cancel. A job the service no longer knows needs no cancelling: that is success (gone). */
+    async cancelJob(input: JobRefInput): Promise<CancelJobResult> {
+      const { endpointId, jobId } = parsed(jobRefInputSchema, input, 'input');
+      const signal = Context.current().cancellationSignal;
+      try {
+        const answer = await client.jobs.cancel(endpointId, jobId, { signal });
+        return { status: answer.status, gone: false };
+      } catch (error) {
+        if (error instanceof ServiceError && error.kind === 'NotFound') return { gone: true };
+        throw toApplicationFailure(error, { jobOperation: true, signal });
+      }
+    },
+
+    /**
+     * POST /retry (same id, original input). A repeated call after a lost answer finds the job
+     * already re-queued and is refused; a look at /status tells that apart from a real refusal.
+     */
+    async retryJob(input: JobRefInput): Promise<JobObservation> {
+      const { endpointId, jobId } = parsed(jobRefInputSchema, input, 'input');
+      const signal = Context.current().cancellationSignal;
+      try {
+        const answer = await client.jobs.retry(endpointId, jobId, { signal });
+        return { jobId, status: answer.status, observedAt: Date.now() };
+      } catch (error) {
+        if (error instanceof ServiceError && error.kind === 'BadRequest') {
+          const now = await jobCall((s) => client.jobs.status(endpointId, jobId, { signal: s }));
+          if (now.status === 'IN_QUEUE' || now.status === 'IN_PROGRESS') {
+            return { jobId, status: now.status, observedAt: Date.now() };
+          }
+        }
+        throw toApplicationFailure(error, { jobOperation: true, signal });
+      }
+    },
+
+    /** Drains /stream into the chosen sink until the job has finished (see job-stream.ts). */
+    async streamJob(input: StreamJobInput): Promise<StreamResult> {
+      const checked = parsed(streamJobInputSchema, input, 'input');
+      let deliver: StreamSinkFunction;
+      try {
+        deliver = createSinkDelivery(checked.sink, {
+          streamDir,
+          ...(deps.streamSinks ? { streamSinks: deps.streamSinks } : {}),
+        });
+      } catch (error) {
+        if (error instanceof StreamSinkError) {
+          throw ApplicationFailure.create({
+            type: 'StreamSinkError',
+            message: error.message,
+            nonRetryable: true,
+          });
+        }
+        throw error;
+      }
+      return drainStream(client, checked, deliver);
+    },
+  };
+}
+
+export type JobActivities = ReturnType<typeof createJobActivities>;

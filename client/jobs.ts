@@ -1,0 +1,285 @@
+/**
+ * The facade of the job workflow: start, await, query, cancel and find jobs.
+ *
+ * The input is parsed here before anything is started: a bad one throws ValidationError naming
+ * the field, and nothing reaches Temporal or the service. The workflow id is the caller's: the
+ * same id twice is one job (a running one is joined; a finished one is returned, not re-run).
+ */
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
+import { waitHeartbeatSchema } from '../activities/job-types';
+import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
+import { ValidationError } from '../api/errors';
+import { jobRequestBody } from '../api/jobs';
+import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
+import type { serverlessJob } from '../workflows/job';
+import type { JobFailureDetails } from '../workflows/job-failures';
+import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
+import type { JobResult, JobSnapshot } from '../workflows/job-snapshot';
+import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';
+import { DEFAULT_TASK_QUEUE } from './endpoints';
+
+export type { JobFailureDetails, JobFailureType } from '../workflows/job-failures';
+export { JOB_FAILURE } from '../workflows/job-failures';
+export type { JobWorkflowInput } from '../workflows/job-input';
+export type { JobResult, JobSnapshot } from '../workflows/job-snapshot';
+
+export type JobHandle = WorkflowHandle<typeof serverlessJob>;
+
+/**
+ * Temporal refuses payloads over 2 MB by default; the input must fit in one, with room for the
+ * envelope. Larger job inputs belong in storage the handler reads (s3Config, a URL in the input).
+ */
+export const MAX_JOB_INPUT_BYTES = 1_900_000;
+
+const startOptionsSchema = z.strictObject({
+  /** Your id for this job: starting the same id again returns the same job. */
+  workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }).max(1000),
+  taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
+  /**
+   * `never` (default): an id is one job forever, even after it failed. `after-failure`: a failed,
+   * cancelled or terminated job of this id may be started again (a completed one never is).
+   */
+  idReuse: z.enum(['never', 'after-failure']).default('never'),
+});
+
+export type StartJobOptions = z.input<typeof startOptionsSchema>;
+
+function validationError(error: z.ZodError, root: string): ValidationError {
+  const issue = error.issues[0];
+  const field = [root, ...(issue?.path.map(String) ?? [])].filter(Boolean).join('.') || root;
+  const rule =
+    issue?.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : issue?.message;
+  return new ValidationError(field, rule ?? 'is invalid');
+}
+
+/** Everything the workflow would refuse, refused here first. */
+export function validateJobInput(input: JobWorkflowInput): void {
+  const parsed = parseJobWorkflowInput(input);
+  if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
+  // The client's own rules for the request (payload size per target included).
+  try {
+    jobRequestBody(parsed.value.request, parsed.value.options.mode === 'runsync' ? 'runSync' : 'run');
+  } catch (error) {
+    if (error instanceof ValidationError)
+      throw new ValidationError(`request.${error.field}`.replace(/\.$/, ''), error.rule);
+    throw error;
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(input));
+  if (bytes > MAX_JOB_INPUT_BYTES) {
+    throw new ValidationError(
+      'request',
+      `the workflow input is ${bytes} bytes; a Temporal payload holds at most ${MAX_JOB_INPUT_BYTES}: ` +
+        'pass large inputs by reference (s3Config, a URL in the input)',
+    );
+  }
+}
+
+/**
+ * Starts the job workflow, or returns the one already started with this workflow id (running or
+ * finished): a retried start never submits a second job.
+ */
+export async function startJob(
+  client: Client,
+  input: JobWorkflowInput,
+  options: StartJobOptions,
+): Promise<JobHandle> {
+  validateJobInput(input);
+  const parsed = startOptionsSchema.safeParse(options);
+  if (!parsed.success) throw validationError(parsed.error, 'options');
+  const { workflowId, taskQueue, idReuse } = parsed.data;
+  try {
+    return await client.workflow.start<typeof serverlessJob>('serverlessJob', {
+      taskQueue,
+      workflowId,
+      // The input as given: the workflow parses it again, and the request must reach the service
+      // unchanged (filled-in policy defaults would override the endpoint's own settings).
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
+    });
+  } catch (error) {
+    // Closed, and the reuse policy forbids another run: the caller gets that job back.
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
+    throw error;
+  }
+}
+
+export interface AwaitJobOptions {
+  /**
+   * Replace an `outputRef` by the output itself, read from this store (or a local directory store
+   * at this path: the worker's RESULT_STORE_DIR). Without it, a large output stays a reference.
+   */
+  resolveOutput?: ResultStore | string;
+}
+
+/** The result of a job; a failed job throws WorkflowFailedError (see jobFailureOf). */
+export async function awaitJob(
+  client: Client,
+  job: string | JobHandle,
+  options: AwaitJobOptions = {},
+): Promise<JobResult> {
+  const handle = typeof job === 'string' ? client.workflow.getHandle<typeof serverlessJob>(job) : job;
+  const result = await handle.result();
+  if (!result.outputRef || options.resolveOutput === undefined) return result;
+  const store =
+    typeof options.resolveOutput === 'string'
+      ? createLocalResultStore(options.resolveOutput)
+      : options.resolveOutput;
+  const { outputRef, ...rest } = result;
+  return { ...rest, output: await store.get(resultRefSchema.parse(outputRef)) };
+}
+
+/** Starts a job (or joins the one of this id) and waits for its result. */
+export async function runJob(
+  client: Client,
+  input: JobWorkflowInput,
+  options: StartJobOptions & AwaitJobOptions,
+): Promise<JobResult> {
+  const { resolveOutput, ...start } = options;
+  const handle = await startJob(client, input, start);
+  return awaitJob(client, handle, resolveOutput === undefined ? {} : { resolveOutput });
+}
+
+/** A job workflow's failure, typed: `type` is one of JOB_FAILURE or a service error kind. */
+export interface JobFailure {
+  type: string;
+  message: string;
+  details?: JobFailureDetails;
+}
+
+/** The typed failure inside what awaitJob threw, or undefined for anything else (e.g. a cancellation). */
+export function jobFailureOf(error: unknown): JobFailure | undefined {
+  const cause = error instanceof WorkflowFailedError ? error.cause : error;
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  const details = cause.details?.[0] as JobFailureDetails | undefined;
+  return { type: cause.type ?? 'Error', message: cause.message, ...(details ? { details } : {}) };
+}
+
+export interface LiveJobSnapshot extends JobSnapshot {
+  /** From the wait activity's last heartbeat: status polls so far and the freshest progress update. */
+  live?: { polls: number; progress?: unknown };
+}
+
+/**
+ * The workflow's snapshot. With `live`, the progress the wait activity has heartbeated since (the
+ * workflow itself learns progress only when the status changes, which keeps its history short).
+ */
+export async function getJobSnapshot(
+  client: Client,
+  workflowId: string,
+  options: { live?: boolean } = {},
+): Promise<LiveJobSnapshot> {
+  const handle = client.workflow.getHandle<typeof serverlessJob>(workflowId);
+  const snapshot: LiveJobSnapshot = await handle.query(jobSnapshotQuery);
+  if (!options.live) return snapshot;
+  const description = await handle.describe();
+  const converter = client.workflow.options.loadedDataConverter.payloadConverter;
+  for (const activity of description.raw.pendingActivities ?? []) {
+    if (activity.activityType?.name !== 'waitForJobChange') continue;
+    const payload = activity.heartbeatDetails?.payloads?.[0];
+    if (!payload) continue;
+    const beat = waitHeartbeatSchema.safeParse(converter.fromPayload(payload));
+    if (beat.success && beat.data.jobId === snapshot.jobId) {
+      snapshot.live = {
+        polls: beat.data.polls,
+        ...(beat.data.progress !== undefined ? { progress: beat.data.progress } : {}),
+      };
+    }
+  }
+  return snapshot;
+}
+
+/** Cancels the workflow; it cancels the remote job first, then ends as cancelled. */
+export async function cancelJob(client: Client, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(workflowId).cancel();
+}
+
+/** Asks the workflow to set the job's ttl (ms from submission) through /status?ttl=. */
+export async function extendJobTtl(client: Client, workflowId: string, ttl: number): Promise<void> {
+  const rule = 'must be an integer between 10000 and 604800000 ms';
+  if (!Number.isInteger(ttl) || ttl < 10_000 || ttl > 604_800_000) throw new ValidationError('ttl', rule);
+  await client.workflow.getHandle(workflowId).signal(extendJobTtlSignal, { ttl });
+}
+
+const filterSchema = z.strictObject({
+  endpointId: pathSegmentSchema.optional(),
+  jobId: pathSegmentSchema.optional(),
+  /** The remote job's last known status (IN_QUEUE, COMPLETED, ...). */
+  status: z
+    .string()
+    .regex(/^[A-Z_]+$/, { error: 'must be a job status such as IN_PROGRESS' })
+    .optional(),
+  /** Only running (or only closed) workflows. */
+  running: z.boolean().optional(),
+});
+
+export type JobFilter = z.input<typeof filterSchema>;
+
+// Values become string literals of the visibility query: anything that could end the literal is refused.
+function literal(field: string, value: string): string {
+  const unsafe = [...value].some(
+    (char) => char === '"' || char === "'" || char === '\\' || char.charCodeAt(0) < 0x20,
+  );
+  if (unsafe) throw new ValidationError(field, 'must not contain quotes, backslashes or control characters');
+  return `"${value}"`;
+}
+
+/** The visibility query for a filter (for `temporal workflow list --query` too). */
+export function jobListQuery(filter: JobFilter = {}): string {
+  const parsed = filterSchema.safeParse(filter);
+  if (!parsed.success) throw validationError(parsed.error, 'filter');
+  const { endpointId, jobId, status, running } = parsed.data;
+  const clauses = [`WorkflowType = "serverlessJob"`];
+  if (endpointId !== undefined)
+    clauses.push(`${endpointIdKey.name} = ${literal('filter.endpointId', endpointId)}`);
+  if (jobId !== undefined) clauses.push(`${jobIdKey.name} = ${literal('filter.jobId', jobId)}`);
+  if (status !== undefined) clauses.push(`${jobStatusKey.name} = ${literal('filter.status', status)}`);
+  if (running !== undefined)
+    clauses.push(running ? `ExecutionStatus = "Running"` : `ExecutionStatus != "Running"`);
+  return clauses.join(' AND ');
+}
+
+export interface JobListing {
+  workflowId: string;
+  runId: string;
+  /** The workflow's status (RUNNING, COMPLETED, FAILED, CANCELLED, ...). */
+  workflowStatus: string;
+  endpointId?: string;
+  jobIds: string[];
+  jobStatus?: string;
+  startTime: Date;
+  closeTime?: Date;
+}
+
+/** Job workflows matching the filter, newest first (visibility is eventually consistent). */
+export async function* listJobs(client: Client, filter: JobFilter = {}): AsyncIterable<JobListing> {
+  for await (const info of client.workflow.list({ query: jobListQuery(filter) })) {
+    const attributes = info.typedSearchAttributes;
+    const endpointId = attributes.get(endpointIdKey);
+    const jobStatus = attributes.get(jobStatusKey);
+    yield {
+      workflowId: info.workflowId,
+      runId: info.runId,
+      workflowStatus: info.status.name,
+      ...(endpointId !== undefined ? { endpointId } : {}),
+      jobIds: attributes.get(jobIdKey) ?? [],
+      ...(jobStatus !== undefined ? { jobStatus } : {}),
+      startTime: info.startTime,
+      ...(info.closeTime ? { closeTime: info.closeTime } : {}),
+    };
+  }
+}
+
+/** The workflow that owns (or owned) a remote job id. */
+export async function findJobByJobId(client: Client, jobId: string): Promise<JobListing | undefined> {
+  for await (const listing of listJobs(client, { jobId })) return listing;
+  return undefined;
+}

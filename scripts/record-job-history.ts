@@ -1,0 +1,125 @@
+/**
+ * Records the history of one job workflow run on a throwaway dev server into
+ * test/fixtures/job.history.json, for the replay test that guards the job workflow's determinism.
+ * The activities are scripted (no service needed) so the run takes every common road: a submit, a
+ * wait that sees FAILED, a backoff timer and a /retry, a wait that sees IN_PROGRESS, a poller
+ * cancelled by a webhook, a confirming /status, search attribute upserts and the result.
+ *
+ * Re-record only when a change to the workflow is meant to be incompatible (and then version the
+ * workflow with patched() instead, if runs of the old code may still be open).
+ *
+ *   npx tsx scripts/record-job-history.ts
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { JobActivities } from '../activities/job';
+import type { WaitForJobChangeInput } from '../activities/job-types';
+import { jobWebhookSignal } from '../workflows/definitions';
+import type { serverlessJob } from '../workflows/job';
+import { searchAttributeKeys } from '../workflows/search-attributes';
+import { ensureTemporalCli } from './servers';
+
+const WORKFLOW_ID = 'job-recorded';
+
+function scriptedActivities(): Partial<JobActivities> & { waits: number } {
+  const state = { waits: 0 };
+  const observedAt = () => Date.now();
+  return Object.assign(state, {
+    submitJob: async () => ({
+      jobId: 'job-rec-1',
+      status: 'IN_QUEUE' as const,
+      observedAt: observedAt(),
+      webhookArmed: true,
+    }),
+    waitForJobChange: async (input: WaitForJobChangeInput) => {
+      state.waits += 1;
+      if (state.waits === 1)
+        return {
+          jobId: input.jobId,
+          status: 'FAILED' as const,
+          error: 'first try fails',
+          observedAt: observedAt(),
+          reason: 'changed' as const,
+          polls: 3,
+        };
+      if (state.waits === 2)
+        return {
+          jobId: input.jobId,
+          status: 'IN_PROGRESS' as const,
+          progress: { step: 1 },
+          observedAt: observedAt(),
+          reason: 'changed' as const,
+          polls: 2,
+        };
+      // The third wait polls until the webhook wins and the workflow cancels it.
+      const context = Context.current();
+      for (;;) {
+        context.heartbeat({ jobId: input.jobId, knownStatus: input.knownStatus, polls: 1, intervalMs: 100 });
+        await context.sleep(100);
+      }
+    },
+    fetchJobStatus: async (input: { jobId: string }) => ({
+      jobId: input.jobId,
+      status: 'COMPLETED' as const,
+      output: { text: 'recorded' },
+      executionTime: 1234,
+      observedAt: observedAt(),
+    }),
+    retryJob: async (input: { jobId: string }) => ({
+      jobId: input.jobId,
+      status: 'IN_QUEUE' as const,
+      observedAt: observedAt(),
+    }),
+  });
+}
+
+async function main(): Promise<void> {
+  const cli = await ensureTemporalCli(console.log);
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
+      searchAttributes: searchAttributeKeys,
+    },
+  });
+  try {
+    const taskQueue = 'record-job-history';
+    const activities = scriptedActivities();
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath: require.resolve('../workflows/job'),
+      activities,
+    });
+    const history = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start<typeof serverlessJob>('serverlessJob', {
+        taskQueue,
+        workflowId: WORKFLOW_ID,
+        args: [
+          {
+            endpointId: 'ep-rec',
+            request: { input: { prompt: 'replay me' } },
+            retry: { maxRetries: 2, initialInterval: '1 second' },
+          },
+        ],
+      });
+      while (activities.waits < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+      await handle.signal(jobWebhookSignal, { jobId: 'job-rec-1', status: 'COMPLETED' });
+      console.log('result:', await handle.result());
+      return handle.fetchHistory();
+    });
+    const target = path.join(__dirname, '../test/fixtures/job.history.json');
+    writeFileSync(target, `${historyToJSON(history)}\n`);
+    console.log(`wrote ${target} (${history.events?.length} events)`);
+  } finally {
+    await env.teardown();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,512 @@
+/**
+ * The job activities in Temporal's mock activity environment against a stub API client: the
+ * submission policy (certain vs uncertain failures), the wait loop (growing intervals, heartbeats,
+ * resuming from them, cancellation, deadline, 404), result store references, /retry and /cancel
+ * edge cases, and draining /stream into each kind of sink.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { createJobActivities } from '../../activities/job';
+import type { WaitForJobChangeInput } from '../../activities/job-types';
+import { createLocalResultStore } from '../../activities/result-store';
+import type { JobStreamBatch } from '../../activities/stream-sink';
+import { ValidationError } from '../../api/errors';
+import type { JobStatus } from '../../api/schemas/job';
+import { activityEnv, rejection, type StubClient, serviceError, stubClient } from './job-stub';
+
+const polling = { initialIntervalMs: 10, maxIntervalMs: 40, backoffCoefficient: 2 };
+const status = (s: JobStatus['status'], extra: Partial<JobStatus> = {}): JobStatus => ({
+  id: 'job-1',
+  status: s,
+  ...extra,
+});
+
+function failure(error: unknown): ApplicationFailure {
+  expect(error).toBeInstanceOf(ApplicationFailure);
+  return error as ApplicationFailure;
+}
+
+describe('job activities', () => {
+  let stub: StubClient;
+  let dir: string;
+  beforeEach(() => {
+    stub = stubClient();
+    dir = mkdtempSync(path.join(tmpdir(), 'job-activities-'));
+  });
+
+  const activities = (extra: Partial<Parameters<typeof createJobActivities>[0]> = {}) =>
+    createJobActivities({
+      client: stub.client,
+      resultStoreDir: dir,
+      webhookUrlFor: (workflowId) =>
+        `https://hooks.test/webhooks/${encodeURIComponent(workflowId)}?token=secret-token`,
+      ...extra,
+    });
+
+  describe('submitJob', () => {
+    it('sends the request with the webhook made from the workflow id, and returns the job id', async () => {
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      const result = await activityEnv().call(activities().submitJob, {
+        endpointId: 'ep-1',
+        request: { input: { a: 1 }, policy: { ttl: 60_000 } },
+      });
+      expect(result).toMatchObject({ jobId: 'job-1', status: 'IN_QUEUE', webhookArmed: true });
+      // The token is in the request to the service only, never in what goes back to the workflow.
+      expect(JSON.stringify(result)).not.toContain('secret-token');
+      expect(stub.named('run')[0]).toEqual([
+        'ep-1',
+        {
+          input: { a: 1 },
+          policy: { ttl: 60_000 },
+          webhook: 'https://hooks.test/webhooks/wf-1?token=secret-token',
+        },
+      ]);
+    });
+
+    it('sends the request unchanged when no webhook is configured (polling only)', async () => {
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      const result = await activityEnv().call(activities({ webhookUrlFor: undefined }).submitJob, {
+        endpointId: 'ep-1',
+        request: { input: {} },
+      });
+      expect(result.webhookArmed).toBe(false);
+      expect(stub.named('run')[0]).toEqual(['ep-1', { input: {} }]);
+    });
+
+    it('reports a submit that may have reached the service as SubmitUncertain, never retryable', async () => {
+      stub.answer(
+        'run',
+        serviceError({ kind: 'Timeout', operation: 'run', retryable: true, mayHaveReachedService: true }),
+      );
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().submitJob, { endpointId: 'ep', request: { input: {} } }),
+        ),
+      );
+      expect(error.type).toBe('SubmitUncertain');
+      expect(error.nonRetryable).toBe(true);
+      expect(error.details?.[0]).toMatchObject({ cause: 'Timeout', webhookArmed: true, operation: 'run' });
+    });
+
+    it('reports a 5xx on submit as uncertain too', async () => {
+      stub.answer(
+        'run',
+        serviceError({
+          kind: 'ServerError',
+          operation: 'run',
+          status: 502,
+          retryable: true,
+          mayHaveReachedService: true,
+        }),
+      );
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().submitJob, { endpointId: 'ep', request: { input: {} } }),
+        ),
+      );
+      expect(error.type).toBe('SubmitUncertain');
+    });
+
+    it('keeps certain failures typed and retryable as they are: 429 after the budget, connection refused', async () => {
+      stub.answer(
+        'run',
+        serviceError({
+          kind: 'RateLimited',
+          operation: 'run',
+          status: 429,
+          retryable: true,
+          retryAfterMs: 2_000,
+        }),
+        serviceError({
+          kind: 'NetworkError',
+          operation: 'run',
+          retryable: true,
+          mayHaveReachedService: false,
+        }),
+      );
+      const submit = () =>
+        activityEnv().call(activities().submitJob, { endpointId: 'ep', request: { input: {} } });
+      const limited = failure(await rejection(submit()));
+      expect(limited).toMatchObject({ type: 'RateLimited', nonRetryable: false, nextRetryDelay: 2_000 });
+      expect(limited.details?.[0]).toMatchObject({ retryAfterMs: 2_000, status: 429 });
+      const refused = failure(await rejection(submit()));
+      expect(refused).toMatchObject({ type: 'NetworkError', nonRetryable: false });
+    });
+
+    it('turns a ValidationError (nothing sent) into a non-retryable BadRequest naming the field', async () => {
+      stub.answer('run', new ValidationError('payload', 'the serialized request is 11000000 bytes'));
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().submitJob, { endpointId: 'ep', request: { input: {} } }),
+        ),
+      );
+      expect(error).toMatchObject({ type: 'BadRequest', nonRetryable: true });
+      expect(error.details?.[0]).toEqual({
+        field: 'payload',
+        rule: 'the serialized request is 11000000 bytes',
+      });
+    });
+
+    it('treats an unexpected error as uncertain: it cannot tell whether the request went out', async () => {
+      stub.answer('run', new TypeError('socket hang up'));
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().submitJob, { endpointId: 'ep', request: { input: {} } }),
+        ),
+      );
+      expect(error.type).toBe('SubmitUncertain');
+    });
+
+    it('refuses a request that carries its own webhook, before sending anything', async () => {
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().submitJob, {
+            endpointId: 'ep',
+            request: { input: {}, webhook: 'https://evil.test/' },
+          }),
+        ),
+      );
+      expect(error).toMatchObject({ type: 'BadRequest', nonRetryable: true });
+      expect(stub.calls).toHaveLength(0);
+    });
+  });
+
+  describe('runJobSync', () => {
+    it('returns the final answer, with the output', async () => {
+      stub.answer('runSync', { id: 'sync-1', status: 'COMPLETED', output: { n: 2 }, executionTime: 40 });
+      const result = await activityEnv().call(activities().runJobSync, {
+        endpointId: 'ep',
+        request: { input: {} },
+        wait: 2_000,
+      });
+      expect(result).toMatchObject({
+        jobId: 'sync-1',
+        status: 'COMPLETED',
+        output: { n: 2 },
+        executionTime: 40,
+      });
+      expect(stub.named('runSync')[0]?.[2]).toEqual({ wait: 2_000 });
+    });
+
+    it('reports a lost /runsync answer as uncertain', async () => {
+      stub.answer(
+        'runSync',
+        serviceError({
+          kind: 'NetworkError',
+          operation: 'runSync',
+          retryable: true,
+          mayHaveReachedService: true,
+        }),
+      );
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().runJobSync, { endpointId: 'ep', request: { input: {} } }),
+        ),
+      );
+      expect(error.type).toBe('SubmitUncertain');
+    });
+  });
+
+  describe('waitForJobChange', () => {
+    const waitInput = (extra: Partial<WaitForJobChangeInput> = {}): WaitForJobChangeInput => ({
+      endpointId: 'ep-1',
+      jobId: 'job-1',
+      knownStatus: 'IN_QUEUE',
+      returnBy: Date.now() + 60_000,
+      polling,
+      ...extra,
+    });
+
+    it('polls with growing intervals, heartbeats every poll, and returns on the first change', async () => {
+      stub.answer(
+        'status',
+        status('IN_QUEUE'),
+        status('IN_QUEUE'),
+        status('IN_QUEUE'),
+        status('IN_QUEUE'),
+        status('COMPLETED', { output: { text: 'done' }, delayTime: 3, executionTime: 7 }),
+      );
+      const env = activityEnv();
+      const beats: Array<{ polls: number; intervalMs: number }> = [];
+      env.on('heartbeat', (details) => beats.push(details));
+      const result = await env.call(activities().waitForJobChange, waitInput());
+      expect(result).toMatchObject({
+        reason: 'changed',
+        status: 'COMPLETED',
+        output: { text: 'done' },
+        delayTime: 3,
+        executionTime: 7,
+        polls: 5,
+      });
+      expect(beats.map((beat) => beat.intervalMs)).toEqual([10, 20, 40, 40]);
+      expect(beats.map((beat) => beat.polls)).toEqual([1, 2, 3, 4]);
+    });
+
+    it('resumes from the heartbeat of a previous attempt: same schedule, same count', async () => {
+      stub.answer('status', status('IN_QUEUE'), status('IN_PROGRESS'));
+      const env = activityEnv({
+        attempt: 2,
+        heartbeatDetails: { jobId: 'job-1', knownStatus: 'IN_QUEUE', polls: 17, intervalMs: 40 },
+      });
+      const beats: Array<{ polls: number; intervalMs: number }> = [];
+      env.on('heartbeat', (details) => beats.push(details));
+      const result = await env.call(activities().waitForJobChange, waitInput());
+      expect(beats[0]).toMatchObject({ polls: 18, intervalMs: 40 });
+      expect(result).toMatchObject({ status: 'IN_PROGRESS', polls: 19 });
+    });
+
+    it('starts afresh when the heartbeat was about another wait', async () => {
+      stub.answer('status', status('IN_PROGRESS'), status('COMPLETED'));
+      const env = activityEnv({
+        heartbeatDetails: { jobId: 'job-1', knownStatus: 'IN_QUEUE', polls: 17, intervalMs: 40 },
+      });
+      const beats: Array<{ polls: number; intervalMs: number }> = [];
+      env.on('heartbeat', (details) => beats.push(details));
+      await env.call(activities().waitForJobChange, waitInput({ knownStatus: 'IN_PROGRESS' }));
+      expect(beats[0]).toMatchObject({ polls: 1, intervalMs: 10 });
+    });
+
+    it('heartbeats the latest progress update, and returns it when the status changes', async () => {
+      stub.answer(
+        'status',
+        status('IN_PROGRESS', { output: { step: 1 } }),
+        status('IN_PROGRESS', { output: 'x'.repeat(20_000) }),
+        status('IN_PROGRESS', { output: { step: 3 } }),
+        status('COMPLETED', { output: 'ok' }),
+      );
+      const env = activityEnv();
+      const beats: Array<{ progress?: unknown }> = [];
+      env.on('heartbeat', (details) => beats.push(details));
+      await env.call(activities().waitForJobChange, waitInput({ knownStatus: 'IN_PROGRESS' }));
+      expect(beats.map((beat) => beat.progress)).toEqual([
+        { step: 1 },
+        { omitted: true, bytes: 20_002 },
+        { step: 3 },
+      ]);
+    });
+
+    it('returns with reason deadline when returnBy comes first', async () => {
+      stub.answer('status', status('IN_QUEUE'));
+      const result = await activityEnv().call(
+        activities().waitForJobChange,
+        waitInput({ returnBy: Date.now() + 50 }),
+      );
+      expect(result).toMatchObject({ reason: 'deadline', status: 'IN_QUEUE' });
+    });
+
+    it('ends with a CancelledFailure when the workflow cancels it', async () => {
+      stub.answer('status', status('IN_QUEUE'));
+      const env = activityEnv();
+      let beats = 0;
+      env.on('heartbeat', () => {
+        beats += 1;
+        if (beats === 3) env.cancel();
+      });
+      const error = await rejection(
+        env.call(activities().waitForJobChange, waitInput({ polling: { ...polling, maxIntervalMs: 10 } })),
+      );
+      expect(error).toBeInstanceOf(CancelledFailure);
+    });
+
+    it('maps a 404 to JobExpired, never retried; a 5xx stays retryable', async () => {
+      stub.answer(
+        'status',
+        serviceError({ kind: 'NotFound', status: 404 }),
+        serviceError({ kind: 'ServerError', status: 503, retryable: true }),
+      );
+      const expired = failure(
+        await rejection(activityEnv().call(activities().waitForJobChange, waitInput())),
+      );
+      expect(expired).toMatchObject({ type: 'JobExpired', nonRetryable: true });
+      const server = failure(await rejection(activityEnv().call(activities().waitForJobChange, waitInput())));
+      expect(server).toMatchObject({ type: 'ServerError', nonRetryable: false });
+    });
+
+    it('puts a large output in the result store and returns a reference', async () => {
+      const big = { text: 'y'.repeat(5_000) };
+      stub.answer('status', status('COMPLETED', { output: big }));
+      const result = await activityEnv().call(
+        activities({ inlineMaxBytes: 1_000 }).waitForJobChange,
+        waitInput(),
+      );
+      expect(result.output).toBeUndefined();
+      expect(result.outputRef).toMatchObject({
+        kind: 'serverless-result-ref',
+        store: 'local',
+        key: 'wf-1/job-1',
+      });
+      expect(await createLocalResultStore(dir).get(result.outputRef!)).toEqual(big);
+    });
+
+    it('lets the workflow lower the inline limit per job', async () => {
+      stub.answer('status', status('COMPLETED', { output: 'z'.repeat(500) }));
+      const result = await activityEnv().call(
+        activities().waitForJobChange,
+        waitInput({ inlineMaxBytes: 100 }),
+      );
+      expect(result.outputRef).toBeDefined();
+    });
+  });
+
+  describe('fetchJobStatus, cancelJob, retryJob', () => {
+    it('passes a ttl to /status and shortens a long error text', async () => {
+      stub.answer('status', status('FAILED', { error: 'e'.repeat(5_000) }));
+      const result = await activityEnv().call(activities().fetchJobStatus, {
+        endpointId: 'ep',
+        jobId: 'job-1',
+        ttl: 120_000,
+      });
+      expect(stub.named('status')[0]?.[2]).toMatchObject({ ttl: 120_000 });
+      expect(result.error?.length).toBe(2_001);
+    });
+
+    it('cancels, and takes a 404 as a job already gone', async () => {
+      stub.answer(
+        'cancel',
+        { id: 'job-1', status: 'CANCELLED' },
+        serviceError({ kind: 'NotFound', status: 404, operation: 'cancel' }),
+      );
+      expect(await activityEnv().call(activities().cancelJob, { endpointId: 'ep', jobId: 'job-1' })).toEqual({
+        status: 'CANCELLED',
+        gone: false,
+      });
+      expect(await activityEnv().call(activities().cancelJob, { endpointId: 'ep', jobId: 'job-1' })).toEqual({
+        gone: true,
+      });
+    });
+
+    it('retries; a refusal of a job already re-queued (a lost answer) is success', async () => {
+      stub.answer('retry', serviceError({ kind: 'BadRequest', status: 400, operation: 'retry' }));
+      stub.answer('status', status('IN_QUEUE'));
+      const result = await activityEnv({ attempt: 2 }).call(activities().retryJob, {
+        endpointId: 'ep',
+        jobId: 'job-1',
+      });
+      expect(result).toMatchObject({ jobId: 'job-1', status: 'IN_QUEUE' });
+    });
+
+    it('keeps a real refusal of /retry, and maps its 404 to JobExpired', async () => {
+      stub.answer(
+        'retry',
+        serviceError({ kind: 'BadRequest', status: 400, operation: 'retry' }),
+        serviceError({ kind: 'NotFound', status: 404, operation: 'retry' }),
+      );
+      stub.answer('status', status('COMPLETED'));
+      const refused = failure(
+        await rejection(activityEnv().call(activities().retryJob, { endpointId: 'ep', jobId: 'job-1' })),
+      );
+      expect(refused.type).toBe('BadRequest');
+      const expired = failure(
+        await rejection(activityEnv().call(activities().retryJob, { endpointId: 'ep', jobId: 'job-1' })),
+      );
+      expect(expired.type).toBe('JobExpired');
+    });
+  });
+
+  describe('streamJob', () => {
+    const chunk = (text: string) => ({ output: { text: [text] }, metrics: { scenario: 'stream' } });
+
+    it('drains /stream into a file, one batch at a time, until the job has finished', async () => {
+      stub.answer(
+        'stream',
+        { chunks: [chunk('a'), chunk('b')] },
+        { chunks: [] },
+        { chunks: [chunk('c')] },
+        { chunks: [] },
+      );
+      stub.answer('status', status('IN_PROGRESS'), status('COMPLETED'));
+      const env = activityEnv();
+      const beats: unknown[] = [];
+      env.on('heartbeat', (details) => beats.push(details));
+      const result = await env.call(activities().streamJob, {
+        endpointId: 'ep',
+        jobId: 'job-1',
+        sink: { kind: 'file', name: 'out.jsonl' },
+        firstIndex: 4,
+        polling,
+      });
+      expect(result).toEqual({ chunks: 3, batches: 2, finalStatus: 'COMPLETED' });
+      const lines = readFileSync(path.join(dir, 'streams', 'out.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(lines.map((line) => [line.index, line.output.text[0], line.jobId])).toEqual([
+        [4, 'a', 'job-1'],
+        [5, 'b', 'job-1'],
+        [6, 'c', 'job-1'],
+      ]);
+      expect(beats.at(-1)).toMatchObject({ chunks: 3, batches: 2 });
+    });
+
+    it('reads the status from the hosted service`s { status, stream } answer without asking /status', async () => {
+      stub.answer(
+        'stream',
+        { status: 'IN_PROGRESS', chunks: [chunk('a')] },
+        { status: 'COMPLETED', chunks: [] },
+      );
+      const batches: JobStreamBatch[] = [];
+      const result = await activityEnv().call(
+        activities({ streamSinks: { collect: async (batch) => void batches.push(batch) } }).streamJob,
+        {
+          endpointId: 'ep',
+          jobId: 'job-1',
+          sink: { kind: 'function', name: 'collect' },
+          firstIndex: 0,
+          polling,
+        },
+      );
+      expect(result).toEqual({ chunks: 1, batches: 1, finalStatus: 'COMPLETED' });
+      expect(batches).toEqual([{ workflowId: 'wf-1', jobId: 'job-1', firstIndex: 0, chunks: [chunk('a')] }]);
+      expect(stub.named('status')).toHaveLength(0);
+    });
+
+    it('refuses an unknown sink function before reading anything', async () => {
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().streamJob, {
+            endpointId: 'ep',
+            jobId: 'job-1',
+            sink: { kind: 'function', name: 'nope' },
+            firstIndex: 0,
+            polling,
+          }),
+        ),
+      );
+      expect(error).toMatchObject({ type: 'StreamSinkError', nonRetryable: true });
+      expect(stub.calls).toHaveLength(0);
+    });
+
+    it('fails (retryably) when the sink fails, without counting the batch', async () => {
+      stub.answer('stream', { chunks: [chunk('a')] });
+      const env = activityEnv();
+      const beats: unknown[] = [];
+      env.on('heartbeat', (details) => beats.push(details));
+      const error = failure(
+        await rejection(
+          env.call(
+            activities({
+              streamSinks: {
+                broken: async () => {
+                  throw new Error('disk full');
+                },
+              },
+            }).streamJob,
+            {
+              endpointId: 'ep',
+              jobId: 'job-1',
+              sink: { kind: 'function', name: 'broken' },
+              firstIndex: 0,
+              polling,
+            },
+          ),
+        ),
+      );
+      expect(error.nonRetryable).toBe(false);
+      expect(error.message).toContain('disk full');
+      expect(beats).toHaveLength(0);
+    });
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * A stub of the API client's `jobs` member for the activity tests: each operation answers from a
+ * queue of scripted answers (a value, or an error to throw) and records its arguments.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { ServiceClient } from '../../api/client';
+import { ServiceError, type ServiceErrorInit } from '../../api/errors';
+
+type Jobs = ServiceClient['jobs'];
+type Operation = keyof Jobs;
+type Answer = unknown | Error;
+
+export interface StubClient {
+  client: Pick<ServiceClient, 'jobs'>;
+  calls: Array<{ operation: Operation; args: unknown[] }>;
+  /** Queues answers for an operation; the last one repeats. */
+  answer(operation: Operation, ...answers: Answer[]): void;
+  named(operation: Operation): unknown[][];
+}
+
+export function stubClient(): StubClient {
+  const queues = new Map<Operation, Answer[]>();
+  const calls: StubClient['calls'] = [];
+  const handler =
+    (operation: Operation) =>
+    async (...args: unknown[]) => {
+      calls.push({ operation, args });
+      const queue = queues.get(operation) ?? [];
+      const answer = queue.length > 1 ? queue.shift() : queue[0];
+      if (answer === undefined) throw new Error(`no answer scripted for ${operation}`);
+      if (answer instanceof Error) throw answer;
+      return answer;
+    };
+  const operations: Operation[] = [
+    'run',
+    'runSync',
+    'status',
+    'stream',
+    'cancel',
+    'retry',
+    'purgeQueue',
+    'health',
+  ];
+  const jobs = Object.fromEntries(
+    operations.map((operation) => [operation, handler(operation)]),
+  ) as unknown as Jobs;
+  return {
+    client: { jobs },
+    calls,
+    answer(operation, ...answers) {
+      queues.set(operation, answers);
+    },
+    named: (operation) => calls.filter((call) => call.operation === operation).map((call) => call.args),
+  };
+}
+
+export function serviceError(init: Partial<ServiceErrorInit> & Pick<ServiceErrorInit, 'kind'>): ServiceError {
+  return new ServiceError({
+    operation: 'status',
+    message: `${init.kind} happened`,
+    retryable: false,
+    ...init,
+  });
+}
+
+const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * Temporal's mock activity environment for workflow wf-1, without its logging of every failure
+ * these tests provoke on purpose; `call` is `run` with the activity's own argument and result types.
+ */
+export function activityEnv(info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {}) {
+  const env = new MockActivityEnvironment(
+    { workflowExecution: { workflowId: 'wf-1', runId: 'run-1' }, ...info },
+    { logger: silent },
+  );
+  return Object.assign(env, {
+    call<A extends unknown[], R>(fn: (...args: A) => Promise<R>, ...args: A): Promise<R> {
+      return env.run<A, R, (...args: A) => Promise<R>>(fn, ...args);
+    },
+  });
+}
+
+/** What a rejected promise rejected with. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => error,
+  );
+}

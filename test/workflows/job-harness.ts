@@ -1,0 +1,217 @@
+/**
+ * Plumbing of the job workflow tests: a time-skipping server with the search attributes
+ * registered, one workflow bundle per file, a worker of its own task queue around each test, and
+ * mocked job activities that script the remote job and record every call.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { expect } from 'vitest';
+import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
+import type { JobObservation, StreamResult, WaitResult } from '../../activities/job-types';
+import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
+import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';
+
+/** These suites fail workflows on purpose; keep the SDK's warnings about that out of the output. */
+export function quietRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+  } catch {
+    // Installed already by an earlier suite of this process.
+  }
+}
+
+const { IndexedValueType } = temporal.api.enums.v1;
+
+/** The Java test server knows no custom search attributes until they are added through its operator service. */
+export async function jobTestEnv(): Promise<TestWorkflowEnvironment> {
+  const env = await timeSkippingEnv();
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: 'default',
+    searchAttributes: {
+      ServerlessEndpointId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ServerlessJobId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+      ServerlessJobStatus: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    },
+  });
+  return env;
+}
+
+export function bundleJobWorkflow(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({
+    workflowsPath: require.resolve('./job-test-workflows.ts'),
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+  });
+}
+
+export async function withWorker<T>(
+  env: TestWorkflowEnvironment,
+  bundle: WorkflowBundleWithSourceMap,
+  activities: Partial<JobActivities>,
+  body: (taskQueue: string) => Promise<T>,
+): Promise<T> {
+  const taskQueue = uniqueTaskQueue('job');
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities,
+  });
+  return worker.runUntil(body(taskQueue));
+}
+
+/** Resolves when the activity is cancelled (heartbeating so that the cancellation can arrive). */
+export async function untilCancelled(): Promise<never> {
+  const context = Context.current();
+  for (;;) {
+    context.heartbeat();
+    await context.sleep(20);
+  }
+}
+
+export function isActivityCancellation(error: unknown): boolean {
+  return error instanceof CancelledFailure;
+}
+
+/** The ApplicationFailure a workflow ended with. */
+export async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  const cause = (error as WorkflowFailedError).cause;
+  expect(cause).toBeInstanceOf(ApplicationFailure);
+  return cause as ApplicationFailure;
+}
+
+export type Call = { name: string; input: unknown; attempt: number };
+
+/**
+ * A scripted remote job. `statuses` is what successive waits return (each wait returns the next
+ * one); fetchJobStatus answers with `current()`. Every activity call is recorded.
+ */
+export interface FakeJob {
+  activities: Partial<JobActivities>;
+  calls: Call[];
+  named(name: string): Call[];
+}
+
+export function observation(
+  jobId: string,
+  status: JobObservation['status'],
+  extra: Partial<JobObservation> = {},
+): JobObservation {
+  return { jobId, status, observedAt: Date.now(), ...extra };
+}
+
+export function submitted(jobId: string, extra: Partial<SubmitResult> = {}): SubmitResult {
+  return { jobId, status: 'IN_QUEUE', observedAt: Date.now(), webhookArmed: true, ...extra };
+}
+
+export function waitResult(
+  jobId: string,
+  status: JobObservation['status'],
+  extra: Partial<WaitResult> = {},
+): WaitResult {
+  return { ...observation(jobId, status), reason: 'changed', polls: 1, ...extra };
+}
+
+type Impl<K extends keyof JobActivities> = (
+  ...args: Parameters<JobActivities[K]>
+) => ReturnType<JobActivities[K]>;
+
+export function fakeJob(impl: Partial<{ [K in keyof JobActivities]: Impl<K> }>): FakeJob {
+  const calls: Call[] = [];
+  const activities: Partial<JobActivities> = {};
+  const record =
+    <K extends keyof JobActivities>(name: K, fn: Impl<K>) =>
+    (...args: Parameters<JobActivities[K]>) => {
+      calls.push({ name, input: args[0], attempt: Context.current().info.attempt });
+      return fn(...args);
+    };
+  const defaults: { [K in keyof JobActivities]: Impl<K> } = {
+    submitJob: async () => submitted('job-1'),
+    runJobSync: async () => ({
+      ...observation('sync-1', 'COMPLETED', { output: { ok: true } }),
+      webhookArmed: false,
+    }),
+    waitForJobChange: async (input) => waitResult(input.jobId, 'COMPLETED', { output: { ok: true } }),
+    fetchJobStatus: async (input) => observation(input.jobId, 'COMPLETED', { output: { ok: true } }),
+    cancelJob: async (): Promise<CancelJobResult> => ({ status: 'CANCELLED', gone: false }),
+    retryJob: async (input) => observation(input.jobId, 'IN_QUEUE'),
+    streamJob: async (): Promise<StreamResult> => ({ chunks: 0, batches: 0, finalStatus: 'COMPLETED' }),
+  };
+  for (const name of Object.keys(defaults) as Array<keyof JobActivities>) {
+    const fn = (impl[name] ?? defaults[name]) as Impl<typeof name>;
+    (activities as Record<string, unknown>)[name] = record(name, fn);
+  }
+  return { activities, calls, named: (name) => calls.filter((call) => call.name === name) };
+}
+
+/** Waits (real time) until `check` holds; for things a worker does on its own schedule. */
+export async function eventually(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * A poller that answers from a script: each call takes the next step; a status returns at once,
+ * 'hang' polls until the workflow cancels it (as a real poller would while nothing changes) or
+ * until the test calls release(), after which it answers with the next step.
+ */
+export function pollerScript(steps: Array<JobObservation['status'] | 'hang' | WaitResult>) {
+  let index = 0;
+  const state = { cancelled: 0, released: false };
+  const take = () => steps[Math.min(index++, steps.length - 1)];
+  const fn = async (input: Parameters<JobActivities['waitForJobChange']>[0]): Promise<WaitResult> => {
+    let step = take();
+    if (step === 'hang' || step === undefined) {
+      const context = Context.current();
+      try {
+        while (!state.released) {
+          context.heartbeat();
+          await context.sleep(20);
+        }
+      } catch (error) {
+        state.cancelled += 1;
+        throw error;
+      }
+      state.released = false;
+      step = take();
+    }
+    if (step === 'hang' || step === undefined)
+      throw new Error('a released poller needs a status to answer with');
+    return typeof step === 'string' ? waitResult(input.jobId, step) : step;
+  };
+  return Object.assign(fn, {
+    get cancelled() {
+      return state.cancelled;
+    },
+    release() {
+      state.released = true;
+    },
+  });
+}
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Workflow time from start to end, from the snapshot (the server's clock may run on after). */
+export async function workflowElapsed(handle: {
+  query: (def: typeof jobSnapshotQuery) => Promise<JobSnapshot>;
+}): Promise<number> {
+  const { timings } = await handle.query(jobSnapshotQuery);
+  return (timings.endedAt as number) - timings.startedAt;
+}

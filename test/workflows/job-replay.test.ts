@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { describe, expect, it } from 'vitest';
+
+// Recorded from a real run on the dev server by `npx tsx scripts/record-job-history.ts`: a submit, a
+// FAILED run, a backoff and a /retry, a poller cancelled by a webhook, and the confirming /status.
+const history = JSON.parse(readFileSync(path.join(__dirname, '../fixtures/job.history.json'), 'utf8'));
+
+describe('replay of a recorded job workflow history', () => {
+  it('accepts the job workflow code that produced it', async () => {
+    await expect(
+      Worker.runReplayHistory(
+        { workflowsPath: require.resolve('../../workflows/job.ts') },
+        history,
+        'job-recorded',
+      ),
+    ).resolves.toBeUndefined();
+  });
+
+  it('rejects a version of the job workflow whose commands changed', async () => {
+    await expect(
+      Worker.runReplayHistory(
+        { workflowsPath: require.resolve('./job-variant-reordered.ts') },
+        history,
+        'job-recorded',
+      ),
+    ).rejects.toBeInstanceOf(DeterminismViolationError);
+  });
+});

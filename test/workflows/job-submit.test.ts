@@ -1,0 +1,390 @@
+/**
+ * Submission and cancellation of the job workflow on the time-skipping server: the uncertain
+ * submit both ways (fail, resubmit), a worker dying mid-submit (an activity timeout), adoption of
+ * an orphan from its webhook, safe retries of submits that certainly were not sent, and
+ * cancellation while submitting, queued, running and between retries.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
+import type { JobWorkflowInput } from '../../workflows/job-input';
+import {
+  bundleJobWorkflow,
+  eventually,
+  failureOf,
+  fakeJob,
+  jobTestEnv,
+  observation,
+  pollerScript,
+  quietRuntime,
+  submitted,
+  waitResult,
+  withWorker,
+  workflowElapsed,
+} from './job-harness';
+import type { serverlessJob } from './job-test-workflows';
+
+quietRuntime();
+
+const input = (extra: Partial<JobWorkflowInput> = {}): JobWorkflowInput => ({
+  endpointId: 'ep-1',
+  request: { input: { n: 1 } },
+  ...extra,
+});
+
+const uncertain = () =>
+  ApplicationFailure.create({
+    type: 'SubmitUncertain',
+    message: 'the run request may have reached the service (headers timeout)',
+    nonRetryable: true,
+    details: [{ operation: 'run', cause: 'Timeout', webhookArmed: true }],
+  });
+
+const sleepReal = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('job workflow: submission and cancellation', () => {
+  let env: TestWorkflowEnvironment;
+  let bundle: WorkflowBundleWithSourceMap;
+  let id = 0;
+
+  beforeAll(async () => {
+    env = await jobTestEnv();
+    bundle = await bundleJobWorkflow();
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const start = (taskQueue: string, args: JobWorkflowInput) =>
+    env.client.workflow.start<typeof serverlessJob>('serverlessJob', {
+      taskQueue,
+      workflowId: `submit-wf-${++id}`,
+      args: [args],
+    });
+
+  describe('an uncertain submit', () => {
+    it('fails with SubmitUncertain by default, without sending again', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          throw uncertain();
+        },
+      });
+      const { failure, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        const failure = await failureOf(handle.result());
+        return { failure, snapshot: await handle.query(jobSnapshotQuery) };
+      });
+      expect(failure.type).toBe('SubmitUncertain');
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toContain('may have created a job whose id never arrived');
+      expect(failure.message).toContain('orphan');
+      expect(failure.details?.[0]).toMatchObject({ submissions: 1, uncertainSubmits: 1, jobIds: [] });
+      expect(fake.named('submitJob')).toHaveLength(1);
+      expect(snapshot).toMatchObject({
+        phase: 'failed',
+        uncertainSubmits: 1,
+        failure: { type: 'SubmitUncertain' },
+      });
+    });
+
+    it('submits again when the caller chose resubmit, and counts it', async () => {
+      let calls = 0;
+      const fake = fakeJob({
+        submitJob: async () => {
+          calls += 1;
+          if (calls === 1) throw uncertain();
+          return submitted('job-2');
+        },
+      });
+      const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+        (await start(taskQueue, input({ onUncertainSubmit: 'resubmit' }))).result(),
+      );
+      expect(result).toMatchObject({
+        jobId: 'job-2',
+        submissions: 2,
+        uncertainSubmits: 1,
+        jobIds: ['job-2'],
+      });
+    });
+
+    it('stops resubmitting at maxSubmissions', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          throw uncertain();
+        },
+      });
+      const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+        failureOf(
+          (await start(taskQueue, input({ onUncertainSubmit: 'resubmit', maxSubmissions: 2 }))).result(),
+        ),
+      );
+      expect(failure.type).toBe('SubmitUncertain');
+      expect(failure.message).toContain('maxSubmissions (2) is reached');
+      expect(fake.named('submitJob')).toHaveLength(2);
+    });
+
+    it('treats a submit that never answers (a worker dead mid-submit) as uncertain, and never retries it', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          await sleepReal(3_000); // past the 1-second timeout: the answer is lost
+          return submitted('job-late');
+        },
+      });
+      const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+        failureOf((await start(taskQueue, input({ submitTimeout: '1 second' }))).result()),
+      );
+      expect(failure.type).toBe('SubmitUncertain');
+      expect(failure.message).toContain('ActivityTimeout');
+      expect(fake.named('submitJob')).toHaveLength(1);
+    });
+
+    it('adopts the orphan job when its webhook arrives within uncertainSubmitWait', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          throw uncertain();
+        },
+        fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'orphan output' }),
+      });
+      const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input({ uncertainSubmitWait: '1 hour' }));
+        let phase = '';
+        for (let i = 0; i < 200 && phase !== 'adopting'; i++) {
+          phase = (await handle.query(jobSnapshotQuery)).phase;
+          if (phase !== 'adopting') await sleepReal(25);
+        }
+        expect(phase).toBe('adopting');
+        await handle.signal(jobWebhookSignal, { jobId: 'orphan-7', status: 'COMPLETED' });
+        const result = await handle.result();
+        return { result, snapshot: await handle.query(jobSnapshotQuery) };
+      });
+      expect(result).toMatchObject({
+        jobId: 'orphan-7',
+        output: 'orphan output',
+        submissions: 1,
+        uncertainSubmits: 1,
+      });
+      expect(snapshot).toMatchObject({ adopted: true, jobIds: ['orphan-7'] });
+      expect(fake.named('fetchJobStatus').map((call) => call.input)).toEqual([
+        { endpointId: 'ep-1', jobId: 'orphan-7' },
+      ]);
+    });
+
+    it('adopts a webhook that arrived while the submit was still in flight', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          await sleepReal(1_500);
+          throw uncertain();
+        },
+        waitForJobChange: pollerScript(['COMPLETED']),
+        fetchJobStatus: async (req) => observation(req.jobId, 'IN_PROGRESS'),
+      });
+      const result = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
+        await handle.signal(jobWebhookSignal, { jobId: 'orphan-8', status: 'IN_PROGRESS' });
+        return handle.result();
+      });
+      expect(result).toMatchObject({ jobId: 'orphan-8', status: 'COMPLETED', uncertainSubmits: 1 });
+    });
+
+    it('does not wait for an orphan`s webhook when the request named none', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          throw ApplicationFailure.create({
+            type: 'SubmitUncertain',
+            message: 'dropped after send',
+            nonRetryable: true,
+            details: [{ webhookArmed: false }],
+          });
+        },
+      });
+      const { failure, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input({ uncertainSubmitWait: '1 hour' }));
+        const failure = await failureOf(handle.result());
+        return { failure, elapsed: await workflowElapsed(handle) };
+      });
+      expect(failure.type).toBe('SubmitUncertain');
+      expect(elapsed).toBeLessThan(60 * 60_000);
+    });
+
+    it('does not adopt a job /status does not know; the window closes with SubmitUncertain', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          throw uncertain();
+        },
+        fetchJobStatus: async () => {
+          throw ApplicationFailure.create({ type: 'JobExpired', message: '404', nonRetryable: true });
+        },
+      });
+      const { failure, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input({ uncertainSubmitWait: '10 minutes' }));
+        await handle.signal(jobWebhookSignal, { jobId: 'forged-1', status: 'COMPLETED' });
+        const failure = await failureOf(handle.result());
+        return { failure, elapsed: await workflowElapsed(handle) };
+      });
+      expect(failure.type).toBe('SubmitUncertain');
+      expect(elapsed).toBeGreaterThanOrEqual(10 * 60_000);
+    });
+  });
+
+  describe('a submit that certainly was not sent', () => {
+    it('is retried by the workflow, honouring Retry-After, and counts as one submission', async () => {
+      let calls = 0;
+      const fake = fakeJob({
+        submitJob: async () => {
+          calls += 1;
+          if (calls <= 2) {
+            throw ApplicationFailure.create({
+              type: 'RateLimited',
+              message: 'HTTP 429',
+              nonRetryable: false,
+              details: [{ operation: 'run', status: 429, retryAfterMs: 30_000 }],
+            });
+          }
+          return submitted('job-1');
+        },
+      });
+      const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        const result = await handle.result();
+        return { result, elapsed: await workflowElapsed(handle) };
+      });
+      expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, uncertainSubmits: 0 });
+      expect(fake.named('submitJob')).toHaveLength(3);
+      expect(fake.named('submitJob').map((call) => call.attempt)).toEqual([1, 1, 1]);
+      expect(elapsed).toBeGreaterThanOrEqual(60_000);
+    });
+
+    it.each([
+      ['BadRequest', { field: 'input', rule: 'must be a JSON object' }],
+      ['Unauthorized', { operation: 'run', status: 401 }],
+      ['NotFound', { operation: 'run', status: 404 }],
+    ])('fails at once on %s', async (type, facts) => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          throw ApplicationFailure.create({
+            type,
+            message: `refused: ${type}`,
+            nonRetryable: true,
+            details: [facts],
+          });
+        },
+      });
+      const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+        failureOf((await start(taskQueue, input())).result()),
+      );
+      expect(failure.type).toBe(type);
+      expect(failure.message).toContain(`refused: ${type}`);
+      expect(failure.details?.[0]).toMatchObject({ submissions: 0, uncertainSubmits: 0 });
+      if ('field' in facts) expect(failure.details?.[0]).toMatchObject(facts);
+      expect(fake.named('submitJob')).toHaveLength(1);
+    });
+  });
+
+  describe('cancellation', () => {
+    const cancelled = async (promise: Promise<unknown>) => {
+      const error = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(WorkflowFailedError);
+      expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    };
+
+    it('cancels a queued job before ending as cancelled', async () => {
+      const fake = fakeJob({ waitForJobChange: pollerScript(['hang']) });
+      const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        await eventually(() => fake.named('waitForJobChange').length === 1, 'the wait to start');
+        await handle.cancel();
+        await cancelled(handle.result());
+        expect((await handle.describe()).status.name).toBe('CANCELLED');
+        return handle.query(jobSnapshotQuery);
+      });
+      expect(fake.named('cancelJob').map((call) => call.input)).toEqual([
+        { endpointId: 'ep-1', jobId: 'job-1' },
+      ]);
+      expect(snapshot).toMatchObject({
+        phase: 'cancelled',
+        status: 'CANCELLED',
+        remoteCancel: { sent: true, status: 'CANCELLED' },
+      });
+    });
+
+    it('cancels a running job', async () => {
+      const fake = fakeJob({ waitForJobChange: pollerScript(['IN_PROGRESS', 'hang']) });
+      await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        await eventually(() => fake.named('waitForJobChange').length === 2, 'the job to run');
+        await handle.cancel();
+        await cancelled(handle.result());
+      });
+      expect(fake.named('cancelJob')).toHaveLength(1);
+    });
+
+    it('lets a submit in flight finish, then cancels the job it created', async () => {
+      const fake = fakeJob({
+        submitJob: async () => {
+          await sleepReal(1_500);
+          return submitted('job-9');
+        },
+      });
+      await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
+        await handle.cancel();
+        await cancelled(handle.result());
+      });
+      expect(fake.named('cancelJob').map((call) => call.input)).toEqual([
+        { endpointId: 'ep-1', jobId: 'job-9' },
+      ]);
+      expect(fake.named('waitForJobChange')).toHaveLength(0);
+    });
+
+    it('sends no cancel for a job that has already finished (between retries)', async () => {
+      const fake = fakeJob({ waitForJobChange: pollerScript(['FAILED']) });
+      const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input({ retry: { maxRetries: 1, initialInterval: '1 day' } }));
+        for (let i = 0; i < 400; i++) {
+          if ((await handle.query(jobSnapshotQuery)).phase === 'retry-backoff') break;
+          await sleepReal(25);
+        }
+        await handle.cancel();
+        await cancelled(handle.result());
+        return handle.query(jobSnapshotQuery);
+      });
+      expect(fake.named('cancelJob')).toHaveLength(0);
+      expect(fake.named('retryJob')).toHaveLength(0);
+      expect(snapshot).toMatchObject({ phase: 'cancelled', status: 'FAILED', remoteCancel: { sent: false } });
+    });
+
+    it('still ends as cancelled when the cancel call fails, and says so', async () => {
+      const fake = fakeJob({
+        waitForJobChange: pollerScript(['hang']),
+        cancelJob: async () => {
+          throw ApplicationFailure.create({ type: 'Unauthorized', message: 'HTTP 401', nonRetryable: true });
+        },
+      });
+      const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        await eventually(() => fake.named('waitForJobChange').length === 1, 'the wait to start');
+        await handle.cancel();
+        await cancelled(handle.result());
+        return handle.query(jobSnapshotQuery);
+      });
+      expect(snapshot.remoteCancel).toMatchObject({ sent: true, error: 'HTTP 401' });
+    });
+
+    it('fails with JobCancelled when someone else cancelled the remote job', async () => {
+      const fake = fakeJob({ waitForJobChange: pollerScript([waitResult('job-1', 'CANCELLED')]) });
+      const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+        failureOf((await start(taskQueue, input())).result()),
+      );
+      expect(failure.type).toBe('JobCancelled');
+      expect(fake.named('cancelJob')).toHaveLength(0);
+    });
+  });
+});

@@ -1,0 +1,37 @@
+/**
+ * Signal and query definitions shared by the job workflow, the webhook gateway and the client
+ * facade. Only definitions and types live here, so importing this file never pulls workflow code
+ * (or the workflow sandbox's restrictions) into the gateway or the client.
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { JobStatusValue, StreamChunk } from '../api/schemas/job';
+import type { JobSnapshot } from './job-snapshot';
+
+export type { JobResult, JobSnapshot } from './job-snapshot';
+
+/** The gateway's hint that a job changed; the workflow confirms with /status. */
+export const jobWebhookSignal =
+  defineSignal<[{ jobId: string; status: JobStatusValue | string }]>('serverlessJobWebhook');
+
+/** Where the job stands: status, attempts, job ids, timings, last progress, uncertain submits. */
+export const jobSnapshotQuery = defineQuery<JobSnapshot>('serverlessJobSnapshot');
+
+/**
+ * Asks the workflow to set the job's ttl (ms, counted from submission, 10 s to 7 days) through
+ * /status?ttl=. The workflow's deadline moves with it once the service has accepted it; a refusal
+ * shows in the snapshot's ttlExtensionError.
+ */
+export const extendJobTtlSignal = defineSignal<[{ ttl: number }]>('serverlessJobExtendTtl');
+
+/** One batch of streamed chunks, as a `signal` stream sink delivers it. */
+export interface JobStreamBatch {
+  /** The job workflow that streamed it, and the remote job. */
+  workflowId: string;
+  jobId: string;
+  /** Index of the batch's first chunk among all chunks of this job workflow. */
+  firstIndex: number;
+  chunks: StreamChunk[];
+}
+
+/** What a `signal` stream sink sends to the workflow that asked for the chunks (usually the parent). */
+export const jobStreamChunksSignal = defineSignal<[JobStreamBatch]>('serverlessJobStreamChunks');

@@ -1,0 +1,56 @@
+/**
+ * The job activities as the workflow calls them, each with the timeouts and retry policy its kind
+ * of call needs. Kept apart from the workflow's logic because these numbers are the policy.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { JobActivities } from '../activities/job';
+import type { Polling } from '../activities/job-types';
+
+/**
+ * Submits are never retried by Temporal: a timeout (a worker that died mid-submit, or an answer
+ * that never came) or any failure after sending could mean the job exists, and sending again could
+ * run it twice. The workflow retries what the activity reports as certainly not sent.
+ */
+export function submitActivities(startToCloseMs: number) {
+  return proxyActivities<JobActivities>({
+    startToCloseTimeout: startToCloseMs,
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+/** Backoff of the workflow's own retries of a submit that certainly was not sent. */
+export const SUBMIT_RETRY = {
+  maximumAttempts: 8,
+  initialIntervalMs: 1_000,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 60_000,
+};
+
+// One HTTP call's worst case: the client's connect + headers + body timeouts and its 429 budget.
+const HTTP_CALL_MS = 90_000;
+
+/**
+ * The long wait and the stream drain: retried by Temporal without limit until the deadline (both
+ * are reads; repeating them is harmless), and heartbeat-checked so a dead worker is noticed within
+ * one polling interval plus one HTTP call.
+ */
+export function longActivities(polling: Polling, untilMs: number) {
+  const timeout = Math.max(untilMs, 1_000) + HTTP_CALL_MS;
+  return proxyActivities<JobActivities>({
+    startToCloseTimeout: timeout,
+    scheduleToCloseTimeout: timeout,
+    heartbeatTimeout: polling.maxIntervalMs + HTTP_CALL_MS,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  });
+}
+
+/** One-shot calls (status, cancel, retry): a few tries, then the workflow decides. */
+export const shortActivities = proxyActivities<JobActivities>({
+  startToCloseTimeout: HTTP_CALL_MS,
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 6,
+  },
+});
