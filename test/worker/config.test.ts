@@ -1,0 +1,171 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../api/errors';
+import {
+  acceptedSecrets,
+  DEFAULT_BODY_LIMIT_BYTES,
+  loadGatewayConfig,
+  loadWorkerConfig,
+} from '../../worker/config';
+
+const SECRET = 'webhook-secret-0123456789abcdefghijkl';
+const OLD_SECRET = 'webhook-secret-old-0123456789abcdefgh';
+
+const service = {
+  SERVERLESS_API_KEY: 'api-key-do-not-print',
+  SERVERLESS_API_URL: 'https://api.example.test/v2',
+  SERVERLESS_GRAPHQL_URL: 'https://api.example.test/graphql',
+  SERVERLESS_REST_URL: 'https://rest.example.test/v1',
+};
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('worker configuration', () => {
+  it('has defaults for everything but the service', () => {
+    const config = loadWorkerConfig(service, '/srv/app');
+    expect(config.temporal).toEqual({
+      address: '127.0.0.1:7233',
+      namespace: 'default',
+      taskQueue: 'durable-serverless',
+    });
+    expect(config.webhook).toEqual({
+      previousSecrets: [],
+      host: '127.0.0.1',
+      bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES,
+    });
+    expect(config.resultStoreDir).toBe(path.resolve('/srv/app', '.results'));
+    expect(config.shutdownGraceMs).toBe(10_000);
+    expect(config.logLevel).toBe('info');
+    expect(config.service.apiKey).toBe('api-key-do-not-print');
+    expect(DEFAULT_BODY_LIMIT_BYTES).toBe(16 * 1024 * 1024);
+  });
+
+  it('reads every variable', () => {
+    const config = loadWorkerConfig(
+      {
+        ...service,
+        TEMPORAL_ADDRESS: 'temporal:7233',
+        TEMPORAL_NAMESPACE: 'jobs',
+        TEMPORAL_TASK_QUEUE: 'gpu',
+        WEBHOOK_PUBLIC_URL: 'https://hooks.example.test/base/',
+        WEBHOOK_SECRET: SECRET,
+        WEBHOOK_PREVIOUS_SECRETS: ` ${OLD_SECRET} ,,`,
+        WEBHOOK_PORT: '8088',
+        WEBHOOK_HOST: '0.0.0.0',
+        WEBHOOK_BODY_LIMIT_BYTES: '4096',
+        RESULT_STORE_DIR: '/data/results',
+        WORKER_SHUTDOWN_GRACE_MS: '0',
+        LOG_LEVEL: 'debug',
+      },
+      '/srv/app',
+    );
+    expect(config.temporal).toEqual({ address: 'temporal:7233', namespace: 'jobs', taskQueue: 'gpu' });
+    expect(config.webhook).toEqual({
+      publicUrl: 'https://hooks.example.test/base',
+      secret: SECRET,
+      previousSecrets: [OLD_SECRET],
+      port: 8088,
+      host: '0.0.0.0',
+      bodyLimitBytes: 4096,
+    });
+    expect(acceptedSecrets(config.webhook)).toEqual([SECRET, OLD_SECRET]);
+    expect(config.resultStoreDir).toBe('/data/results');
+    expect(config.shutdownGraceMs).toBe(0);
+    expect(config.logLevel).toBe('debug');
+  });
+
+  it('treats empty variables as unset', () => {
+    const config = loadWorkerConfig({
+      ...service,
+      WEBHOOK_PUBLIC_URL: '',
+      WEBHOOK_SECRET: '',
+      WEBHOOK_PORT: '',
+    });
+    expect(config.webhook.publicUrl).toBeUndefined();
+    expect(config.webhook.port).toBeUndefined();
+  });
+
+  it('names the variable and the rule, and never prints a secret', () => {
+    const cases: Array<[Record<string, string>, string, RegExp]> = [
+      [
+        { WEBHOOK_PUBLIC_URL: 'https://hooks.example.test' },
+        'WEBHOOK_SECRET',
+        /required when WEBHOOK_PUBLIC_URL/,
+      ],
+      [{ WEBHOOK_PORT: '8088' }, 'WEBHOOK_SECRET', /required when WEBHOOK_PORT/],
+      [{ WEBHOOK_SECRET: 'short-secret-value' }, 'WEBHOOK_SECRET', /at least 32 characters/],
+      [
+        { WEBHOOK_SECRET: SECRET, WEBHOOK_PREVIOUS_SECRETS: `${OLD_SECRET},tiny-old-value` },
+        'WEBHOOK_PREVIOUS_SECRETS',
+        /each secret must be at least 32/,
+      ],
+      [{ WEBHOOK_PREVIOUS_SECRETS: OLD_SECRET }, 'WEBHOOK_SECRET', /required when WEBHOOK_PREVIOUS_SECRETS/],
+      [
+        { WEBHOOK_PUBLIC_URL: 'https://hooks.example.test/?token=leaky-value', WEBHOOK_SECRET: SECRET },
+        'WEBHOOK_PUBLIC_URL',
+        /without credentials, query/,
+      ],
+      [
+        { WEBHOOK_PUBLIC_URL: 'https://user:pw-value@hooks.example.test', WEBHOOK_SECRET: SECRET },
+        'WEBHOOK_PUBLIC_URL',
+        /without credentials/,
+      ],
+      [{ WEBHOOK_PUBLIC_URL: 'not a url value' }, 'WEBHOOK_PUBLIC_URL', /http\(s\) URL/],
+      [{ WEBHOOK_PORT: '70000', WEBHOOK_SECRET: SECRET }, 'WEBHOOK_PORT', /0 to 65535/],
+      [{ WEBHOOK_PORT: 'eighty', WEBHOOK_SECRET: SECRET }, 'WEBHOOK_PORT', /integer port/],
+      [{ WEBHOOK_BODY_LIMIT_BYTES: '12' }, 'WEBHOOK_BODY_LIMIT_BYTES', /from 1024/],
+      [{ TEMPORAL_ADDRESS: 'http://temporal' }, 'TEMPORAL_ADDRESS', /host:port/],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL', /must be one of/],
+      [{ WORKER_SHUTDOWN_GRACE_MS: '-1' }, 'WORKER_SHUTDOWN_GRACE_MS', /integer number of milliseconds/],
+    ];
+    for (const [vars, variable, rule] of cases) {
+      const error = configError(() => loadWorkerConfig({ ...service, ...vars }));
+      expect(error.variable, JSON.stringify(vars)).toBe(variable);
+      expect(error.rule).toMatch(rule);
+      expect(error.message).toBe(`${variable}: ${error.rule}`);
+      for (const value of [...Object.values(vars), ...Object.values(service)]) {
+        expect(error.message).not.toContain(value);
+      }
+      for (const leak of [
+        'short-secret-value',
+        'tiny-old-value',
+        'leaky-value',
+        'pw-value',
+        SECRET,
+        OLD_SECRET,
+      ]) {
+        expect(error.message).not.toContain(leak);
+      }
+    }
+  });
+
+  it('passes on the api configuration errors, which name SERVERLESS_* variables', () => {
+    const { SERVERLESS_API_KEY: _key, ...withoutKey } = service;
+    expect(configError(() => loadWorkerConfig(withoutKey)).variable).toBe('SERVERLESS_API_KEY');
+    const error = configError(() =>
+      loadWorkerConfig({ ...service, SERVERLESS_API_URL: 'https://api.example.test/v1' }),
+    );
+    expect(error.variable).toBe('SERVERLESS_API_URL');
+    expect(error.message).not.toContain(service.SERVERLESS_API_KEY);
+  });
+});
+
+describe('standalone gateway configuration', () => {
+  it('needs the secret but not the service, and listens on 8080 by default', () => {
+    const config = loadGatewayConfig({ WEBHOOK_SECRET: SECRET });
+    expect(config.webhook.port).toBe(8080);
+    expect(config.webhook.host).toBe('127.0.0.1');
+    expect(acceptedSecrets(config.webhook)).toEqual([SECRET]);
+    expect('service' in config).toBe(false);
+    expect(configError(() => loadGatewayConfig({})).variable).toBe('WEBHOOK_SECRET');
+    expect(loadGatewayConfig({ WEBHOOK_SECRET: SECRET, WEBHOOK_PORT: '0' }).webhook.port).toBe(0);
+  });
+});

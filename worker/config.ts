@@ -1,0 +1,206 @@
+/**
+ * The worker's and the gateway's configuration, read from the environment with zod. An error
+ * names the variable and the rule it breaks, and never repeats a value: most of these values are
+ * harmless, but the same code path handles the secrets, and one rule is easier to keep than two.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { loadServiceConfig, type ServiceConfig } from '../api/config';
+import { ConfigError } from '../api/errors';
+
+export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+export const MIN_SECRET_LENGTH = 32;
+
+const secretRule = `must be at least ${MIN_SECRET_LENGTH} characters`;
+
+const publicUrlSchema = z.string().transform((value, ctx) => {
+  const rule = 'must be an http(s) URL without credentials, query or fragment';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: rule });
+    return z.NEVER;
+  }
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash
+  ) {
+    ctx.addIssue({ code: 'custom', message: rule });
+    return z.NEVER;
+  }
+  // The gateway's routes hang under this base, so a trailing slash would double up.
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+});
+
+function integer(rule: string, min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d+$/, { error: rule })
+    .transform(Number)
+    .pipe(z.number().int().min(min, { error: rule }).max(max, { error: rule }));
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The variables this module reads besides the api's SERVERLESS_*; values are strings or absent. */
+export const workerEnvSchema = z.object({
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^\s/]+:\d+$/, { error: 'must be host:port' })
+    .default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('durable-serverless'),
+  WEBHOOK_PUBLIC_URL: publicUrlSchema.optional(),
+  WEBHOOK_SECRET: z.string().min(MIN_SECRET_LENGTH, { error: secretRule }).optional(),
+  WEBHOOK_PREVIOUS_SECRETS: z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(MIN_SECRET_LENGTH, { error: `each secret ${secretRule}` })))
+    .default([]),
+  WEBHOOK_PORT: integer('must be an integer port from 0 to 65535 (0: any free port)', 0, 65_535).optional(),
+  // Loopback unless told otherwise: exposing a listener is a deployment's decision (compose sets 0.0.0.0).
+  WEBHOOK_HOST: z.string().default('127.0.0.1'),
+  WEBHOOK_BODY_LIMIT_BYTES: integer(
+    'must be an integer number of bytes from 1024 to 1073741824',
+    1024,
+    1 << 30,
+  ).default(DEFAULT_BODY_LIMIT_BYTES),
+  RESULT_STORE_DIR: z.string().default('.results'),
+  WORKER_SHUTDOWN_GRACE_MS: integer(
+    'must be an integer number of milliseconds from 0 to 3600000',
+    0,
+    3_600_000,
+  ).default(10_000),
+  LOG_LEVEL: z.enum(logLevels, { error: `must be one of ${logLevels.join(', ')}` }).default('info'),
+});
+
+type WorkerEnv = z.infer<typeof workerEnvSchema>;
+
+export interface TemporalConfig {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+export interface WebhookConfig {
+  /** Where the service reaches the gateway; absent: no webhook URLs are handed out, jobs are polled. */
+  publicUrl?: string;
+  /** Signs new URLs; also accepted. */
+  secret?: string;
+  /** Still accepted, never used to sign: the tail of a rotation. */
+  previousSecrets: string[];
+  /** The gateway's listener beside the worker; absent: no gateway in this process. */
+  port?: number;
+  host: string;
+  bodyLimitBytes: number;
+}
+
+export interface GatewayConfig {
+  temporal: TemporalConfig;
+  webhook: WebhookConfig;
+  logLevel: (typeof logLevels)[number];
+}
+
+export interface WorkerConfig extends GatewayConfig {
+  service: ServiceConfig;
+  /** Absolute: the worker may be started from anywhere. */
+  resultStoreDir: string;
+  shutdownGraceMs: number;
+}
+
+/** Every secret the gateway accepts, the signing one first. */
+export function acceptedSecrets(webhook: WebhookConfig): string[] {
+  return [...(webhook.secret ? [webhook.secret] : []), ...webhook.previousSecrets];
+}
+
+/** Every value the logs must never show. */
+export function secretValues(config: Partial<WorkerConfig>): string[] {
+  return [
+    ...(config.webhook ? acceptedSecrets(config.webhook) : []),
+    ...(config.service ? [config.service.apiKey] : []),
+  ];
+}
+
+function readEnv(env: NodeJS.ProcessEnv): WorkerEnv {
+  // An empty variable means unset: compose files and shells produce them for "not configured".
+  const given: Record<string, string> = {};
+  for (const key of Object.keys(workerEnvSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') given[key] = value;
+  }
+  const result = workerEnvSchema.safeParse(given);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  // Every rule that can fail carries its own message, so zod never gets to quote the input.
+  throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
+}
+
+function gatewayConfigFrom(parsed: WorkerEnv, options: { requireSecret: boolean }): GatewayConfig {
+  if (!parsed.WEBHOOK_SECRET) {
+    if (parsed.WEBHOOK_PUBLIC_URL) {
+      throw new ConfigError('WEBHOOK_SECRET', `is required when WEBHOOK_PUBLIC_URL is set (${secretRule})`);
+    }
+    if (parsed.WEBHOOK_PORT !== undefined) {
+      throw new ConfigError('WEBHOOK_SECRET', `is required when WEBHOOK_PORT is set (${secretRule})`);
+    }
+    if (options.requireSecret)
+      throw new ConfigError('WEBHOOK_SECRET', `is required by the gateway (${secretRule})`);
+    if (parsed.WEBHOOK_PREVIOUS_SECRETS.length > 0) {
+      throw new ConfigError('WEBHOOK_SECRET', 'is required when WEBHOOK_PREVIOUS_SECRETS is set');
+    }
+  }
+  return {
+    temporal: {
+      address: parsed.TEMPORAL_ADDRESS,
+      namespace: parsed.TEMPORAL_NAMESPACE,
+      taskQueue: parsed.TEMPORAL_TASK_QUEUE,
+    },
+    webhook: {
+      ...(parsed.WEBHOOK_PUBLIC_URL ? { publicUrl: parsed.WEBHOOK_PUBLIC_URL } : {}),
+      ...(parsed.WEBHOOK_SECRET ? { secret: parsed.WEBHOOK_SECRET } : {}),
+      previousSecrets: parsed.WEBHOOK_PREVIOUS_SECRETS,
+      ...(parsed.WEBHOOK_PORT !== undefined ? { port: parsed.WEBHOOK_PORT } : {}),
+      host: parsed.WEBHOOK_HOST,
+      bodyLimitBytes: parsed.WEBHOOK_BODY_LIMIT_BYTES,
+    },
+    logLevel: parsed.LOG_LEVEL,
+  };
+}
+
+/** `npm run worker`: everything, the service's SERVERLESS_* included. */
+export function loadWorkerConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): WorkerConfig {
+  const parsed = readEnv(env);
+  const gateway = gatewayConfigFrom(parsed, { requireSecret: false });
+  return {
+    ...gateway,
+    service: loadServiceConfig(env),
+    resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
+    shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
+  };
+}
+
+/** Default listener port of the standalone gateway, which exists only to listen. */
+export const DEFAULT_GATEWAY_PORT = 8080;
+
+/**
+ * `npm run gateway`: Temporal and the webhook only. The gateway never calls the service, so it
+ * neither needs nor gets the API key.
+ */
+export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig & {
+  webhook: WebhookConfig & { port: number };
+} {
+  const gateway = gatewayConfigFrom(readEnv(env), { requireSecret: true });
+  return { ...gateway, webhook: { ...gateway.webhook, port: gateway.webhook.port ?? DEFAULT_GATEWAY_PORT } };
+}

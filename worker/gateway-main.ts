@@ -1,0 +1,51 @@
+/**
+ * `npm run gateway`: the webhook gateway on its own, in front of the same Temporal cluster as the
+ * workers. It needs no API key: it only turns the service's webhook calls into signals.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { ConfigError } from '../api/errors';
+import { acceptedSecrets, loadGatewayConfig } from './config';
+import { startWebhookGateway } from './gateway';
+import { createLogger } from './logger';
+import { abortOnSignals } from './shutdown';
+
+function loadConfig(): ReturnType<typeof loadGatewayConfig> {
+  try {
+    return loadGatewayConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) console.error(`gateway: bad configuration: ${error.message}`);
+    else console.error('gateway: bad configuration:', error);
+    process.exit(2);
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const secrets = acceptedSecrets(config.webhook);
+  const logger = createLogger({ level: config.logLevel, secrets, name: 'webhook-gateway' });
+  // Listening from the start, so a signal during start-up still ends in an orderly close.
+  const signal = abortOnSignals(logger);
+  // Lazy: the gateway starts (and answers 503, which the service retries) while Temporal is still down.
+  const connection = Connection.lazy({ address: config.temporal.address });
+  const gateway = await startWebhookGateway({
+    client: new Client({ connection, namespace: config.temporal.namespace }),
+    host: config.webhook.host,
+    port: config.webhook.port,
+    secrets,
+    bodyLimitBytes: config.webhook.bodyLimitBytes,
+    logger,
+  });
+  logger.info({ listening: gateway.url, temporal: config.temporal.address }, 'webhook gateway running');
+  if (!signal.aborted) {
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+  await gateway.close();
+  await connection.close();
+  logger.info('webhook gateway stopped');
+  process.exit(0);
+}
+
+main().catch((error: unknown) => {
+  console.error('gateway: failed to start:', error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,203 @@
+/**
+ * The webhook gateway: HTTP in, Temporal signals out. The service calls a job's webhook once it
+ * completes and tries twice more, 10 s apart, unless it gets a 200. The call is only a hint (the
+ * workflow confirms with /status, and polls anyway), so the gateway's one job is to pass it on
+ * quickly and safely:
+ *
+ * - the token in the URL must be the HMAC of the workflow id (else 401, nothing signalled);
+ * - the body must look like a job's /status body, `id` and `status` at least (else 400);
+ * - only `{ jobId, status }` goes into the signal: the output could be megabytes of history;
+ * - a workflow that is closed or unknown is still a 200: a late or duplicated call is harmless,
+ *   and a retry could not change anything;
+ * - Temporal unreachable is a 503: the one case where the service's retries can help, so the
+ *   gateway asks for them rather than swallowing the hint (polling still covers it if all fail).
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { z } from 'zod';
+import { jobWebhookSignal } from '../workflows/definitions';
+import { DEFAULT_BODY_LIMIT_BYTES } from './config';
+import { createLogger, type Logger } from './logger';
+import { verifyWebhookToken } from './webhook-token';
+
+/** How long one signal may take before the caller gets a 503 (the service then retries in 10 s). */
+export const DEFAULT_SIGNAL_TIMEOUT_MS = 5_000;
+
+// Temporal allows workflow ids of up to 1000 bytes; percent-encoded that is at most three times as long.
+const MAX_ENCODED_WORKFLOW_ID = 3 * 1000;
+
+/**
+ * A job's /status body, read leniently: the spec does not fix the webhook payload, so only what
+ * the signal needs is required and every other field is dropped. The caps only stop a body that
+ * passed the token check from pushing an absurd value into history.
+ */
+export const webhookBodySchema = z.object({
+  id: z.string().min(1).max(1024),
+  status: z.string().min(1).max(128),
+});
+
+export type WebhookBody = z.infer<typeof webhookBodySchema>;
+
+const paramsSchema = z.object({ workflowId: z.string().min(1) });
+// A repeated `token` arrives as an array and fails here, as it should.
+const querySchema = z.object({ token: z.string().min(1) });
+
+export interface WebhookGatewayOptions {
+  /** Signals go through it; its namespace is the workflows' namespace. */
+  client: Client;
+  host?: string;
+  /** 0 (default) takes any free port; `url` tells which. */
+  port?: number;
+  /** Accepted secrets: the signing one and any still honoured during a rotation. */
+  secrets: readonly string[];
+  bodyLimitBytes?: number;
+  signalTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export interface WebhookGateway {
+  /** Where it listens, e.g. http://127.0.0.1:41234 (not the public URL, which a proxy may front). */
+  url: string;
+  port: number;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+type Outcome = 'signalled' | 'workflow-closed' | 'temporal-unavailable';
+
+async function deliver(
+  client: Client,
+  workflowId: string,
+  body: WebhookBody,
+  timeoutMs: number,
+): Promise<{ outcome: Outcome; error?: unknown }> {
+  try {
+    // Without a deadline the SDK retries an unreachable server for a long while and the service's
+    // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
+    await client.withDeadline(Date.now() + timeoutMs, () =>
+      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, { jobId: body.id, status: body.status }),
+    );
+    return { outcome: 'signalled' };
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return { outcome: 'workflow-closed' };
+    return { outcome: 'temporal-unavailable', error };
+  }
+}
+
+function parseBody(raw: unknown): WebhookBody | undefined {
+  if (!Buffer.isBuffer(raw) || raw.length === 0) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const parsed = webhookBodySchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** The Fastify app, not yet listening: for `startWebhookGateway`, and for mounting elsewhere. */
+export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInstance {
+  const { client } = options;
+  const secrets = [...options.secrets];
+  if (secrets.length === 0) throw new Error('the webhook gateway needs at least one secret');
+  const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const signalTimeoutMs = options.signalTimeoutMs ?? DEFAULT_SIGNAL_TIMEOUT_MS;
+  const logger = options.logger ?? createLogger({ secrets, name: 'webhook-gateway' });
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    // Fastify's request lines carry req.url, and with it the token: the gateway writes its own.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit,
+    routerOptions: { maxParamLength: MAX_ENCODED_WORKFLOW_ID },
+  });
+
+  // Any content type, read as bytes: the spec does not say what the service sends, and the body is
+  // parsed here, after the token check, with errors that never echo the request.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found' }));
+
+  app.setErrorHandler((error: { statusCode?: number; code?: string }, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status === 413) return reply.code(413).send({ error: `body larger than ${bodyLimit} bytes` });
+    if (status >= 400 && status < 500) return reply.code(status).send({ error: 'bad request' });
+    request.log.error({ code: error.code }, 'webhook gateway error');
+    return reply.code(500).send({ error: 'internal error' });
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.post(
+    '/webhooks/:workflowId',
+    {
+      // Before the body is read: a caller without the right token costs us no buffering.
+      onRequest: async (request, reply) => {
+        const params = paramsSchema.safeParse(request.params);
+        const query = querySchema.safeParse(request.query);
+        if (
+          !params.success ||
+          !query.success ||
+          !verifyWebhookToken(secrets, params.data.workflowId, query.data.token)
+        ) {
+          request.log.warn(
+            {
+              workflowId: params.success ? params.data.workflowId : undefined,
+              reason: query.success ? 'bad token' : 'no token',
+            },
+            'webhook refused',
+          );
+          return reply.code(401).send({ error: 'unauthorized' });
+        }
+      },
+    },
+    async (request, reply) => {
+      const { workflowId } = paramsSchema.parse(request.params);
+      const body = parseBody(request.body);
+      if (!body) {
+        request.log.warn(
+          { workflowId },
+          'webhook body malformed: a JSON object with string id and status is expected',
+        );
+        return reply.code(400).send({ error: 'a JSON object with string fields id and status is expected' });
+      }
+      const { outcome, error } = await deliver(client, workflowId, body, signalTimeoutMs);
+      const fields = { workflowId, jobId: body.id, status: body.status, outcome };
+      if (outcome === 'temporal-unavailable') {
+        request.log.error(
+          { ...fields, err: error },
+          'webhook not delivered: Temporal unavailable, asking for a retry',
+        );
+        return reply
+          .code(503)
+          .header('retry-after', '10')
+          .send({ error: 'temporal unavailable, retry later' });
+      }
+      request.log.info(
+        fields,
+        outcome === 'signalled' ? 'webhook delivered' : 'webhook for a closed or unknown workflow ignored',
+      );
+      return reply.code(200).send({ received: true });
+    },
+  );
+
+  return app;
+}
+
+export async function startWebhookGateway(options: WebhookGatewayOptions): Promise<WebhookGateway> {
+  const app = buildWebhookGateway(options);
+  const host = options.host ?? '127.0.0.1';
+  await app.listen({ host, port: options.port ?? 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}`,
+    port,
+    app,
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * One worker process's life: the service client, the activities, the connection to Temporal, the
+ * worker and (when asked) the webhook gateway beside it, then an orderly shutdown. `main.ts`, the
+ * demo and the tests all run workers through here, so all three get the same wiring.
+ */
+import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import {
+  createEndpointActivities,
+  createJobActivities,
+  createStackCheckActivities,
+  type JobActivityDeps,
+} from '../activities';
+import { createServiceClient, type ServiceClient } from '../api';
+import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
+import { startWebhookGateway } from './gateway';
+import { createLogger, type Logger } from './logger';
+import { webhookUrlFactory } from './webhook-token';
+
+/**
+ * What the activity factories need. The API key stays inside `client`, in this process; the
+ * webhook secret inside `webhookUrlFor`. The rest tunes the job activities (result store, stream
+ * sinks, size caps) for an embedding program such as the demo.
+ */
+export type ActivityDeps = JobActivityDeps & {
+  client: ServiceClient;
+  resultStoreDir: string;
+};
+
+/** Extra settings for the job activities; the client and the webhook URLs come from the config. */
+export type ActivityOptions = Omit<JobActivityDeps, 'client' | 'webhookUrlFor' | 'resultStoreDir'>;
+
+/** Every activity the worker registers; a new factory is one line here. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createStackCheckActivities(),
+    ...createJobActivities(deps),
+    ...createEndpointActivities(deps),
+  };
+}
+
+export interface WorkerReadyInfo {
+  taskQueue: string;
+  namespace: string;
+  /** Where the gateway listens, when it runs in this process. */
+  gatewayUrl?: string;
+}
+
+export interface RunWorkerOptions {
+  /** Aborting it shuts everything down; runWorker then resolves. */
+  signal?: AbortSignal;
+  logger?: Logger;
+  onReady?: (info: WorkerReadyInfo) => void;
+  activityOptions?: ActivityOptions;
+}
+
+function webhookUrlForConfig(config: WorkerConfig): ((workflowId: string) => string) | undefined {
+  const { publicUrl, secret } = config.webhook;
+  return publicUrl && secret ? webhookUrlFactory(publicUrl, secret) : undefined;
+}
+
+/**
+ * Runs until `signal` aborts (or the worker fails), then stops the worker (in-flight activities get
+ * `shutdownGraceMs` to finish: a submit cut off after sending is a possible duplicate job), closes
+ * the gateway, the connection and the service client, in that order, and resolves. The worker is
+ * registered on `workflows/index.ts`, so it runs every workflow of the library.
+ */
+export async function runWorker(config: WorkerConfig, options: RunWorkerOptions = {}): Promise<void> {
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretValues(config) });
+  const { signal } = options;
+  const { address, namespace, taskQueue } = config.temporal;
+  const cleanups: Array<{ what: string; close: () => Promise<void> }> = [];
+  const cleanUp = async () => {
+    // Last opened, first closed; a failure to close one thing must not keep the others open.
+    for (const { what, close } of cleanups.reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        logger.warn({ err: error }, `closing the ${what} failed`);
+      }
+    }
+  };
+
+  try {
+    const client = createServiceClient(config.service);
+    cleanups.push({ what: 'service client', close: () => client.close() });
+    const webhookUrlFor = webhookUrlForConfig(config);
+    const activities = createActivities({
+      ...options.activityOptions,
+      client,
+      ...(webhookUrlFor ? { webhookUrlFor } : {}),
+      resultStoreDir: config.resultStoreDir,
+    });
+
+    const connection = await NativeConnection.connect({ address });
+    cleanups.push({ what: 'Temporal connection', close: () => connection.close() });
+
+    // Before the worker: a worker that was created must also be run before the connection can close.
+    const gateway =
+      config.webhook.port === undefined
+        ? undefined
+        : await startWebhookGateway({
+            client: new Client({ connection, namespace }),
+            host: config.webhook.host,
+            port: config.webhook.port,
+            secrets: acceptedSecrets(config.webhook),
+            bodyLimitBytes: config.webhook.bodyLimitBytes,
+            logger: logger.child({ component: 'webhook-gateway' }),
+          });
+    if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
+
+    const worker = await Worker.create({
+      connection,
+      namespace,
+      taskQueue,
+      // The folder (the bundler resolves its index): require.resolve would need an extension that
+      // differs between tsx, vitest and compiled JavaScript.
+      workflowsPath: path.resolve(__dirname, '../workflows'),
+      activities,
+      shutdownGraceTime: config.shutdownGraceMs,
+    });
+
+    const running = worker.run();
+    const stop = () => {
+      if (worker.getState() === 'RUNNING') {
+        logger.info('shutting down: draining the worker');
+        worker.shutdown();
+      }
+    };
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
+
+    logger.info(
+      {
+        address,
+        namespace,
+        taskQueue,
+        gateway: gateway?.url,
+        webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
+      },
+      'worker running',
+    );
+    options.onReady?.({ taskQueue, namespace, ...(gateway ? { gatewayUrl: gateway.url } : {}) });
+
+    try {
+      await running;
+    } finally {
+      signal?.removeEventListener('abort', stop);
+    }
+    logger.info('worker stopped');
+  } finally {
+    await cleanUp();
+  }
+}
