@@ -1,2 +1,6 @@
 // Every activity factory the worker registers.
+
+export { createEndpointActivities } from './endpoint';
+export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
+export { createLocalResultStore, type ResultStore } from './result-store';
 export { createStackCheckActivities } from './stack-check';

@@ -1,2 +1,10 @@
 // Every workflow the worker registers. The worker bundles this file.
+
+export {
+  ephemeralEndpointWorkflow,
+  provisionEndpointWorkflow,
+  teardownEndpointWorkflow,
+  updateEndpointWorkflow,
+} from './endpoint-lifecycle';
+export { serverlessJob } from './job';
 export { stackCheck } from './stack-check';

@@ -1,0 +1,175 @@
+/**
+ * The facade of the endpoint lifecycle workflows. Every input is parsed here before anything is
+ * started (a bad one throws ValidationError naming the field, and nothing reaches Temporal or the
+ * service); the workflows parse it again for callers that start them some other way.
+ *
+ * `startX` returns the workflow handle; `x` waits for the result.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { z } from 'zod';
+import { ValidationError } from '../api/errors';
+import type { Endpoint } from '../api/schemas/endpoint';
+import {
+  type EphemeralResult,
+  endpointLifecycleQuery,
+  type LifecycleStatus,
+  type ProvisionResult,
+  type TeardownResult,
+} from '../workflows/endpoint-definitions';
+import {
+  type EphemeralEndpointInput,
+  ephemeralEndpointInputSchema,
+  firstIssue,
+  type ProvisionEndpointInput,
+  provisionEndpointInputSchema,
+  type TeardownEndpointInput,
+  teardownEndpointInputSchema,
+  type UpdateEndpointInput,
+  updateEndpointInputSchema,
+} from '../workflows/endpoint-input';
+import type {
+  ephemeralEndpointWorkflow,
+  provisionEndpointWorkflow,
+  teardownEndpointWorkflow,
+  updateEndpointWorkflow,
+} from '../workflows/endpoint-lifecycle';
+
+/** The worker's default task queue (TEMPORAL_TASK_QUEUE). */
+export const DEFAULT_TASK_QUEUE = 'durable-serverless';
+
+const startOptionsSchema = z.strictObject({
+  taskQueue: z
+    .string({ error: 'must be a string' })
+    .min(1, { error: 'must not be empty' })
+    .default(DEFAULT_TASK_QUEUE),
+  workflowId: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).optional(),
+});
+
+export type LifecycleStartOptions = z.input<typeof startOptionsSchema>;
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, root = ''): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const { field, rule } = firstIssue(result.error, root);
+  throw new ValidationError(field, rule);
+}
+
+export type ProvisionEndpointHandle = WorkflowHandle<typeof provisionEndpointWorkflow>;
+export type UpdateEndpointHandle = WorkflowHandle<typeof updateEndpointWorkflow>;
+export type TeardownEndpointHandle = WorkflowHandle<typeof teardownEndpointWorkflow>;
+export type EphemeralEndpointHandle = WorkflowHandle<typeof ephemeralEndpointWorkflow>;
+
+/**
+ * Starts provisioning. Without a workflowId the id follows the name (`endpoint-provision:<name>`),
+ * so provisioning one name twice is one workflow; without a name either, the id is random and the
+ * endpoint is named after it. A running workflow of the same id is joined, not duplicated.
+ */
+export async function startProvisionEndpoint(
+  client: Client,
+  input: ProvisionEndpointInput,
+  options: LifecycleStartOptions = {},
+): Promise<ProvisionEndpointHandle> {
+  const request = parse(provisionEndpointInputSchema, input);
+  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  return client.workflow.start<typeof provisionEndpointWorkflow>('provisionEndpointWorkflow', {
+    taskQueue,
+    workflowId: workflowId ?? `endpoint-provision:${request.name ?? randomUUID()}`,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    args: [request],
+  });
+}
+
+export async function provisionEndpoint(
+  client: Client,
+  input: ProvisionEndpointInput,
+  options?: LifecycleStartOptions,
+): Promise<ProvisionResult> {
+  return (await startProvisionEndpoint(client, input, options)).result();
+}
+
+/**
+ * Starts an update: the workflow reads the endpoint and sends id, name, templateId and gpuIds with
+ * the changes, so `changes` holds only what changes.
+ */
+export async function startUpdateEndpoint(
+  client: Client,
+  input: UpdateEndpointInput,
+  options: LifecycleStartOptions = {},
+): Promise<UpdateEndpointHandle> {
+  const request = parse(updateEndpointInputSchema, input);
+  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  return client.workflow.start<typeof updateEndpointWorkflow>('updateEndpointWorkflow', {
+    taskQueue,
+    workflowId: workflowId ?? `endpoint-update:${request.endpointId}:${randomUUID()}`,
+    args: [request],
+  });
+}
+
+export async function updateEndpoint(
+  client: Client,
+  input: UpdateEndpointInput,
+  options?: LifecycleStartOptions,
+): Promise<Endpoint> {
+  return (await startUpdateEndpoint(client, input, options)).result();
+}
+
+/**
+ * Starts a teardown. The default id is the endpoint's (`endpoint-teardown:<id>`), and a running
+ * teardown of it is joined, so two callers never tear one endpoint down twice at once.
+ */
+export async function startTeardownEndpoint(
+  client: Client,
+  input: TeardownEndpointInput,
+  options: LifecycleStartOptions = {},
+): Promise<TeardownEndpointHandle> {
+  const request = parse(teardownEndpointInputSchema, input);
+  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  const target = request.endpointId ?? `name:${request.name}`;
+  return client.workflow.start<typeof teardownEndpointWorkflow>('teardownEndpointWorkflow', {
+    taskQueue,
+    workflowId: workflowId ?? `endpoint-teardown:${target}`,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    args: [request],
+  });
+}
+
+export async function teardownEndpoint(
+  client: Client,
+  input: TeardownEndpointInput,
+  options?: LifecycleStartOptions,
+): Promise<TeardownResult> {
+  return (await startTeardownEndpoint(client, input, options)).result();
+}
+
+/**
+ * Starts an ephemeral endpoint: provisioned, used by the job workflows, torn down whatever happens.
+ * Cancel it with `handle.cancel()`: the jobs are cancelled, then the endpoint is deleted.
+ */
+export async function startEphemeralEndpoint(
+  client: Client,
+  input: EphemeralEndpointInput,
+  options: LifecycleStartOptions = {},
+): Promise<EphemeralEndpointHandle> {
+  const request = parse(ephemeralEndpointInputSchema, input);
+  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  return client.workflow.start<typeof ephemeralEndpointWorkflow>('ephemeralEndpointWorkflow', {
+    taskQueue,
+    workflowId: workflowId ?? `endpoint-ephemeral:${randomUUID()}`,
+    args: [request],
+  });
+}
+
+export async function runOnEphemeralEndpoint(
+  client: Client,
+  input: EphemeralEndpointInput,
+  options?: LifecycleStartOptions,
+): Promise<EphemeralResult> {
+  return (await startEphemeralEndpoint(client, input, options)).result();
+}
+
+/** The phase of any endpoint lifecycle workflow, with the phases it went through. */
+export async function getLifecyclePhase(client: Client, workflowId: string): Promise<LifecycleStatus> {
+  const id = parse(startOptionsSchema.shape.workflowId.unwrap(), workflowId, 'workflowId');
+  return client.workflow.getHandle(id).query(endpointLifecycleQuery);
+}

@@ -1,0 +1,51 @@
+/**
+ * Workflows bundled for the endpoint lifecycle tests: the real lifecycle workflows, plus a stand-in
+ * job workflow for the ephemeral workflow's children. The stand-in behaves as its input says and,
+ * when cancelled, reports it through an activity (as a real job workflow cancels its remote job)
+ * before it ends, so a test can see the jobs were stopped before the endpoint went.
+ */
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  sleep,
+} from '@temporalio/workflow';
+
+export * from '../../workflows/endpoint-lifecycle';
+
+export interface StubJobActivities {
+  stubJobStarted(job: string, endpointId: string): Promise<void>;
+  stubJobCancelled(job: string, endpointId: string): Promise<void>;
+}
+
+// Waiting for an activity's cancellation keeps the log in order: a report never lands after teardown.
+const { stubJobStarted, stubJobCancelled } = proxyActivities<StubJobActivities>({
+  startToCloseTimeout: '10 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
+
+export interface StubJobInput {
+  endpointId: string;
+  job: string;
+  /** How long the job runs (workflow time). */
+  runMs?: number;
+  fail?: string;
+  output?: unknown;
+}
+
+export async function stubJobWorkflow(input: StubJobInput): Promise<unknown> {
+  try {
+    // Cancellation may come while the start is reported (a busy machine): it counts all the same.
+    await stubJobStarted(input.job, input.endpointId);
+    await sleep(input.runMs ?? 60_000);
+  } catch (error) {
+    if (isCancellation(error)) {
+      await CancellationScope.nonCancellable(() => stubJobCancelled(input.job, input.endpointId));
+    }
+    throw error;
+  }
+  if (input.fail !== undefined) throw ApplicationFailure.nonRetryable(input.fail, 'StubJobFailed');
+  return input.output ?? { job: input.job, endpointId: input.endpointId };
+}

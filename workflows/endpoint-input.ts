@@ -1,0 +1,225 @@
+/**
+ * Inputs of the endpoint lifecycle workflows. The client facade parses them before it starts
+ * anything and the workflows parse them again (a workflow can be started by anyone, e.g. the CLI
+ * or `temporal workflow start`). Field rules come from api/ so the two never disagree.
+ *
+ * Only zod, api/schemas and the job workflow's input module (all pure) are imported: this module
+ * is bundled into workflow code.
+ */
+import { msToNumber } from '@temporalio/common/lib/time';
+import { z } from 'zod';
+import { gpuIdSchema, saveEndpointInputSchema } from '../api/schemas/endpoint';
+import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { parseJobWorkflowInput } from './job-input';
+
+// The refined save schema cannot be picked from (zod forbids pick/omit on refined objects), its shape can.
+const save = saveEndpointInputSchema.shape;
+
+const nonEmpty = z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' });
+
+/** The caller's endpoint fields as GraphQL knows them; every one optional. */
+const endpointFields = {
+  // Unwrapped: the save schema's default ('QB') must not turn an LB endpoint into QB on an update.
+  type: save.type.unwrap().optional(),
+  idleTimeout: save.idleTimeout,
+  locations: save.locations,
+  flashBootType: save.flashBootType,
+  scalerType: save.scalerType,
+  scalerValue: save.scalerValue,
+  workersMin: save.workersMin,
+  workersMax: save.workersMax,
+  networkVolumeId: save.networkVolumeId,
+};
+
+function workersOrdered(value: { workersMin?: number | undefined; workersMax?: number | undefined }) {
+  return (
+    value.workersMin === undefined || value.workersMax === undefined || value.workersMin <= value.workersMax
+  );
+}
+const workersOrder = { error: 'must not exceed workersMax', path: ['workersMin'] };
+
+/** A Temporal duration: milliseconds, or a string such as '10 minutes'; parsed to milliseconds. */
+export const durationSchema = z
+  .union([z.number({ error: 'must be a duration' }), z.string({ error: 'must be a duration' })])
+  .transform((value, ctx) => {
+    let ms: number;
+    try {
+      ms = typeof value === 'number' ? value : msToNumber(value as Parameters<typeof msToNumber>[0]);
+    } catch {
+      ms = Number.NaN;
+    }
+    if (!Number.isFinite(ms) || ms <= 0) {
+      ctx.addIssue({ code: 'custom', message: "must be a positive duration (ms or e.g. '10 minutes')" });
+      return z.NEVER;
+    }
+    return Math.round(ms);
+  });
+
+export const provisionEndpointInputSchema = z
+  .strictObject({
+    /** Defaults to a name derived from the workflow id (see endpointNameFor). */
+    name: save.name.optional(),
+    templateId: save.templateId,
+    /** One tier: created through GraphQL saveEndpoint. */
+    gpuIds: gpuIdSchema.optional(),
+    /**
+     * Tiers in priority order: created through REST POST /endpoints, which takes the first one
+     * available. Only the spec's tier identifiers are accepted, because the endpoint is read back
+     * through GraphQL, whose gpuIds is one of them.
+     */
+    gpuTypeIds: z
+      .array(gpuIdSchema, { error: 'must be an array of GPU tiers' })
+      .min(1, { error: 'must not be empty' })
+      .optional(),
+    ...endpointFields,
+  })
+  .refine(workersOrdered, workersOrder)
+  .refine((value) => (value.gpuIds === undefined) !== (value.gpuTypeIds === undefined), {
+    error: 'give exactly one of gpuIds (GraphQL) or gpuTypeIds (REST, in priority order)',
+    path: ['gpuIds'],
+  });
+
+export const endpointChangesSchema = z
+  .strictObject({
+    name: save.name.optional(),
+    templateId: save.templateId.optional(),
+    gpuIds: gpuIdSchema.optional(),
+    ...endpointFields,
+  })
+  .refine(workersOrdered, workersOrder)
+  .refine((value) => Object.values(value).some((field) => field !== undefined), {
+    error: 'must change at least one field',
+  });
+
+export const updateEndpointInputSchema = z.strictObject({
+  endpointId: nonEmpty,
+  changes: endpointChangesSchema,
+});
+
+const jobIdsSchema = z.array(pathSegmentSchema, { error: 'must be an array of job ids' });
+
+/**
+ * What teardown does with the endpoint's jobs once it is scaled to zero (queued jobs can no longer
+ * start then). The service cannot list jobs, so in-progress jobs are cancelled by id.
+ */
+export const teardownJobHandlingSchema = z.discriminatedUnion(
+  'mode',
+  [
+    // Queued jobs are removed; running ones may finish until drainTimeout, then deletion stops them.
+    z.strictObject({ mode: z.literal('purge') }),
+    // Queued jobs are removed and the listed (in-progress) jobs cancelled at once.
+    z.strictObject({ mode: z.literal('cancel'), jobIds: jobIdsSchema }),
+    // Running jobs may finish within `timeout`; the listed ones still running then are cancelled.
+    z.strictObject({ mode: z.literal('wait'), timeout: durationSchema, jobIds: jobIdsSchema.default([]) }),
+  ],
+  { error: "mode must be 'purge', 'cancel' or 'wait'" },
+);
+
+export const teardownOptionsSchema = z.strictObject({
+  jobs: teardownJobHandlingSchema.default({ mode: 'purge' }),
+  /** Bound on watching /health until no worker runs; deletion follows either way. */
+  drainTimeout: durationSchema.default(10 * 60_000),
+  /** First interval between /health checks; it doubles up to 30 s. */
+  pollInterval: durationSchema.default(2_000),
+  /** Delete the endpoint's network volume (REST) once the endpoint is gone. */
+  deleteNetworkVolume: z.boolean({ error: 'must be a boolean' }).default(false),
+});
+
+export const teardownEndpointInputSchema = z
+  .strictObject({
+    endpointId: nonEmpty.optional(),
+    /** Looked up when no id is given; more than one endpoint of that name is refused. */
+    name: nonEmpty.optional(),
+    /** The volume to delete when the endpoint is already gone (otherwise read from the endpoint). */
+    networkVolumeId: pathSegmentSchema.optional(),
+    ...teardownOptionsSchema.shape,
+  })
+  .refine((value) => (value.endpointId === undefined) !== (value.name === undefined), {
+    error: 'give exactly one of endpointId or name',
+    path: ['endpointId'],
+  });
+
+/** The job workflow the ephemeral workflow runs its jobs with unless told otherwise. */
+export const DEFAULT_JOB_WORKFLOW_TYPE = 'serverlessJob';
+
+export const ephemeralJobSchema = z.strictObject({
+  /** Defaults to `<parent workflow id>/job-<index>`. */
+  workflowId: nonEmpty.optional(),
+  /** The job workflow's input without endpointId, which the ephemeral workflow fills in. */
+  input: z
+    .record(z.string(), z.unknown(), { error: 'must be an object' })
+    .refine((input) => !('endpointId' in input), {
+      error: 'must not set endpointId: the ephemeral workflow fills in its endpoint',
+    }),
+});
+
+export const ephemeralEndpointInputSchema = z
+  .strictObject({
+    endpoint: provisionEndpointInputSchema,
+    jobs: z.array(ephemeralJobSchema, { error: 'must be an array' }).min(1, { error: 'must not be empty' }),
+    /** The child workflow type each job runs as; another type receives the same `{ ...input, endpointId }`. */
+    jobWorkflowType: nonEmpty.default(DEFAULT_JOB_WORKFLOW_TYPE),
+    /** Task queue of the job workflows; defaults to the ephemeral workflow's own. */
+    jobTaskQueue: nonEmpty.optional(),
+    /** On the first failed job, cancel the others (true) or let them finish (false). */
+    failFast: z.boolean({ error: 'must be a boolean' }).default(true),
+    teardown: teardownOptionsSchema.prefault({}),
+  })
+  .superRefine((value, ctx) => {
+    // Inputs of the library's job workflow are checked now, so a bad one never costs an endpoint.
+    if (value.jobWorkflowType !== DEFAULT_JOB_WORKFLOW_TYPE) return;
+    value.jobs.forEach((job, index) => {
+      const parsed = parseJobWorkflowInput({ ...job.input, endpointId: 'ephemeral' });
+      if (parsed.ok) return;
+      const inner = parsed.field === 'input' ? [] : parsed.field.split('.');
+      ctx.addIssue({ code: 'custom', message: parsed.rule, path: ['jobs', index, 'input', ...inner] });
+    });
+  });
+
+export type ProvisionEndpointInput = z.input<typeof provisionEndpointInputSchema>;
+export type ProvisionEndpointRequest = z.output<typeof provisionEndpointInputSchema>;
+export type EndpointChanges = z.output<typeof endpointChangesSchema>;
+export type UpdateEndpointInput = z.input<typeof updateEndpointInputSchema>;
+export type UpdateEndpointRequest = z.output<typeof updateEndpointInputSchema>;
+export type TeardownJobHandling = z.output<typeof teardownJobHandlingSchema>;
+export type TeardownOptionsInput = z.input<typeof teardownOptionsSchema>;
+export type TeardownOptions = z.output<typeof teardownOptionsSchema>;
+export type TeardownEndpointInput = z.input<typeof teardownEndpointInputSchema>;
+export type TeardownEndpointRequest = z.output<typeof teardownEndpointInputSchema>;
+export type EphemeralJob = z.output<typeof ephemeralJobSchema>;
+export type EphemeralEndpointInput = z.input<typeof ephemeralEndpointInputSchema>;
+export type EphemeralEndpointRequest = z.output<typeof ephemeralEndpointInputSchema>;
+
+/** The first problem of a failed parse: the field's path (prefixed with `root`) and the rule. */
+export function firstIssue(error: z.ZodError, root = ''): { field: string; rule: string } {
+  const issue = error.issues[0];
+  if (!issue) return { field: root || 'input', rule: 'is invalid' };
+  const field = [root, ...issue.path.map(String)].filter(Boolean).join('.') || root || 'input';
+  const rule =
+    issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : issue.message;
+  return { field, rule };
+}
+
+const NAME_PREFIX = 'ds-';
+// The spec sets no bound on names; the emulator allows 191 characters, and shorter is friendlier.
+const NAME_MAX = 120;
+
+/** FNV-1a, 32 bits: a short, stable tag for ids too long to use whole. */
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, '0');
+}
+
+/**
+ * The endpoint name a workflow owns when the caller gives none: a pure function of the workflow id,
+ * so a retried activity, a replay and a new run with the same id all look for the same endpoint.
+ */
+export function endpointNameFor(workflowId: string): string {
+  const whole = `${NAME_PREFIX}${workflowId}`;
+  if (whole.length <= NAME_MAX) return whole;
+  return `${NAME_PREFIX}${workflowId.slice(0, NAME_MAX - NAME_PREFIX.length - 9)}-${fnv1a(workflowId)}`;
+}
