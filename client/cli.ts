@@ -1,0 +1,306 @@
+/**
+ * `npm run cli -- <command>`: jobs and endpoints from the shell. The CLI talks to Temporal only;
+ * the service's API key lives in the worker, so it never passes through here (nor into its output).
+ *
+ *   npm run cli -- job start my-job --endpoint ep-1 --input '{"prompt":"hi"}' --wait
+ *   npm run cli -- job status my-job
+ *   npm run cli -- endpoint teardown ep-1 --jobs cancel --job-ids j1,j2 --delete-volume
+ */
+import { Client, Connection } from '@temporalio/client';
+import { Command, Option } from 'commander';
+import { ValidationError } from '../api/errors';
+import type {
+  ProvisionEndpointInput,
+  TeardownEndpointInput,
+  UpdateEndpointInput,
+} from '../workflows/endpoint-input';
+import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import {
+  awaitJob,
+  cancelJob,
+  DEFAULT_TASK_QUEUE,
+  extendJobTtl,
+  getJobSnapshot,
+  getLifecyclePhase,
+  type JobWorkflowInput,
+  jobFailureOf,
+  listJobs,
+  startJob,
+  startProvisionEndpoint,
+  startTeardownEndpoint,
+  startUpdateEndpoint,
+} from './index';
+
+export interface CliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+/** Connects lazily, once, with the global options. */
+type ClientFactory = (options: { address: string; namespace: string }) => Promise<Client>;
+
+const defaultClientFactory: ClientFactory = async ({ address, namespace }) =>
+  new Client({ connection: await Connection.connect({ address }), namespace });
+
+const print = (io: CliIo, value: unknown) => io.out(`${JSON.stringify(value, null, 2)}\n`);
+
+export function buildProgram(io: CliIo, clientFactory: ClientFactory = defaultClientFactory): Command {
+  const program = new Command('durable-serverless')
+    .description('Durable jobs and endpoints on the serverless compute service, through Temporal')
+    .addOption(
+      new Option('--address <host:port>', 'Temporal frontend')
+        .env('TEMPORAL_ADDRESS')
+        .default('127.0.0.1:7233'),
+    )
+    .addOption(
+      new Option('--namespace <name>', 'Temporal namespace').env('TEMPORAL_NAMESPACE').default('default'),
+    )
+    .addOption(
+      new Option('--task-queue <name>', 'task queue of the worker')
+        .env('TEMPORAL_TASK_QUEUE')
+        .default(DEFAULT_TASK_QUEUE),
+    )
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride()
+    .showHelpAfterError();
+
+  let client: Promise<Client> | undefined;
+  const connect = () => {
+    const { address, namespace } = program.opts<{ address: string; namespace: string }>();
+    client ??= clientFactory({ address, namespace });
+    return client;
+  };
+  const taskQueue = () => program.opts<{ taskQueue: string }>().taskQueue;
+
+  const job = program.command('job').description('start, watch and cancel durable jobs');
+
+  job
+    .command('start')
+    .description('start a job workflow (the same id twice is one job)')
+    .argument('<workflow-id>', 'your id for this job')
+    .requiredOption('--endpoint <id>', 'endpoint id')
+    .requiredOption('--input <json>', 'the handler input, JSON inline or @file')
+    .option('--mode <mode>', 'async (default), sync (short jobs, still durable) or runsync')
+    .option('--ttl <ms>', 'policy.ttl: hard limit from submission, ms')
+    .option('--execution-timeout <ms>', 'policy.executionTimeout, ms')
+    .option('--low-priority', 'policy.lowPriority: do not trigger worker scaling')
+    .option('--max-retries <n>', '/retry calls after FAILED or TIMED_OUT (default 0)')
+    .option('--on-expired <choice>', 'fail (default) or resubmit when the job is gone')
+    .option('--on-uncertain-submit <choice>', 'fail (default) or resubmit when a submit answer was lost')
+    .option('--options <json>', 'further job workflow options (JSON inline or @file), merged last')
+    .option('--wait', 'wait for the result and print it')
+    .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
+      const policy: Record<string, unknown> = {};
+      if (typeof flags.ttl === 'string') policy.ttl = parseInteger('--ttl', flags.ttl);
+      if (typeof flags.executionTimeout === 'string') {
+        policy.executionTimeout = parseInteger('--execution-timeout', flags.executionTimeout);
+      }
+      if (flags.lowPriority) policy.lowPriority = true;
+      const input: Record<string, unknown> = {
+        endpointId: flags.endpoint,
+        request: {
+          input: parseJsonArgument('--input', String(flags.input)),
+          ...(Object.keys(policy).length ? { policy } : {}),
+        },
+      };
+      if (typeof flags.mode === 'string')
+        input.mode = parseChoice('--mode', flags.mode, ['async', 'sync', 'runsync']);
+      if (typeof flags.maxRetries === 'string') {
+        input.retry = { maxRetries: parseInteger('--max-retries', flags.maxRetries) };
+      }
+      if (typeof flags.onExpired === 'string') {
+        input.onExpired = parseChoice('--on-expired', flags.onExpired, ['fail', 'resubmit']);
+      }
+      if (typeof flags.onUncertainSubmit === 'string') {
+        input.onUncertainSubmit = parseChoice('--on-uncertain-submit', flags.onUncertainSubmit, [
+          'fail',
+          'resubmit',
+        ]);
+      }
+      if (typeof flags.options === 'string')
+        Object.assign(input, parseJsonObject('--options', flags.options));
+      const temporal = await connect();
+      const handle = await startJob(temporal, input as JobWorkflowInput, {
+        workflowId,
+        taskQueue: taskQueue(),
+      });
+      if (!flags.wait) return print(io, { workflowId: handle.workflowId, started: true });
+      print(io, await awaitJob(temporal, handle));
+    });
+
+  job
+    .command('result')
+    .description("wait for a job's result")
+    .argument('<workflow-id>')
+    .option('--resolve-output <dir>', "read a large output from the worker's result store directory")
+    .action(async (workflowId: string, flags: { resolveOutput?: string }) => {
+      const options = flags.resolveOutput ? { resolveOutput: flags.resolveOutput } : {};
+      print(io, await awaitJob(await connect(), workflowId, options));
+    });
+
+  job
+    .command('status')
+    .description("a job's snapshot: status, attempts, job ids, timings, progress")
+    .argument('<workflow-id>')
+    .action(async (workflowId: string) =>
+      print(io, await getJobSnapshot(await connect(), workflowId, { live: true })),
+    );
+
+  job
+    .command('cancel')
+    .description('cancel the job workflow; it cancels the remote job first')
+    .argument('<workflow-id>')
+    .action(async (workflowId: string) => {
+      await cancelJob(await connect(), workflowId);
+      print(io, { workflowId, cancelRequested: true });
+    });
+
+  job
+    .command('extend-ttl')
+    .description("set the job's ttl (ms from submission) through /status?ttl=")
+    .argument('<workflow-id>')
+    .argument('<ttl-ms>')
+    .action(async (workflowId: string, ttl: string) => {
+      await extendJobTtl(await connect(), workflowId, parseInteger('<ttl-ms>', ttl));
+      print(io, { workflowId, ttlRequested: Number(ttl) });
+    });
+
+  job
+    .command('list')
+    .description('job workflows by endpoint, remote job id or status (newest first)')
+    .option('--endpoint <id>')
+    .option('--job-id <id>')
+    .option('--status <status>', 'the remote job status, e.g. IN_PROGRESS')
+    .option('--limit <n>', 'at most this many', '50')
+    .action(async (flags: { endpoint?: string; jobId?: string; status?: string; limit: string }) => {
+      const limit = parseInteger('--limit', flags.limit);
+      const listings = [];
+      const filter = {
+        ...(flags.endpoint ? { endpointId: flags.endpoint } : {}),
+        ...(flags.jobId ? { jobId: flags.jobId } : {}),
+        ...(flags.status ? { status: flags.status } : {}),
+      };
+      for await (const listing of listJobs(await connect(), filter)) {
+        listings.push(listing);
+        if (listings.length >= limit) break;
+      }
+      print(io, listings);
+    });
+
+  const endpoint = program.command('endpoint').description('provision, change and tear down endpoints');
+
+  endpoint
+    .command('provision')
+    .description('create an endpoint, or find the one of this name (idempotent)')
+    .requiredOption(
+      '--spec <json>',
+      'name, templateId, gpuIds or gpuTypeIds, workers...: JSON inline or @file',
+    )
+    .option('--workflow-id <id>')
+    .option('--no-wait', 'print the workflow id and return')
+    .action(async (flags: { spec: string; workflowId?: string; wait: boolean }) => {
+      const spec = parseJsonObject('--spec', flags.spec);
+      const handle = await startProvisionEndpoint(await connect(), spec as ProvisionEndpointInput, {
+        taskQueue: taskQueue(),
+        ...(flags.workflowId ? { workflowId: flags.workflowId } : {}),
+      });
+      print(io, flags.wait ? await handle.result() : { workflowId: handle.workflowId });
+    });
+
+  endpoint
+    .command('update')
+    .description('change some fields of an endpoint; the rest are kept')
+    .argument('<endpoint-id>')
+    .requiredOption('--changes <json>', 'the fields to change: JSON inline or @file')
+    .option('--no-wait', 'print the workflow id and return')
+    .action(async (endpointId: string, flags: { changes: string; wait: boolean }) => {
+      const changes = parseJsonObject('--changes', flags.changes);
+      const handle = await startUpdateEndpoint(
+        await connect(),
+        { endpointId, changes } as UpdateEndpointInput,
+        {
+          taskQueue: taskQueue(),
+        },
+      );
+      print(io, flags.wait ? await handle.result() : { workflowId: handle.workflowId });
+    });
+
+  endpoint
+    .command('teardown')
+    .description('scale to zero, handle the jobs, delete the endpoint (and its volume)')
+    .argument('<endpoint-id>')
+    .option('--jobs <mode>', 'purge (default), cancel or wait')
+    .option('--job-ids <ids>', 'in-progress job ids to cancel (comma-separated)')
+    .option('--wait-timeout <ms>', 'with --jobs wait: how long running jobs may finish')
+    .option('--delete-volume', 'delete the attached network volume too')
+    .option('--no-wait', 'print the workflow id and return')
+    .action(
+      async (
+        endpointId: string,
+        flags: {
+          jobs?: string;
+          jobIds?: string;
+          waitTimeout?: string;
+          deleteVolume?: boolean;
+          wait: boolean;
+        },
+      ) => {
+        const mode = parseChoice('--jobs', flags.jobs ?? 'purge', ['purge', 'cancel', 'wait']);
+        const jobIds = flags.jobIds ? flags.jobIds.split(',').filter(Boolean) : [];
+        const jobs =
+          mode === 'purge'
+            ? { mode }
+            : mode === 'cancel'
+              ? { mode, jobIds }
+              : { mode, jobIds, timeout: parseInteger('--wait-timeout', flags.waitTimeout ?? '600000') };
+        const input: TeardownEndpointInput = {
+          endpointId,
+          jobs,
+          deleteNetworkVolume: Boolean(flags.deleteVolume),
+        };
+        const handle = await startTeardownEndpoint(await connect(), input, { taskQueue: taskQueue() });
+        print(io, flags.wait ? await handle.result() : { workflowId: handle.workflowId });
+      },
+    );
+
+  endpoint
+    .command('phase')
+    .description('the phase of an endpoint lifecycle workflow')
+    .argument('<workflow-id>')
+    .action(async (workflowId: string) => print(io, await getLifecyclePhase(await connect(), workflowId)));
+
+  return program;
+}
+
+/** Runs the CLI; resolves to the exit code (0 done, 1 failed, 2 bad input). */
+export async function runCli(argv: string[], io: CliIo, clientFactory?: ClientFactory): Promise<number> {
+  const program = buildProgram(io, clientFactory);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0;
+    if (typeof code === 'string' && code.startsWith('commander.')) return 2;
+    if (error instanceof ValidationError) {
+      io.err(`error: ${error.message}\n`);
+      return 2;
+    }
+    const failure = jobFailureOf(error);
+    io.err(
+      `error: ${failure ? `${failure.type}: ${failure.message}` : String((error as Error)?.message ?? error)}\n`,
+    );
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  runCli(process.argv.slice(2), {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+  }).then((code) => {
+    process.exitCode = code;
+    // The Temporal connection keeps the event loop alive; the CLI is done.
+    setImmediate(() => process.exit(code));
+  });
+}
