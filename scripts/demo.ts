@@ -1,18 +1,50 @@
 /**
  * `npm run demo`: the embedded default, end to end on one machine. Starts the local Temporal dev
- * server (with its web UI), runs a worker, runs a workflow and prints what happened.
+ * server (with its web UI), the service emulator, the worker and the webhook gateway, runs four
+ * jobs (a completion, a retry of a failed job, a cancellation and a streamed job), prints each
+ * outcome and exits.
+ *
+ * DEMO_UI_PORT (default 8233) moves the web UI; DEMO_KEEP_OPEN=1 keeps everything running after
+ * the jobs, until Ctrl-C, so you can look around in the UI.
  */
+import { randomBytes } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createStackCheckActivities } from '../activities/stack-check';
+import { Runtime } from '@temporalio/worker';
+import { awaitJob, cancelJob, getJobSnapshot, jobFailureOf, startJob } from '../client';
+import { startEmulator } from '../emulator';
+import { loadWorkerConfig } from '../worker/config';
+import { createLogger } from '../worker/logger';
+import { runWorker } from '../worker/run-worker';
+import { temporalLoggerFor } from '../worker/temporal-logger';
 import { searchAttributeKeys } from '../workflows/search-attributes';
-import { stackCheck } from '../workflows/stack-check';
 import { ensureServers } from './servers';
 
 const say = (line: string) => console.log(`[demo] ${line}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
 
 async function main(): Promise<void> {
   const { temporalCli } = await ensureServers(say);
+  // The demo prints its own story; the SDK's and core's lines only when something is wrong.
+  Runtime.install({
+    logger: temporalLoggerFor(createLogger({ level: 'error' })),
+    telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
   const uiPort = Number(process.env.DEMO_UI_PORT ?? 8233);
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
@@ -24,30 +56,164 @@ async function main(): Promise<void> {
       extraArgs: ['--log-level', 'error'],
     },
   });
-  say(`Temporal dev server at ${env.address}; web UI at http://127.0.0.1:${uiPort}`);
+  // One service minute per real second: the demo's jobs "run" for minutes in a few seconds.
+  const apiKey = randomBytes(24).toString('base64url');
+  const emulator = await startEmulator({ accounts: [{ apiKey }], timeScale: 60 });
+  const workdir = path.join(os.tmpdir(), `durable-serverless-demo-${process.pid}`);
+  const stop = new AbortController();
+  let worker: Promise<void> | undefined;
   try {
-    const taskQueue = 'durable-serverless-demo';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowsPath: require.resolve('../workflows'),
-      activities: createStackCheckActivities(),
-    });
-    await worker.runUntil(async () => {
-      const result = await env.client.workflow.execute(stackCheck, {
-        taskQueue,
-        workflowId: `stack-check-${Date.now()}`,
-        args: [{ name: 'demo', wait: '1 second' }],
+    say(`Temporal dev server at ${env.address}; web UI at http://127.0.0.1:${uiPort}`);
+    say(`service emulator at ${emulator.apiUrl} (GraphQL ${emulator.graphqlUrl}, REST ${emulator.restUrl})`);
+    const endpoint = (templateId: string) =>
+      emulator.control.createEndpoint(apiKey, {
+        name: `demo-${templateId}`,
+        templateId,
+        workersMax: 2,
+        flashBootType: 'FLASHBOOT',
+      }).id;
+    const echo = endpoint('echo');
+    const scripted = endpoint('scripted');
+    const streaming = endpoint('stream');
+
+    const gatewayPort = await freePort();
+    const config = loadWorkerConfig(
+      {
+        TEMPORAL_ADDRESS: env.address,
+        TEMPORAL_TASK_QUEUE: 'durable-serverless-demo',
+        SERVERLESS_API_KEY: apiKey,
+        SERVERLESS_API_URL: emulator.apiUrl,
+        SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
+        SERVERLESS_REST_URL: emulator.restUrl,
+        WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
+        WEBHOOK_PORT: String(gatewayPort),
+        WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
+        RESULT_STORE_DIR: path.join(workdir, 'results'),
+        LOG_LEVEL: 'warn',
+      },
+      workdir,
+    );
+    const ready = new Promise<void>((resolve) => {
+      worker = runWorker(config, {
+        signal: stop.signal,
+        logger: createLogger({ level: 'warn', secrets: [apiKey] }),
+        onReady: () => resolve(),
       });
-      say(`stack check: ${result}`);
     });
+    await Promise.race([ready, worker]);
+    say(
+      `worker on task queue ${config.temporal.taskQueue}, webhook gateway at http://127.0.0.1:${gatewayPort}`,
+    );
+
+    const client = env.client;
+    const taskQueue = config.temporal.taskQueue;
+    const run = `${Date.now()}`;
+
+    // 1. A job that completes: webhook and polling both armed, the first to notice wins.
+    const completed = await awaitJob(
+      client,
+      await startJob(
+        client,
+        { endpointId: echo, request: { input: { prompt: 'hello, durable world' } } },
+        { workflowId: `demo-complete-${run}`, taskQueue },
+      ),
+    );
+    say(`1. completed: job ${completed.jobId} -> ${JSON.stringify(completed.output)}`);
+
+    // 2. A job that fails once: the workflow retries it with /retry (same job id, same input).
+    const retried = await awaitJob(
+      client,
+      await startJob(
+        client,
+        {
+          endpointId: scripted,
+          request: {
+            input: { failTimes: 1, fail: 'CUDA out of memory', sleepMs: 5_000, output: { ok: true } },
+          },
+          retry: { maxRetries: 2, initialInterval: '1 second' },
+          polling: { initialIntervalMs: 250, maxIntervalMs: 1_000 },
+        },
+        { workflowId: `demo-retry-${run}`, taskQueue },
+      ),
+    );
+    const retriedJob = emulator.control.job(retried.jobId);
+    say(
+      `2. failed once, retried: job ${retried.jobId} ${retriedJob?.status} after ${retriedJob?.attempts} attempts -> ${JSON.stringify(retried.output)}`,
+    );
+
+    // 3. A job cancelled while it runs: the workflow cancels the remote job, then ends cancelled.
+    const cancelId = `demo-cancel-${run}`;
+    const handle = await startJob(
+      client,
+      {
+        endpointId: scripted,
+        request: { input: { hang: true } },
+        polling: { initialIntervalMs: 250, maxIntervalMs: 1_000 },
+      },
+      { workflowId: cancelId, taskQueue },
+    );
+    for (let i = 0; i < 100; i++) {
+      const snapshot = await getJobSnapshot(client, cancelId);
+      if (snapshot.status === 'IN_PROGRESS') break;
+      await sleep(200);
+    }
+    await cancelJob(client, cancelId);
+    try {
+      await handle.result();
+      say('3. cancellation: the workflow completed instead (unexpected)');
+    } catch (error) {
+      const cancelled = error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure;
+      const snapshot = await getJobSnapshot(client, cancelId);
+      const remote = snapshot.jobId ? emulator.control.job(snapshot.jobId)?.status : undefined;
+      say(
+        `3. cancelled: workflow ${cancelled ? 'CANCELLED' : String(error)}, remote job ${snapshot.jobId} ${remote}`,
+      );
+    }
+
+    // 4. A streamed job: chunks go to a file sink as they come, never into workflow history.
+    const streamed = await awaitJob(
+      client,
+      await startJob(
+        client,
+        {
+          endpointId: streaming,
+          request: {
+            input: { prompt: 'tell me a story', text: 'once upon a time a job ran durably to the end' },
+          },
+          stream: { sink: { kind: 'file', name: `demo-${run}.jsonl` } },
+        },
+        { workflowId: `demo-stream-${run}`, taskQueue },
+      ),
+    );
+    const streamFile = path.join(config.resultStoreDir, 'streams', `demo-${run}.jsonl`);
+    const lines = (await readFile(streamFile, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    const text = lines
+      .map((line) => (JSON.parse(line) as { output?: { text?: string[] } }).output?.text?.join('') ?? '')
+      .join('');
+    say(`4. streamed: job ${streamed.jobId}, ${lines.length} chunks to the sink: "${text.trim()}"`);
+
+    say(`all four jobs are in the Temporal UI: http://127.0.0.1:${uiPort}/namespaces/default/workflows`);
+    if (process.env.DEMO_KEEP_OPEN === '1') {
+      say('DEMO_KEEP_OPEN=1: running until Ctrl-C');
+      await new Promise((resolve) => process.once('SIGINT', resolve));
+    }
+  } catch (error) {
+    const failure = jobFailureOf(error);
+    throw failure ? new Error(`${failure.type}: ${failure.message}`) : error;
   } finally {
+    stop.abort();
+    await worker?.catch(() => undefined);
+    await emulator.close();
     await env.teardown();
+    await rm(workdir, { recursive: true, force: true });
   }
   say('done');
 }
 
-main().catch((error: unknown) => {
-  console.error('[demo] failed:', error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error('[demo] failed:', error);
+    process.exit(1);
+  },
+);
