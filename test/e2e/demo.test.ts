@@ -1,0 +1,51 @@
+/**
+ * The README's demo command, run the way a newcomer runs it: a child process that starts its own
+ * dev server, emulator, worker and gateway, runs four jobs and exits.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function runDemo(uiPort: number): Promise<{ code: number | null; output: string }> {
+  const root = path.resolve(__dirname, '../..');
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
+      cwd: root,
+      env: { ...process.env, DEMO_UI_PORT: String(uiPort) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+describe('npm run demo', () => {
+  it('runs a completion, a retried failure, a cancellation and a streamed job, then exits 0', async () => {
+    const uiPort = await freePort();
+    const { code, output } = await runDemo(uiPort);
+    expect(output).toMatch(/1\. completed: job \S+ -> \{"prompt":"hello, durable world"\}/);
+    expect(output).toMatch(/2\. failed once, retried: job \S+ COMPLETED after 2 attempts -> \{"ok":true\}/);
+    expect(output).toMatch(/3\. cancelled: workflow CANCELLED, remote job \S+ CANCELLED/);
+    expect(output).toMatch(
+      /4\. streamed: job \S+, 11 chunks to the sink: "once upon a time a job ran durably to the end"/,
+    );
+    expect(output).toContain(`web UI at http://127.0.0.1:${uiPort}`);
+    expect(output).toContain('[demo] done');
+    expect(code).toBe(0);
+  }, 180_000);
+});
