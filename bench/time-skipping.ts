@@ -13,6 +13,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 
 async function main(): Promise<void> {
   Runtime.install({
+    logger: new DefaultLogger('WARN'),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
   });
   const { testServer } = provisionedServers();
