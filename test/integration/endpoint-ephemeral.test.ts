@@ -3,7 +3,8 @@ import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOnEphemeralEndpoint, startEphemeralEndpoint } from '../../client/endpoints';
 import { endpointLifecycleQuery } from '../../workflows/endpoint-definitions';
-import { API_KEY, eventually, type Stack, startStack, withRealWorker } from '../support/endpoint-integration';
+import { API_KEY, type Stack, startStack, withRealWorker } from '../support/endpoint-integration';
+import { eventually } from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
 
 describe('ephemeral endpoint with real job workflows (dev server, emulator over HTTP)', () => {

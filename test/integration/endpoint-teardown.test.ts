@@ -5,12 +5,12 @@ import { startTeardownEndpoint, teardownEndpoint } from '../../client/endpoints'
 import { endpointLifecycleQuery } from '../../workflows/endpoint-definitions';
 import {
   API_KEY,
-  eventually,
   type Stack,
-  spawnWorker,
+  spawnStackWorker,
   startStack,
   withRealWorker,
 } from '../support/endpoint-integration';
+import { eventually } from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
 
 describe('endpoint teardown (dev server, emulator over HTTP, real activities)', () => {
@@ -153,7 +153,7 @@ describe('endpoint teardown (dev server, emulator over HTTP, real activities)', 
 
     // The real worker entry point in a child process, so the kill is a real crash (SIGKILL).
     const taskQueue = uniqueTaskQueue('teardown-crash');
-    const first = spawnWorker(stack, taskQueue);
+    const first = spawnStackWorker(stack, taskQueue);
     const workers = [first];
     try {
       await first.running;
@@ -182,7 +182,7 @@ describe('endpoint teardown (dev server, emulator over HTTP, real activities)', 
         workersMax: 0,
       });
 
-      const second = spawnWorker(stack, taskQueue);
+      const second = spawnStackWorker(stack, taskQueue);
       workers.push(second);
       await second.running;
       const result = await handle.result();

@@ -1,0 +1,98 @@
+/**
+ * The worker process killed with SIGKILL while its job runs, and started again: the job completes
+ * and the service saw exactly one submission. The workers are the real entry point
+ * (`npm run worker`, worker/main.ts) in child processes, configured through the environment, each
+ * with the webhook gateway beside it on the same public address.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitJob } from '../../client/jobs';
+import {
+  FAST_POLLING,
+  freePort,
+  historyText,
+  type JobStack,
+  spawnWorker,
+  startJobStack,
+} from '../support/integration';
+import { uniqueTaskQueue } from '../support/temporal';
+
+describe('a worker killed mid-job (dev server, emulator over HTTP, worker processes)', () => {
+  let stack: JobStack;
+  beforeAll(async () => {
+    // No in-process worker: this file's jobs run on the child processes only.
+    stack = await startJobStack({ name: 'job-crash', timeScale: 100, worker: false });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('SIGKILL while IN_PROGRESS, another worker started: the job completes, submitted once', async () => {
+    const taskQueue = uniqueTaskQueue('job-crash');
+    const port = await freePort();
+    const secret = randomBytes(32).toString('base64url');
+    const { TEMPORAL_ADDRESS: _address, WORKER_SHUTDOWN_GRACE_MS: _grace, ...service } = stack.workerEnv;
+    const vars = {
+      ...service,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      WEBHOOK_PORT: String(port),
+      WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      WEBHOOK_SECRET: secret,
+    };
+    const endpointId = stack.endpoint();
+    const first = spawnWorker(vars);
+    const workers = [first];
+    try {
+      await first.running;
+      // An hour of service time: it finishes when the test moves the emulator's clock.
+      const handle = await stack.start(
+        {
+          endpointId,
+          request: {
+            input: { sleepMs: 3_600_000, output: { survived: true } },
+            policy: { executionTimeout: 7_200_000 },
+          },
+          polling: FAST_POLLING,
+        },
+        { taskQueue },
+      );
+      const running = await stack.snapshotWhen(
+        handle.workflowId,
+        (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
+        60_000,
+      );
+      const jobId = running.jobId as string;
+
+      await first.kill();
+      expect(first.child.signalCode).toBe('SIGKILL');
+      expect(stack.control.job(jobId)?.status).toBe('IN_PROGRESS');
+
+      const second = spawnWorker(vars);
+      workers.push(second);
+      await second.running;
+      // The job finishes now; its webhook reaches the new worker's gateway.
+      stack.control.advance(3_600_000);
+      const result = await awaitJob(stack.client, handle);
+
+      expect(result).toMatchObject({
+        jobId,
+        jobIds: [jobId],
+        output: { survived: true },
+        attempts: 1,
+        submissions: 1,
+        uncertainSubmits: 0,
+      });
+      expect(stack.control.submissions(endpointId)).toBe(1);
+      expect(stack.control.jobs(endpointId).map((job) => job.id)).toEqual([jobId]);
+      // Both processes worked on this workflow: the one killed, then the one started after it.
+      const history = await handle.fetchHistory();
+      const identities = new Set(
+        (history.events ?? []).map((e) => e.workflowTaskStartedEventAttributes?.identity).filter(Boolean),
+      );
+      expect(identities.size).toBe(2);
+      expect(historyText(history)).not.toContain(stack.apiKey);
+    } finally {
+      for (const worker of workers) await worker.kill();
+    }
+  }, 180_000);
+});

@@ -1,0 +1,158 @@
+/**
+ * Retries with /retry (same job id), retries refused once the results have expired, and the ttl
+ * deleting a job, on the real stack (dev server, emulator over HTTP, real worker, polling only).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitJob, jobFailureOf } from '../../client/jobs';
+import { FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
+
+const RETENTION_MS = 30 * 60_000;
+
+async function failureOf(promise: Promise<unknown>) {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeDefined();
+  return jobFailureOf(error);
+}
+
+describe('job workflow retries and expiry (dev server, emulator over HTTP, real worker)', () => {
+  let stack: JobStack;
+  beforeAll(async () => {
+    // Service time 100x real time: a 5 s executionTimeout is 50 ms, a 10 s ttl 100 ms. Retention
+    // (30 minutes) is crossed with control.advance while the workflow waits out its backoff.
+    stack = await startJobStack({ name: 'job-retry', timeScale: 100 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('FAILED twice, then retried with /retry on the same job id until it completes', async () => {
+    const endpointId = stack.endpoint();
+    const handle = await stack.start({
+      endpointId,
+      request: { input: { sleepMs: 500, failTimes: 2, output: 'third time lucky' } },
+      retry: { maxRetries: 3, initialInterval: 50 },
+      polling: FAST_POLLING,
+    });
+    const result = await awaitJob(stack.client, handle);
+
+    const jobs = stack.control.jobs(endpointId);
+    expect(jobs).toHaveLength(1);
+    const job = jobs[0];
+    expect(result).toMatchObject({
+      jobId: job?.id,
+      jobIds: [job?.id],
+      output: 'third time lucky',
+      attempts: 3,
+      retries: 2,
+      submissions: 1,
+    });
+    expect(job).toMatchObject({ status: 'COMPLETED', attempts: 3, retries: 2 });
+    expect(stack.control.submissions(endpointId)).toBe(1);
+  });
+
+  it('TIMED_OUT once, then retried on the same job id until it completes', async () => {
+    const endpointId = stack.endpoint();
+    const handle = await stack.start({
+      endpointId,
+      request: {
+        input: { sleepMs: 500, timeoutTimes: 1, output: 'in time' },
+        policy: { executionTimeout: 5_000 },
+      },
+      retry: { maxRetries: 1, initialInterval: 50, on: ['TIMED_OUT'] },
+      polling: FAST_POLLING,
+    });
+    const result = await awaitJob(stack.client, handle);
+
+    const job = stack.control.job(result.jobId);
+    expect(result).toMatchObject({ output: 'in time', attempts: 2, retries: 1, jobIds: [result.jobId] });
+    expect(job).toMatchObject({ status: 'COMPLETED', attempts: 2, retries: 1 });
+    expect(stack.control.submissions(endpointId)).toBe(1);
+  });
+
+  it('retry limit reached: JobFailed after 1 + maxRetries attempts', async () => {
+    const endpointId = stack.endpoint();
+    const handle = await stack.start({
+      endpointId,
+      request: { input: { sleepMs: 200, fail: 'bad weights' } },
+      retry: { maxRetries: 1, initialInterval: 50 },
+      polling: FAST_POLLING,
+    });
+    const failure = await failureOf(awaitJob(stack.client, handle));
+    expect(failure?.type).toBe('JobFailed');
+    expect(failure?.details).toMatchObject({ error: 'bad weights', attempts: 2, retries: 1, submissions: 1 });
+    expect(stack.control.jobs(endpointId)[0]).toMatchObject({ status: 'FAILED', attempts: 2, retries: 1 });
+  });
+
+  it("results expired before the retry (onExpired 'fail'): /retry is refused, JobExpired 'results'", async () => {
+    const endpointId = stack.endpoint();
+    const handle = await stack.start({
+      endpointId,
+      request: { input: { sleepMs: 200, fail: 'flaky node' } },
+      retry: { maxRetries: 2, initialInterval: 2_000 },
+      onExpired: 'fail',
+      polling: FAST_POLLING,
+    });
+    // While the workflow waits out its backoff, 31 minutes of service time pass: the results go.
+    const waiting = await stack.snapshotWhen(handle.workflowId, (s) => s.phase === 'retry-backoff');
+    stack.control.advance(RETENTION_MS + 60_000);
+    const jobId = waiting.jobId as string;
+    expect(stack.control.job(jobId)).toMatchObject({ expired: true, removedReason: 'expired' });
+
+    const failure = await failureOf(awaitJob(stack.client, handle));
+    expect(failure?.type).toBe('JobExpired');
+    expect(failure?.details).toMatchObject({ expired: 'results', jobId, jobIds: [jobId], retries: 0 });
+    // Refused, not retried: the emulator saw one run and no retry; nothing was submitted again.
+    expect(stack.control.job(jobId)).toMatchObject({ attempts: 1, retries: 0 });
+    expect(stack.control.submissions(endpointId)).toBe(1);
+  });
+
+  it("results expired before the retry (onExpired 'resubmit'): submitted afresh, up to maxSubmissions", async () => {
+    const endpointId = stack.endpoint();
+    const handle = await stack.start({
+      endpointId,
+      request: { input: { sleepMs: 200, fail: 'flaky node' } },
+      retry: { maxRetries: 2, initialInterval: 2_000 },
+      onExpired: 'resubmit',
+      maxSubmissions: 2,
+      polling: FAST_POLLING,
+    });
+    for (const submissions of [1, 2]) {
+      await stack.snapshotWhen(
+        handle.workflowId,
+        (s) => s.phase === 'retry-backoff' && s.jobIds.length === submissions,
+      );
+      stack.control.advance(RETENTION_MS + 60_000);
+    }
+
+    const failure = await failureOf(awaitJob(stack.client, handle));
+    expect(failure?.type).toBe('JobExpired');
+    const jobIds = failure?.details?.jobIds ?? [];
+    expect(jobIds).toHaveLength(2);
+    expect(new Set(jobIds).size).toBe(2);
+    expect(failure?.details).toMatchObject({ expired: 'results', submissions: 2 });
+    expect(stack.control.submissions(endpointId)).toBe(2);
+    for (const jobId of jobIds) expect(stack.control.job(jobId)).toMatchObject({ expired: true, retries: 0 });
+  });
+
+  it("the ttl deletes the running job: /status answers 404 and the workflow ends JobExpired 'ttl'", async () => {
+    const endpointId = stack.endpoint({ flashBootType: 'FLASHBOOT' });
+    const handle = await stack.start({
+      endpointId,
+      // 10 s of ttl (100 ms here) for a job that runs 10 minutes: deleted while it runs.
+      request: { input: { sleepMs: 600_000 }, policy: { ttl: 10_000 } },
+      retry: { maxRetries: 3, initialInterval: 50 },
+      polling: FAST_POLLING,
+    });
+    const failure = await failureOf(awaitJob(stack.client, handle));
+
+    expect(stack.control.jobs(endpointId)).toEqual([]); // gone from the endpoint
+    const jobId = failure?.details?.jobId as string;
+    expect(stack.control.job(jobId)).toMatchObject({ deleted: true, removedReason: 'ttl' });
+    expect(failure?.type).toBe('JobExpired');
+    expect(failure?.details).toMatchObject({ expired: 'ttl', jobIds: [jobId], submissions: 1 });
+    expect(stack.control.submissions(endpointId)).toBe(1);
+  });
+});

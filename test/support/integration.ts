@@ -1,0 +1,289 @@
+/**
+ * Shared plumbing of the integration suites (test/integration): the real worker entry point as a
+ * child process, waiting on outside state, and the job stack: the emulator over HTTP, the shared
+ * dev server, and the real worker (runWorker, with the webhook gateway beside it when asked), all
+ * configured through the environment as a deployment would be. Nothing is mocked; a test arranges
+ * faults through the emulator's control handle only.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { createServiceClient, type ServiceClient } from '../../api';
+import { getJobSnapshot, type JobHandle, type LiveJobSnapshot, startJob } from '../../client/jobs';
+import { type Emulator, type EndpointFields, startEmulator } from '../../emulator';
+import { loadWorkerConfig } from '../../worker/config';
+import { createLogger } from '../../worker/logger';
+import { runWorker } from '../../worker/run-worker';
+import type { JobWorkflowInput } from '../../workflows/job-input';
+import { devServerEnv, uniqueTaskQueue } from './temporal';
+
+const repoRoot = path.resolve(__dirname, '../..');
+
+/** Polls `check` until it holds (or throws after `timeoutMs`); for waiting on outside state. */
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A port nothing listens on now, for a listener that must keep its address across restarts. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * The SDK logs every failed workflow and every late activity completion ("Activity not found on
+ * completion") at WARN; these suites cause both on purpose. Errors only, once per test file (one
+ * process each), before anything creates the runtime.
+ */
+export function quietTemporalRuntime(): void {
+  try {
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
+    });
+  } catch {
+    // Already installed in this process: its settings stay.
+  }
+}
+
+/** The emulator's job-operation, GraphQL and REST addresses as the worker's SERVERLESS_* variables. */
+export function serviceEnv(emulator: Emulator, apiKey: string): Record<string, string> {
+  return {
+    SERVERLESS_API_KEY: apiKey,
+    SERVERLESS_API_URL: emulator.apiUrl,
+    SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
+    SERVERLESS_REST_URL: emulator.restUrl,
+  };
+}
+
+/**
+ * The real worker entry point (`npm run worker`, worker/main.ts) as a child process, configured
+ * through the environment like a deployment (`vars` on top of PATH, HOME and TEMPORAL_ADDRESS).
+ * `kill()` sends SIGKILL: a crash, with no graceful shutdown, in-flight activities and workflow
+ * tasks abandoned.
+ */
+export function spawnWorker(vars: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      ...vars,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const running = eventually(() => output.includes('worker running'), 180_000).catch((error: Error) => {
+    throw new Error(`${error.message}; worker output:\n${output}`);
+  });
+  return {
+    child,
+    /** Resolves once the worker polls its task queue (and its gateway, if any, listens). */
+    running,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    output: () => output,
+  };
+}
+
+/**
+ * A workflow history as text with every payload decoded. Payload data are bytes (JSON as UTF-8),
+ * which JSON.stringify would print as base64 (protobufjs' toJSON) or as arrays of numbers, either
+ * way hiding any string inside them; here every byte field is decoded as UTF-8 instead.
+ */
+export function historyText(history: unknown): string {
+  const plain = (value: unknown): unknown => {
+    if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+    if (Array.isArray(value)) return value.map(plain);
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, plain(inner)]));
+    }
+    return value;
+  };
+  return JSON.stringify(plain(history));
+}
+
+/** Types of the activities a history scheduled, in order. */
+export function scheduledActivities(history: {
+  events?: Array<{
+    activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
+  }> | null;
+}): string[] {
+  return (history.events ?? []).flatMap((event) => {
+    const name = event.activityTaskScheduledEventAttributes?.activityType?.name;
+    return name ? [name] : [];
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// The job stack
+
+export interface JobStackOptions {
+  /** Prefix of the task queue and workflow ids, for reading the dev server's UI. */
+  name: string;
+  /** Service time runs this many times faster than real time; Temporal's timers stay real. */
+  timeScale: number;
+  /** The webhook gateway beside the worker, and the worker handing out its URLs. */
+  webhooks?: boolean;
+  /** Run the in-process worker (default); false for a file that runs its workers as processes. */
+  worker?: boolean;
+}
+
+export interface JobStack {
+  emulator: Emulator;
+  control: Emulator['control'];
+  /** The real API client, for "someone else" acting on a job behind the workflow's back. */
+  service: ServiceClient;
+  /** The Temporal client of the shared dev server. */
+  client: Client;
+  taskQueue: string;
+  /** The worker's key (the emulator's one account); it must never reach Temporal. */
+  apiKey: string;
+  /** With webhooks: the gateway's signing secret and where it listens. */
+  webhookSecret?: string;
+  gatewayUrl?: string;
+  /** The environment the in-process worker was configured from (child workers reuse it with a queue of their own). */
+  workerEnv: Record<string, string>;
+  /** A fresh endpoint on the scripted handler (so each test counts its own submissions and jobs). */
+  endpoint(fields?: Partial<EndpointFields>): string;
+  /** Starts the job workflow through the client facade, on this stack's task queue (or another). */
+  start(input: JobWorkflowInput, options?: { label?: string; taskQueue?: string }): Promise<JobHandle>;
+  /** The workflow's snapshot once `check` holds for it (queries are retried until then). */
+  snapshotWhen(
+    workflowId: string,
+    check: (snapshot: LiveJobSnapshot) => boolean,
+    timeoutMs?: number,
+  ): Promise<LiveJobSnapshot>;
+  close(): Promise<void>;
+}
+
+/** Status polls fast enough that a test never waits on the schedule made for hour-long jobs. */
+export const FAST_POLLING = { initialIntervalMs: 100, maxIntervalMs: 250, backoffCoefficient: 1.5 };
+
+/**
+ * One emulator, one dev-server connection and one real worker (runWorker, exactly as
+ * `npm run worker` runs it, from the same environment variables) for a test file.
+ */
+export async function startJobStack(options: JobStackOptions): Promise<JobStack> {
+  quietTemporalRuntime();
+  const apiKey = `sk-it-${randomUUID()}`;
+  const emulator = await startEmulator({ timeScale: options.timeScale, accounts: [{ apiKey }] });
+  const service = createServiceClient({
+    apiKey,
+    apiUrl: emulator.apiUrl,
+    graphqlUrl: emulator.graphqlUrl,
+    restUrl: emulator.restUrl,
+  });
+  const env: TestWorkflowEnvironment = await devServerEnv();
+  const taskQueue = uniqueTaskQueue(options.name);
+  const resultDir = mkdtempSync(path.join(tmpdir(), `${options.name}-`));
+
+  let webhookSecret: string | undefined;
+  let gatewayPort: number | undefined;
+  const workerEnv: Record<string, string> = {
+    ...serviceEnv(emulator, apiKey),
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    RESULT_STORE_DIR: resultDir,
+    // Pollers of jobs that never change (a hung job whose workflow ended) are cut short at the end.
+    WORKER_SHUTDOWN_GRACE_MS: '500',
+  };
+  if (options.webhooks) {
+    webhookSecret = randomBytes(32).toString('base64url');
+    gatewayPort = await freePort();
+    workerEnv.WEBHOOK_SECRET = webhookSecret;
+    workerEnv.WEBHOOK_PORT = String(gatewayPort);
+    workerEnv.WEBHOOK_PUBLIC_URL = `http://127.0.0.1:${gatewayPort}`;
+  }
+
+  const controller = new AbortController();
+  let running: Promise<void> = Promise.resolve();
+  if (options.worker !== false) {
+    const config = loadWorkerConfig(workerEnv, repoRoot);
+    let ready!: () => void;
+    const isReady = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    running = runWorker(config, {
+      signal: controller.signal,
+      logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
+      onReady: () => ready(),
+    });
+    running.catch(() => undefined); // awaited in close(); a failure before ready is raised below
+    await Promise.race([isReady, running.then(() => Promise.reject(new Error('the worker stopped early')))]);
+  }
+
+  let jobs = 0;
+  return {
+    emulator,
+    control: emulator.control,
+    service,
+    client: env.client,
+    taskQueue,
+    apiKey,
+    ...(webhookSecret ? { webhookSecret, gatewayUrl: `http://127.0.0.1:${gatewayPort}` } : {}),
+    workerEnv,
+    endpoint(fields = {}) {
+      return emulator.control.createEndpoint(apiKey, {
+        name: `${options.name}-${randomUUID().slice(0, 8)}`,
+        templateId: 'scripted',
+        ...fields,
+      }).id;
+    },
+    start(input, { label = 'job', taskQueue: queue = taskQueue } = {}) {
+      jobs += 1;
+      return startJob(env.client, input, {
+        workflowId: `${options.name}-${label}-${jobs}-${randomUUID()}`,
+        taskQueue: queue,
+      });
+    },
+    async snapshotWhen(workflowId, check, timeoutMs = 30_000) {
+      return eventually(async () => {
+        // A query before the first workflow task has run is refused; try again.
+        const snapshot = await getJobSnapshot(env.client, workflowId).catch(() => undefined);
+        return snapshot && check(snapshot) ? snapshot : undefined;
+      }, timeoutMs);
+    },
+    async close() {
+      controller.abort();
+      try {
+        await running;
+      } finally {
+        await env.teardown();
+        await service.close();
+        await emulator.close();
+        rmSync(resultDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
