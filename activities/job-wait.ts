@@ -8,9 +8,9 @@
  * retry (after a worker restart or a transient error) resumes from those details, so a restarted
  * worker does not fall back to hammering the service at the initial interval.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ServiceClient } from '../api/client';
-import { toApplicationFailure } from './failures';
+import { JOB_EXPIRED, toApplicationFailure } from './failures';
 import { type ObserveOptions, observe, smallProgress } from './job-observe';
 import {
   type WaitForJobChangeInput,
@@ -43,14 +43,18 @@ export async function waitForChange(
   let intervalMs = resumed?.intervalMs ?? input.polling.initialIntervalMs;
   let polls = resumed?.polls ?? 0;
   let progress = resumed?.progress;
+  // When this attempt last saw the job exist: a 404 soon after cannot mean its results expired
+  // (that takes the whole retention period after it finished), so the workflow can name the ttl.
+  let lastAliveAt: number | undefined;
 
   for (;;) {
     let status: Awaited<ReturnType<typeof client.jobs.status>>;
     try {
       status = await client.jobs.status(input.endpointId, input.jobId, { signal });
     } catch (error) {
-      throw toApplicationFailure(error, { jobOperation: true, signal });
+      throw withLastAlive(toApplicationFailure(error, { jobOperation: true, signal }), lastAliveAt);
     }
+    lastAliveAt = Date.now();
     polls += 1;
     if (status.status !== input.knownStatus) {
       return { ...(await observe(input.jobId, status, observeOptions)), reason: 'changed', polls };
@@ -82,4 +86,17 @@ export async function waitForChange(
     await context.sleep(Math.min(intervalMs, remaining));
     intervalMs = nextInterval(intervalMs, input);
   }
+}
+
+function withLastAlive<T extends Error>(failure: T, lastAliveAt: number | undefined): T | ApplicationFailure {
+  if (!(failure instanceof ApplicationFailure) || failure.type !== JOB_EXPIRED || lastAliveAt === undefined) {
+    return failure;
+  }
+  const facts = failure.details?.[0];
+  return ApplicationFailure.create({
+    type: failure.type,
+    message: failure.message,
+    nonRetryable: true,
+    details: [{ ...(facts && typeof facts === 'object' ? facts : {}), lastAliveAt }],
+  });
 }

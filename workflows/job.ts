@@ -614,8 +614,23 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
 function pollerFailed(run: Run, error: unknown): Segment {
   if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
   const outcome = activityOutcome(error);
-  if (outcome?.type === JOB_FAILURE.expired)
-    return expired(run, 'ttl', 'the service no longer knows it (404)');
+  if (outcome?.type === JOB_FAILURE.expired) {
+    // The service deletes a job at its ttl, or a retention period after it finished. Before our
+    // ttl estimate, and with no sight of the job for a whole retention period (a long outage,
+    // say), the results expired unseen; otherwise the service's clock reached the ttl first.
+    const now = Date.now();
+    const ttlPassed = now >= run.deadline - Math.min(5_000, run.job.ttlMs / 10);
+    const lastAliveAt = outcome.facts.lastAliveAt;
+    const retention = run.job.options.mode === 'runsync' ? RETENTION_MS.runsync : RETENTION_MS.run;
+    const seenRecently = typeof lastAliveAt === 'number' && now - lastAliveAt < retention;
+    return ttlPassed || seenRecently
+      ? expired(run, 'ttl', 'its ttl passed (the service answers 404)')
+      : expired(
+          run,
+          'results',
+          'the service no longer knows it (404): it finished unseen and its results expired',
+        );
+  }
   // Out of time (the schedule-to-close timeout is the deadline) is the deadline.
   if (outcome?.source === 'timeout') return 'deadline';
   // Cancelled by a worker shutting down, not by us: poll again.

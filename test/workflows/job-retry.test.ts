@@ -5,6 +5,7 @@
  * expiry, and ttl extension.
  */
 
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -44,12 +45,12 @@ const input = (extra: Partial<JobWorkflowInput> = {}): JobWorkflowInput => ({
 const atDeadline = async (req: { jobId: string; knownStatus: JobStatusValue }) =>
   waitResult(req.jobId, req.knownStatus, { reason: 'deadline' });
 
-const expiredFailure = () =>
+const expiredFailure = (facts: Record<string, unknown> = {}) =>
   ApplicationFailure.create({
     type: 'JobExpired',
     message: 'HTTP 404',
     nonRetryable: true,
-    details: [{ status: 404 }],
+    details: [{ status: 404, ...facts }],
   });
 
 describe('job workflow: retries, expiry and the ttl', () => {
@@ -329,9 +330,25 @@ describe('job workflow: retries, expiry and the ttl', () => {
       await failureOf((await start(taskQueue, input({ onExpired: 'resubmit', maxSubmissions: 2 }))).result()),
     ]);
     expect(failures.map((failure) => failure.type)).toEqual(['JobExpired', 'JobExpired']);
-    expect(failures[0]?.details?.[0]).toMatchObject({ expired: 'ttl', submissions: 1 });
+    // The ttl is a day away: the job can only be gone because its results expired unseen.
+    expect(failures[0]?.details?.[0]).toMatchObject({ expired: 'results', submissions: 1 });
     expect(failures[1]?.details?.[0]).toMatchObject({ submissions: 2 });
     expect(fake.named('submitJob')).toHaveLength(3);
+  });
+
+  it("names the ttl for a 404 right after the poller saw the job alive (the service's clock came first)", async () => {
+    const fake = fakeJob({
+      // The poller saw the job a moment ago: results cannot have expired since (that takes 30
+      // minutes). The server's clock, not this process's: the time-skipping clock runs ahead.
+      waitForJobChange: async () => {
+        throw expiredFailure({ lastAliveAt: Context.current().info.currentAttemptScheduledTimestampMs });
+      },
+    });
+    const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      failureOf((await start(taskQueue, input())).result()),
+    );
+    expect(failure.type).toBe('JobExpired');
+    expect(failure.details?.[0]).toMatchObject({ expired: 'ttl', submissions: 1 });
   });
 
   it('extends the ttl through /status?ttl= when asked, and moves its deadline', async () => {
