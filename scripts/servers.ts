@@ -8,7 +8,7 @@
  * every step is idempotent: a second run only checks that the files are there.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 
@@ -168,8 +168,14 @@ const manifestPath = () => path.join(cacheDir(), 'servers.json');
 export async function ensureServers(log: Log, options: { compose?: boolean } = {}): Promise<ServerPaths> {
   const [testServer, temporalCli] = await Promise.all([ensureTestServer(log), ensureTemporalCli(log)]);
   const paths: ServerPaths = { temporalCli, testServer };
+  // Keep a Compose CLI built earlier: the demo provisions without it, the tests need it.
+  const cachedCompose = path.join(binDir(), 'cmd');
   if (options.compose) paths.composeCli = await ensureComposeCli(log);
-  writeFileSync(manifestPath(), `${JSON.stringify(paths, null, 2)}\n`);
+  else if (existsSync(cachedCompose)) paths.composeCli = cachedCompose;
+  // Written aside and renamed: test files read the manifest while the demo test may rewrite it.
+  const temporary = `${manifestPath()}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(paths, null, 2)}\n`);
+  renameSync(temporary, manifestPath());
   return paths;
 }
 

@@ -54,8 +54,23 @@ describe('ephemeral endpoint with real job workflows (dev server, emulator over 
         {
           endpoint,
           jobs: [
-            { input: { request: { input: { hang: true } } } },
-            { input: { request: { input: { hang: true } } } },
+            // A week of service time, so the jobs hang until cancelled however slow the machine.
+            {
+              input: {
+                request: {
+                  input: { hang: true },
+                  policy: { executionTimeout: 604_800_000, ttl: 604_800_000 },
+                },
+              },
+            },
+            {
+              input: {
+                request: {
+                  input: { hang: true },
+                  policy: { executionTimeout: 604_800_000, ttl: 604_800_000 },
+                },
+              },
+            },
           ],
           teardown: { pollInterval: 200 },
         },

@@ -41,7 +41,13 @@ describe('endpoint teardown (dev server, emulator over HTTP, real activities)', 
   }
 
   async function submit(endpointId: string, input: Record<string, unknown>) {
-    return (await stack.client.jobs.run(endpointId, { input })).id;
+    // A week of service time: hanging jobs end only as the test decides, however slow the machine.
+    return (
+      await stack.client.jobs.run(endpointId, {
+        input,
+        policy: { executionTimeout: 604_800_000, ttl: 604_800_000 },
+      })
+    ).id;
   }
 
   const status = (jobId: string) => control().job(jobId)?.status;

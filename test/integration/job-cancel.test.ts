@@ -79,7 +79,8 @@ describe('cancelling the job workflow (dev server, emulator over HTTP, real work
     const endpointId = stack.endpoint();
     const handle = await stack.start({
       endpointId,
-      request: { input: { hang: true } },
+      // A week of service time: at time scale 100 the default 10 minutes is 6 real seconds.
+      request: { input: { hang: true }, policy: { executionTimeout: 604_800_000, ttl: 604_800_000 } },
       polling: FAST_POLLING,
     });
     const running = await stack.snapshotWhen(

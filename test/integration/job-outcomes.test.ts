@@ -98,7 +98,8 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
     const endpointId = stack.endpoint();
     const handle = await stack.start({
       endpointId,
-      request: { input: { hang: true } },
+      // A week of service time: at time scale 100 the default 10 minutes is 6 real seconds.
+      request: { input: { hang: true }, policy: { executionTimeout: 604_800_000, ttl: 604_800_000 } },
       polling: FAST_POLLING,
     });
     const running = await stack.snapshotWhen(handle.workflowId, (s) => s.status === 'IN_PROGRESS');
