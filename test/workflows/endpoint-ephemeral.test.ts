@@ -125,7 +125,13 @@ describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in 
   });
 
   it('on a failed job cancels the others, then tears down, then fails', async () => {
-    const { fake, events, activities } = setup();
+    const { fake, events, started, activities } = setup();
+    // The children start concurrently: 'a' may only fail once 'b' runs, or there is no 'b' to cancel.
+    const stubJobStarted = activities.stubJobStarted;
+    activities.stubJobStarted = async (job, endpointId) => {
+      while (job === 'a' && !started.has('b')) await new Promise((resolve) => setTimeout(resolve, 10));
+      await stubJobStarted(job, endpointId);
+    };
     const failure = await withWorker(env, bundle, activities, (taskQueue) =>
       failureOf(
         env.client.workflow.execute<typeof ephemeralEndpointWorkflow>('ephemeralEndpointWorkflow', {
