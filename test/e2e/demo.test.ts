@@ -3,20 +3,9 @@
  * dev server, emulator, worker and gateway, runs four jobs and exits.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
+import { freePort } from '../support/integration';
 
 function runDemo(uiPort: number): Promise<{ code: number | null; output: string }> {
   const root = path.resolve(__dirname, '../..');

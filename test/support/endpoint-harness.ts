@@ -1,64 +1,12 @@
 /**
- * Shared plumbing of the endpoint workflow tests: one workflow bundle per file (bundling is the slow
- * part of Worker.create), and a worker of its own task queue around each test body.
+ * Plumbing of the endpoint workflow tests: the shared workflow harness, with the endpoint
+ * workflows (and the stand-in job workflow) bundled once per file.
  */
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  Runtime,
-  Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
-import { expect } from 'vitest';
-import { uniqueTaskQueue } from './temporal';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflows } from './workflow-harness';
 
-/**
- * These suites fail workflows on purpose; the SDK would log each at WARN. Errors only, installed
- * once per test file (one process each), before any environment creates the runtime.
- */
-export function quietRuntime(): void {
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // Already installed by an earlier suite of this process: its logger stays.
-  }
-}
+export { failureOf, quietRuntime, withWorker } from './workflow-harness';
 
 export function bundleEndpointWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({
-    workflowsPath: require.resolve('./endpoint-workflows.ts'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
-}
-
-export async function withWorker<T>(
-  env: TestWorkflowEnvironment,
-  workflowBundle: WorkflowBundleWithSourceMap,
-  activities: object,
-  body: (taskQueue: string) => Promise<T>,
-): Promise<T> {
-  const taskQueue = uniqueTaskQueue('endpoint');
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle,
-    activities,
-  });
-  return worker.runUntil(body(taskQueue));
-}
-
-/** The ApplicationFailure a failed workflow ended with (its own, or its activity's or child's). */
-export async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(WorkflowFailedError);
-  let cause: unknown = (error as WorkflowFailedError).cause;
-  while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
-  expect(cause).toBeInstanceOf(ApplicationFailure);
-  return cause as ApplicationFailure;
+  return bundleWorkflows(require.resolve('./endpoint-workflows.ts'));
 }

@@ -4,31 +4,17 @@
  * mocked job activities that script the remote job and record every call.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  Runtime,
-  Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
-import { expect } from 'vitest';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
 import type { JobObservation, StreamResult, WaitResult } from '../../activities/job-types';
 import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
-import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';
+import { timeSkippingEnv } from '../support/temporal';
+import { bundleWorkflows } from '../support/workflow-harness';
 
-/** These suites fail workflows on purpose; keep the SDK's warnings about that out of the output. */
-export function quietRuntime(): void {
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // Installed already by an earlier suite of this process.
-  }
-}
+export { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 
 const { IndexedValueType } = temporal.api.enums.v1;
 
@@ -47,26 +33,7 @@ export async function jobTestEnv(): Promise<TestWorkflowEnvironment> {
 }
 
 export function bundleJobWorkflow(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({
-    workflowsPath: require.resolve('./job-test-workflows.ts'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
-}
-
-export async function withWorker<T>(
-  env: TestWorkflowEnvironment,
-  bundle: WorkflowBundleWithSourceMap,
-  activities: Partial<JobActivities>,
-  body: (taskQueue: string) => Promise<T>,
-): Promise<T> {
-  const taskQueue = uniqueTaskQueue('job');
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    activities,
-  });
-  return worker.runUntil(body(taskQueue));
+  return bundleWorkflows(require.resolve('./job-test-workflows.ts'));
 }
 
 /** Resolves when the activity is cancelled (heartbeating so that the cancellation can arrive). */
@@ -83,17 +50,6 @@ export function isActivityCancellation(error: unknown): boolean {
 }
 
 /** The ApplicationFailure a workflow ended with. */
-export async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(WorkflowFailedError);
-  const cause = (error as WorkflowFailedError).cause;
-  expect(cause).toBeInstanceOf(ApplicationFailure);
-  return cause as ApplicationFailure;
-}
-
 export type Call = { name: string; input: unknown; attempt: number };
 
 /**
