@@ -18,6 +18,8 @@ export * from '../../workflows/endpoint-lifecycle';
 export interface StubJobActivities {
   stubJobStarted(job: string, endpointId: string): Promise<void>;
   stubJobCancelled(job: string, endpointId: string): Promise<void>;
+  /** Heartbeats until cancelled. */
+  stubJobHang(job: string): Promise<void>;
 }
 
 // Waiting for an activity's cancellation keeps the log in order: a report never lands after teardown.
@@ -26,9 +28,20 @@ const { stubJobStarted, stubJobCancelled } = proxyActivities<StubJobActivities>(
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
+const { stubJobHang } = proxyActivities<StubJobActivities>({
+  startToCloseTimeout: '1 day',
+  heartbeatTimeout: '10 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
+
 export interface StubJobInput {
   endpointId: string;
   job: string;
+  /**
+   * Run until cancelled, inside an activity: the time-skipping server would fast-forward through
+   * any timer, however long, as soon as nothing else is going on.
+   */
+  hang?: boolean;
   /** How long the job runs (workflow time). */
   runMs?: number;
   fail?: string;
@@ -39,7 +52,8 @@ export async function stubJobWorkflow(input: StubJobInput): Promise<unknown> {
   try {
     // Cancellation may come while the start is reported (a busy machine): it counts all the same.
     await stubJobStarted(input.job, input.endpointId);
-    await sleep(input.runMs ?? 60_000);
+    if (input.hang) await stubJobHang(input.job);
+    else await sleep(input.runMs ?? 60_000);
   } catch (error) {
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(() => stubJobCancelled(input.job, input.endpointId));

@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -33,6 +34,13 @@ function setup(options: FakeOptions = {}) {
     },
     async stubJobCancelled(job) {
       events.push(`cancelled:${job}`);
+    },
+    async stubJobHang() {
+      const context = Context.current();
+      for (;;) {
+        context.heartbeat();
+        await context.sleep(20);
+      }
     },
   };
   return { fake, events, started, activities: { ...fake.activities, ...stubs } };
@@ -140,7 +148,7 @@ describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in 
           args: [
             input([
               { job: 'a', runMs: 1_000, fail: 'boom' },
-              { job: 'b', runMs: 3_600_000 },
+              { job: 'b', hang: true },
             ]),
           ],
         }),
