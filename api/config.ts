@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { ConfigError } from './errors';
 
 /** A base address: http(s), no credentials, query or fragment; trailing slashes dropped. */
-function baseUrl(versionSegment?: '/v1' | '/v2') {
+/** An http(s) base URL (without credentials, query or fragment), trailing slashes dropped. */
+export function baseUrl(versionSegment?: '/v1' | '/v2') {
   const rule = versionSegment
     ? `must be an http(s) URL whose path ends with ${versionSegment}, without credentials, query or fragment`
     : 'must be an http(s) URL without credentials, query or fragment';

@@ -19,6 +19,7 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
+import { firstIssue } from '../workflows/input-rules';
 import type { serverlessJob } from '../workflows/job';
 import type { JobFailureDetails } from '../workflows/job-failures';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
@@ -53,11 +54,8 @@ const startOptionsSchema = z.strictObject({
 export type StartJobOptions = z.input<typeof startOptionsSchema>;
 
 function validationError(error: z.ZodError, root: string): ValidationError {
-  const issue = error.issues[0];
-  const field = [root, ...(issue?.path.map(String) ?? [])].filter(Boolean).join('.') || root;
-  const rule =
-    issue?.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : issue?.message;
-  return new ValidationError(field, rule ?? 'is invalid');
+  const { field, rule } = firstIssue(error, root);
+  return new ValidationError(field, rule);
 }
 
 /** Everything the workflow would refuse, refused here first. */

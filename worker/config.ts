@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { loadServiceConfig, type ServiceConfig } from '../api/config';
+import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError } from '../api/errors';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -13,28 +13,8 @@ export const MIN_SECRET_LENGTH = 32;
 
 const secretRule = `must be at least ${MIN_SECRET_LENGTH} characters`;
 
-const publicUrlSchema = z.string().transform((value, ctx) => {
-  const rule = 'must be an http(s) URL without credentials, query or fragment';
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: rule });
-    return z.NEVER;
-  }
-  if (
-    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
-    url.username ||
-    url.password ||
-    url.search ||
-    url.hash
-  ) {
-    ctx.addIssue({ code: 'custom', message: rule });
-    return z.NEVER;
-  }
-  // The gateway's routes hang under this base, so a trailing slash would double up.
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-});
+// The gateway's routes hang under this base: trailing slashes are dropped, or they would double up.
+const publicUrlSchema = baseUrl();
 
 function integer(rule: string, min: number, max: number) {
   return z

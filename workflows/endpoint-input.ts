@@ -3,14 +3,16 @@
  * anything and the workflows parse them again (a workflow can be started by anyone, e.g. the CLI
  * or `temporal workflow start`). Field rules come from api/ so the two never disagree.
  *
- * Only zod, api/schemas and the job workflow's input module (all pure) are imported: this module
+ * Only zod, api/schemas, input-rules and the job workflow's input module (all pure) are imported: this module
  * is bundled into workflow code.
  */
-import { msToNumber } from '@temporalio/common/lib/time';
 import { z } from 'zod';
 import { gpuIdSchema, saveEndpointInputSchema } from '../api/schemas/endpoint';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { positiveDurationSchema } from './input-rules';
 import { parseJobWorkflowInput } from './job-input';
+
+export { firstIssue } from './input-rules';
 
 // The refined save schema cannot be picked from (zod forbids pick/omit on refined objects), its shape can.
 const save = saveEndpointInputSchema.shape;
@@ -37,23 +39,6 @@ function workersOrdered(value: { workersMin?: number | undefined; workersMax?: n
   );
 }
 const workersOrder = { error: 'must not exceed workersMax', path: ['workersMin'] };
-
-/** A Temporal duration: milliseconds, or a string such as '10 minutes'; parsed to milliseconds. */
-export const durationSchema = z
-  .union([z.number({ error: 'must be a duration' }), z.string({ error: 'must be a duration' })])
-  .transform((value, ctx) => {
-    let ms: number;
-    try {
-      ms = typeof value === 'number' ? value : msToNumber(value as Parameters<typeof msToNumber>[0]);
-    } catch {
-      ms = Number.NaN;
-    }
-    if (!Number.isFinite(ms) || ms <= 0) {
-      ctx.addIssue({ code: 'custom', message: "must be a positive duration (ms or e.g. '10 minutes')" });
-      return z.NEVER;
-    }
-    return Math.round(ms);
-  });
 
 export const provisionEndpointInputSchema = z
   .strictObject({
@@ -110,7 +95,11 @@ export const teardownJobHandlingSchema = z.discriminatedUnion(
     // Queued jobs are removed and the listed (in-progress) jobs cancelled at once.
     z.strictObject({ mode: z.literal('cancel'), jobIds: jobIdsSchema }),
     // Running jobs may finish within `timeout`; the listed ones still running then are cancelled.
-    z.strictObject({ mode: z.literal('wait'), timeout: durationSchema, jobIds: jobIdsSchema.default([]) }),
+    z.strictObject({
+      mode: z.literal('wait'),
+      timeout: positiveDurationSchema,
+      jobIds: jobIdsSchema.default([]),
+    }),
   ],
   { error: "mode must be 'purge', 'cancel' or 'wait'" },
 );
@@ -118,9 +107,9 @@ export const teardownJobHandlingSchema = z.discriminatedUnion(
 export const teardownOptionsSchema = z.strictObject({
   jobs: teardownJobHandlingSchema.default({ mode: 'purge' }),
   /** Bound on watching /health until no worker runs; deletion follows either way. */
-  drainTimeout: durationSchema.default(10 * 60_000),
+  drainTimeout: positiveDurationSchema.default(10 * 60_000),
   /** First interval between /health checks; it doubles up to 30 s. */
-  pollInterval: durationSchema.default(2_000),
+  pollInterval: positiveDurationSchema.default(2_000),
   /** Delete the endpoint's network volume (REST) once the endpoint is gone. */
   deleteNetworkVolume: z.boolean({ error: 'must be a boolean' }).default(false),
 });
@@ -189,16 +178,6 @@ export type TeardownEndpointRequest = z.output<typeof teardownEndpointInputSchem
 export type EphemeralJob = z.output<typeof ephemeralJobSchema>;
 export type EphemeralEndpointInput = z.input<typeof ephemeralEndpointInputSchema>;
 export type EphemeralEndpointRequest = z.output<typeof ephemeralEndpointInputSchema>;
-
-/** The first problem of a failed parse: the field's path (prefixed with `root`) and the rule. */
-export function firstIssue(error: z.ZodError, root = ''): { field: string; rule: string } {
-  const issue = error.issues[0];
-  if (!issue) return { field: root || 'input', rule: 'is invalid' };
-  const field = [root, ...issue.path.map(String)].filter(Boolean).join('.') || root || 'input';
-  const rule =
-    issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : issue.message;
-  return { field, rule };
-}
 
 const NAME_PREFIX = 'ds-';
 // The spec sets no bound on names; the emulator allows 191 characters, and shorter is friendlier.

@@ -4,31 +4,14 @@
  * start`, another workflow). Field rules come from api/ so the client and the workflow never
  * disagree about what the service accepts.
  *
- * Bundled into workflow code: only zod, api/schemas and the pure activities/job-types may be
+ * Bundled into workflow code: only zod, api/schemas, input-rules and the pure activities/job-types may be
  * imported here.
  */
-import { msToNumber } from '@temporalio/common/lib/time';
 import { z } from 'zod';
 import { pollingSchema, streamSinkSchema, submitRequestSchema } from '../activities/job-types';
 import { JOB_LIMITS, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
-
-/** A Temporal duration (ms, or a string such as '10 minutes'), parsed to milliseconds; 0 allowed. */
-export const jobDurationSchema = z
-  .union([z.number({ error: 'must be a duration' }), z.string({ error: 'must be a duration' })])
-  .transform((value, ctx) => {
-    let ms: number;
-    try {
-      ms = typeof value === 'number' ? value : msToNumber(value as Parameters<typeof msToNumber>[0]);
-    } catch {
-      ms = Number.NaN;
-    }
-    if (!Number.isFinite(ms) || ms < 0) {
-      ctx.addIssue({ code: 'custom', message: "must be a duration (ms or e.g. '10 minutes')" });
-      return z.NEVER;
-    }
-    return Math.round(ms);
-  });
+import { durationSchema, firstIssue } from './input-rules';
 
 /** Polling schedules by mode; a caller's `polling` overrides field by field. */
 export const POLLING_DEFAULTS = {
@@ -43,10 +26,10 @@ export const jobRetrySchema = z
     /** /retry calls in the whole workflow (same job id, original input); 0 = never retry. */
     maxRetries: z.int().min(0).max(100).default(0),
     /** Backoff before the first /retry; then times backoffCoefficient per retry, capped at maximumInterval. */
-    initialInterval: jobDurationSchema.default(1_000),
+    initialInterval: durationSchema.default(1_000),
     backoffCoefficient: z.number().min(1).max(100).default(2),
     /** Cap on the backoff; default 10 minutes, or initialInterval when that is longer. */
-    maximumInterval: jobDurationSchema.optional(),
+    maximumInterval: durationSchema.optional(),
     /** Which terminal statuses are retried. */
     on: z
       .array(z.enum(['FAILED', 'TIMED_OUT']))
@@ -84,7 +67,7 @@ export const jobWorkflowInputSchema = z
      * How long, after an uncertain submit, to wait for the orphan job's webhook (it arrives when
      * that job finishes) before acting on onUncertainSubmit. Useful only with webhooks.
      */
-    uncertainSubmitWait: jobDurationSchema.default(0),
+    uncertainSubmitWait: durationSchema.default(0),
     /** Fresh submissions allowed in total (first one, resubmits after expiry or an uncertain submit). */
     maxSubmissions: z.int().min(1).max(20).default(3),
     /** Override of the mode's polling schedule. */
@@ -94,7 +77,7 @@ export const jobWorkflowInputSchema = z
     /** Outputs larger than this (JSON bytes) go to the result store; default: the worker's. */
     outputInlineMaxBytes: z.int().min(0).max(2_000_000).optional(),
     /** Start-to-close timeout of one submit; past it, the submit counts as uncertain. */
-    submitTimeout: jobDurationSchema
+    submitTimeout: durationSchema
       .pipe(z.number().min(1_000, { error: 'must be at least 1 second' }))
       .default(2 * 60_000),
     /** Write the Serverless* search attributes; turn off on a namespace that lacks them. */
@@ -136,14 +119,13 @@ export function parseJobWorkflowInput(
 ): { ok: true; value: ParsedJobInput } | ({ ok: false } & InputIssue) {
   const result = jobWorkflowInputSchema.safeParse(raw);
   if (!result.success) {
+    const { field, rule } = firstIssue(result.error);
     const issue = result.error.issues[0];
-    const field = issue?.path.map(String).join('.') || 'input';
-    if (issue?.code === 'unrecognized_keys') {
-      const keys = issue.keys.join(', ');
-      const hint = issue.keys.includes('webhook') ? ' (the worker sets the webhook itself)' : '';
-      return { ok: false, field, rule: `unknown field(s) ${keys}${hint}` };
-    }
-    return { ok: false, field, rule: issue?.message ?? 'is invalid' };
+    const hint =
+      issue?.code === 'unrecognized_keys' && issue.keys.includes('webhook')
+        ? ' (the worker sets the webhook itself)'
+        : '';
+    return { ok: false, field, rule: `${rule}${hint}` };
   }
   const options = result.data;
   const polling = {

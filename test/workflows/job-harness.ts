@@ -4,13 +4,14 @@
  * mocked job activities that script the remote job and record every call.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure } from '@temporalio/common';
+import { CancelledFailure, SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
 import type { JobObservation, StreamResult, WaitResult } from '../../activities/job-types';
 import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
+import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 
@@ -23,11 +24,14 @@ export async function jobTestEnv(): Promise<TestWorkflowEnvironment> {
   const env = await timeSkippingEnv();
   await env.connection.operatorService.addSearchAttributes({
     namespace: 'default',
-    searchAttributes: {
-      ServerlessEndpointId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-      ServerlessJobId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-      ServerlessJobStatus: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-    },
+    searchAttributes: Object.fromEntries(
+      searchAttributeKeys.map((key) => [
+        key.name,
+        key.type === SearchAttributeType.KEYWORD_LIST
+          ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
+          : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
+    ),
   });
   return env;
 }
