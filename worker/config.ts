@@ -61,6 +61,17 @@ export const workerEnvSchema = z.object({
     3_600_000,
   ).default(10_000),
   LOG_LEVEL: z.enum(logLevels, { error: `must be one of ${logLevels.join(', ')}` }).default('info'),
+  // The SDK's slot settings; absent: the SDK's defaults. Waiting jobs hold no slot (see
+  // activities/job-wait.ts), so the defaults serve thousands of jobs in progress.
+  WORKER_MAX_CONCURRENT_ACTIVITIES: integer('must be an integer from 1 to 100000', 1, 100_000).optional(),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: integer('must be an integer from 2 to 100000', 2, 100_000).optional(),
+  WORKER_MAX_CACHED_WORKFLOWS: integer('must be an integer from 0 to 1000000', 0, 1_000_000).optional(),
+  WORKER_MAX_ACTIVITIES_PER_SECOND: integer('must be an integer from 1 to 100000', 1, 100_000).optional(),
+  WORKER_MAX_TASK_QUEUE_ACTIVITIES_PER_SECOND: integer(
+    'must be an integer from 1 to 100000',
+    1,
+    100_000,
+  ).optional(),
 });
 
 type WorkerEnv = z.infer<typeof workerEnvSchema>;
@@ -90,8 +101,20 @@ export interface GatewayConfig {
   logLevel: (typeof logLevels)[number];
 }
 
+/** Worker.create's slot and rate settings; each one absent leaves the SDK's default. */
+export interface WorkerSlots {
+  maxConcurrentActivityTaskExecutions?: number;
+  maxConcurrentWorkflowTaskExecutions?: number;
+  maxCachedWorkflows?: number;
+  /** This worker's activity starts per second. */
+  maxActivitiesPerSecond?: number;
+  /** The whole task queue's activity starts per second, across every worker: the global bound. */
+  maxTaskQueueActivitiesPerSecond?: number;
+}
+
 export interface WorkerConfig extends GatewayConfig {
   service: ServiceConfig;
+  slots?: WorkerSlots;
   /** Absolute: the worker may be started from anywhere. */
   resultStoreDir: string;
   shutdownGraceMs: number;
@@ -168,7 +191,19 @@ export function loadWorkerConfig(
     service: loadServiceConfig(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
+    slots: workerSlotsFrom(parsed),
   };
+}
+
+function workerSlotsFrom(parsed: WorkerEnv): WorkerSlots {
+  const pairs: Array<[keyof WorkerSlots, number | undefined]> = [
+    ['maxConcurrentActivityTaskExecutions', parsed.WORKER_MAX_CONCURRENT_ACTIVITIES],
+    ['maxConcurrentWorkflowTaskExecutions', parsed.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS],
+    ['maxCachedWorkflows', parsed.WORKER_MAX_CACHED_WORKFLOWS],
+    ['maxActivitiesPerSecond', parsed.WORKER_MAX_ACTIVITIES_PER_SECOND],
+    ['maxTaskQueueActivitiesPerSecond', parsed.WORKER_MAX_TASK_QUEUE_ACTIVITIES_PER_SECOND],
+  ];
+  return Object.fromEntries(pairs.filter(([, value]) => value !== undefined));
 }
 
 /** Default listener port of the standalone gateway, which exists only to listen. */

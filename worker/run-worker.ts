@@ -119,6 +119,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       workflowsPath: path.resolve(__dirname, '../workflows'),
       activities,
       shutdownGraceTime: config.shutdownGraceMs,
+      ...(config.slots ?? {}),
     });
 
     const running = worker.run();
@@ -136,6 +137,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
         address,
         namespace,
         taskQueue,
+        slots: config.slots ?? {},
         gateway: gateway?.url,
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
       },
