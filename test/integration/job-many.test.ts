@@ -91,7 +91,9 @@ function manyJobsSuite(webhooks: boolean) {
 
       // The hour passes: every one of the 999 completes with its own output.
       control.advance(HOUR_MS);
-      const results = await inBatches(JOBS - 1, 100, (k) => awaitJob(stack.client, handles[k + 1] as JobHandle));
+      const results = await inBatches(JOBS - 1, 100, (k) =>
+        awaitJob(stack.client, handles[k + 1] as JobHandle),
+      );
       results.forEach((result, k) => {
         expect(result.output).toEqual({ index: k + 1 });
         expect(result.submissions).toBe(1);
