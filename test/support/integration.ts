@@ -24,6 +24,8 @@ import { runWorker } from '../../worker/run-worker';
 import type { JobWorkflowInput } from '../../workflows/job-input';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 
+export { historyText, scheduledActivities } from './history';
+
 const repoRoot = path.resolve(__dirname, '../..');
 
 /** Polls `check` until it holds (or throws after `timeoutMs`); for waiting on outside state. */
@@ -114,35 +116,6 @@ export function spawnWorker(vars: Record<string, string>) {
     },
     output: () => output,
   };
-}
-
-/**
- * A workflow history as text with every payload decoded. Payload data are bytes (JSON as UTF-8),
- * which JSON.stringify would print as base64 (protobufjs' toJSON) or as arrays of numbers, either
- * way hiding any string inside them; here every byte field is decoded as UTF-8 instead.
- */
-export function historyText(history: unknown): string {
-  const plain = (value: unknown): unknown => {
-    if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-    if (Array.isArray(value)) return value.map(plain);
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, plain(inner)]));
-    }
-    return value;
-  };
-  return JSON.stringify(plain(history));
-}
-
-/** Types of the activities a history scheduled, in order. */
-export function scheduledActivities(history: {
-  events?: Array<{
-    activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
-  }> | null;
-}): string[] {
-  return (history.events ?? []).flatMap((event) => {
-    const name = event.activityTaskScheduledEventAttributes?.activityType?.name;
-    return name ? [name] : [];
-  });
 }
 
 // ------------------------------------------------------------------------------------------------
