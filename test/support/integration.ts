@@ -8,7 +8,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -40,16 +39,6 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/** A port nothing listens on now, for a listener that must keep its address across restarts. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**
@@ -115,6 +104,18 @@ export function spawnWorker(vars: Record<string, string>) {
       await exited;
     },
     output: () => output,
+    /** Where its gateway listens, from its 'worker running' line (once `running` has resolved). */
+    gatewayUrl(): string | undefined {
+      for (const line of output.split('\n')) {
+        try {
+          const parsed = JSON.parse(line) as { msg?: string; gateway?: string };
+          if (parsed.msg === 'worker running') return parsed.gateway;
+        } catch {
+          // not a log line
+        }
+      }
+      return undefined;
+    },
   };
 }
 
@@ -182,7 +183,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
   const resultDir = mkdtempSync(path.join(tmpdir(), `${options.name}-`));
 
   let webhookSecret: string | undefined;
-  let gatewayPort: number | undefined;
+  let gatewayUrl: string | undefined;
   const workerEnv: Record<string, string> = {
     ...serviceEnv(emulator, apiKey),
     TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -192,11 +193,10 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     WORKER_SHUTDOWN_GRACE_MS: '500',
   };
   if (options.webhooks) {
+    // The gateway takes any free port (0) and the worker hands out URLs on the port it got.
     webhookSecret = randomBytes(32).toString('base64url');
-    gatewayPort = await freePort();
     workerEnv.WEBHOOK_SECRET = webhookSecret;
-    workerEnv.WEBHOOK_PORT = String(gatewayPort);
-    workerEnv.WEBHOOK_PUBLIC_URL = `http://127.0.0.1:${gatewayPort}`;
+    workerEnv.WEBHOOK_PORT = '0';
   }
 
   const controller = new AbortController();
@@ -210,7 +210,11 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     running = runWorker(config, {
       signal: controller.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
-      onReady: () => ready(),
+      publicUrlFromGateway: options.webhooks === true,
+      onReady: (info) => {
+        gatewayUrl = info.gatewayUrl;
+        ready();
+      },
     });
     running.catch(() => undefined); // awaited in close(); a failure before ready is raised below
     await Promise.race([isReady, running.then(() => Promise.reject(new Error('the worker stopped early')))]);
@@ -224,7 +228,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     client: env.client,
     taskQueue,
     apiKey,
-    ...(webhookSecret ? { webhookSecret, gatewayUrl: `http://127.0.0.1:${gatewayPort}` } : {}),
+    ...(webhookSecret && gatewayUrl ? { webhookSecret, gatewayUrl } : {}),
     workerEnv,
     endpoint(fields = {}) {
       return emulator.control.createEndpoint(apiKey, {
