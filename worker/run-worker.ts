@@ -53,10 +53,26 @@ export interface RunWorkerOptions {
   logger?: Logger;
   onReady?: (info: WorkerReadyInfo) => void;
   activityOptions?: ActivityOptions;
+  /**
+   * Hand out webhook URLs on the address the gateway beside this worker actually listens on,
+   * instead of WEBHOOK_PUBLIC_URL (which must then be unset): for setups where the service reaches
+   * the gateway directly, such as the demo and the tests. With WEBHOOK_PORT=0 the gateway takes
+   * any free port, and the URLs follow it.
+   */
+  publicUrlFromGateway?: boolean;
 }
 
-function webhookUrlForConfig(config: WorkerConfig): ((workflowId: string) => string) | undefined {
+function webhookUrlForConfig(
+  config: WorkerConfig,
+  gatewayUrl: string | undefined,
+  options: RunWorkerOptions,
+): ((workflowId: string) => string) | undefined {
   const { publicUrl, secret } = config.webhook;
+  if (options.publicUrlFromGateway) {
+    if (publicUrl) throw new Error('publicUrlFromGateway needs WEBHOOK_PUBLIC_URL to be unset');
+    if (!gatewayUrl || !secret) throw new Error('publicUrlFromGateway needs the gateway (WEBHOOK_PORT)');
+    return webhookUrlFactory(gatewayUrl, secret);
+  }
   return publicUrl && secret ? webhookUrlFactory(publicUrl, secret) : undefined;
 }
 
@@ -85,13 +101,6 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
   try {
     const client = createServiceClient(config.service);
     cleanups.push({ what: 'service client', close: () => client.close() });
-    const webhookUrlFor = webhookUrlForConfig(config);
-    const activities = createActivities({
-      ...options.activityOptions,
-      client,
-      ...(webhookUrlFor ? { webhookUrlFor } : {}),
-      resultStoreDir: config.resultStoreDir,
-    });
 
     const connection = await NativeConnection.connect({ address });
     cleanups.push({ what: 'Temporal connection', close: () => connection.close() });
@@ -109,6 +118,14 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
             logger: logger.child({ component: 'webhook-gateway' }),
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
+
+    const webhookUrlFor = webhookUrlForConfig(config, gateway?.url, options);
+    const activities = createActivities({
+      ...options.activityOptions,
+      client,
+      ...(webhookUrlFor ? { webhookUrlFor } : {}),
+      resultStoreDir: config.resultStoreDir,
+    });
 
     const worker = await Worker.create({
       connection,
