@@ -7,6 +7,11 @@ import path from 'node:path';
 import { z } from 'zod';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError } from '../api/errors';
+import {
+  connectionSecrets,
+  loadTemporalConnection,
+  type TemporalConnectionConfig,
+} from '../client/connection';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 export const MIN_SECRET_LENGTH = 32;
@@ -28,11 +33,7 @@ const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
 /** The variables this module reads besides the api's SERVERLESS_*; values are strings or absent. */
 export const workerEnvSchema = z.object({
-  TEMPORAL_ADDRESS: z
-    .string()
-    .regex(/^[^\s/]+:\d+$/, { error: 'must be host:port' })
-    .default('127.0.0.1:7233'),
-  TEMPORAL_NAMESPACE: z.string().default('default'),
+  // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_* and TEMPORAL_API_KEY: see the section at the end.
   TEMPORAL_TASK_QUEUE: z.string().default('durable-serverless'),
   WEBHOOK_PUBLIC_URL: publicUrlSchema.optional(),
   WEBHOOK_SECRET: z.string().min(MIN_SECRET_LENGTH, { error: secretRule }).optional(),
@@ -65,9 +66,8 @@ export const workerEnvSchema = z.object({
 
 type WorkerEnv = z.infer<typeof workerEnvSchema>;
 
-export interface TemporalConfig {
-  address: string;
-  namespace: string;
+/** Address, namespace, TLS and API key (client/connection.ts), and the worker's task queue. */
+export interface TemporalConfig extends TemporalConnectionConfig {
   taskQueue: string;
 }
 
@@ -107,6 +107,7 @@ export function secretValues(config: Partial<WorkerConfig>): string[] {
   return [
     ...(config.webhook ? acceptedSecrets(config.webhook) : []),
     ...(config.service ? [config.service.apiKey] : []),
+    ...(config.temporal ? connectionSecrets(config.temporal) : []),
   ];
 }
 
@@ -124,7 +125,10 @@ function readEnv(env: NodeJS.ProcessEnv): WorkerEnv {
   throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
 }
 
-function gatewayConfigFrom(parsed: WorkerEnv, options: { requireSecret: boolean }): GatewayConfig {
+function gatewayConfigFrom(
+  parsed: WorkerEnv,
+  options: { requireSecret: boolean; connection: TemporalConnectionConfig },
+): GatewayConfig {
   if (!parsed.WEBHOOK_SECRET) {
     if (parsed.WEBHOOK_PUBLIC_URL) {
       throw new ConfigError('WEBHOOK_SECRET', `is required when WEBHOOK_PUBLIC_URL is set (${secretRule})`);
@@ -139,11 +143,7 @@ function gatewayConfigFrom(parsed: WorkerEnv, options: { requireSecret: boolean 
     }
   }
   return {
-    temporal: {
-      address: parsed.TEMPORAL_ADDRESS,
-      namespace: parsed.TEMPORAL_NAMESPACE,
-      taskQueue: parsed.TEMPORAL_TASK_QUEUE,
-    },
+    temporal: { ...options.connection, taskQueue: parsed.TEMPORAL_TASK_QUEUE },
     webhook: {
       ...(parsed.WEBHOOK_PUBLIC_URL ? { publicUrl: parsed.WEBHOOK_PUBLIC_URL } : {}),
       ...(parsed.WEBHOOK_SECRET ? { secret: parsed.WEBHOOK_SECRET } : {}),
@@ -162,7 +162,10 @@ export function loadWorkerConfig(
   cwd: string = process.cwd(),
 ): WorkerConfig {
   const parsed = readEnv(env);
-  const gateway = gatewayConfigFrom(parsed, { requireSecret: false });
+  const gateway = gatewayConfigFrom(parsed, {
+    requireSecret: false,
+    connection: loadTemporalConnection(env),
+  });
   return {
     ...gateway,
     service: loadServiceConfig(env),
@@ -181,6 +184,7 @@ export const DEFAULT_GATEWAY_PORT = 8080;
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig & {
   webhook: WebhookConfig & { port: number };
 } {
-  const gateway = gatewayConfigFrom(readEnv(env), { requireSecret: true });
+  const parsed = readEnv(env);
+  const gateway = gatewayConfigFrom(parsed, { requireSecret: true, connection: loadTemporalConnection(env) });
   return { ...gateway, webhook: { ...gateway.webhook, port: gateway.webhook.port ?? DEFAULT_GATEWAY_PORT } };
 }

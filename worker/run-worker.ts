@@ -13,6 +13,7 @@ import {
   type JobActivityDeps,
 } from '../activities';
 import { createServiceClient, type ServiceClient } from '../api';
+import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { startWebhookGateway } from './gateway';
 import { createLogger, type Logger } from './logger';
@@ -69,7 +70,7 @@ function webhookUrlForConfig(config: WorkerConfig): ((workflowId: string) => str
 export async function runWorker(config: WorkerConfig, options: RunWorkerOptions = {}): Promise<void> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretValues(config) });
   const { signal } = options;
-  const { address, namespace, taskQueue } = config.temporal;
+  const { namespace, taskQueue } = config.temporal;
   const cleanups: Array<{ what: string; close: () => Promise<void> }> = [];
   const cleanUp = async () => {
     // Last opened, first closed; a failure to close one thing must not keep the others open.
@@ -93,7 +94,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       resultStoreDir: config.resultStoreDir,
     });
 
-    const connection = await NativeConnection.connect({ address });
+    const connection = await NativeConnection.connect(connectionOptions(config.temporal));
     cleanups.push({ what: 'Temporal connection', close: () => connection.close() });
 
     // Before the worker: a worker that was created must also be run before the connection can close.
@@ -133,8 +134,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
 
     logger.info(
       {
-        address,
-        namespace,
+        ...describeConnection(config.temporal),
         taskQueue,
         gateway: gateway?.url,
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
