@@ -90,7 +90,7 @@ export interface GatewayConfig {
   logLevel: (typeof logLevels)[number];
 }
 
-export interface WorkerConfig extends GatewayConfig {
+export interface WorkerConfig extends GatewayConfig, WorkerPackageConfig {
   service: ServiceConfig;
   /** Absolute: the worker may be started from anywhere. */
   resultStoreDir: string;
@@ -168,6 +168,7 @@ export function loadWorkerConfig(
   });
   return {
     ...gateway,
+    ...loadWorkerPackageConfig(env),
     service: loadServiceConfig(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
@@ -187,4 +188,52 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
   const parsed = readEnv(env);
   const gateway = gatewayConfigFrom(parsed, { requireSecret: true, connection: loadTemporalConnection(env) });
   return { ...gateway, webhook: { ...gateway.webhook, port: gateway.webhook.port ?? DEFAULT_GATEWAY_PORT } };
+}
+
+// ================================================================================================
+// The package (issue #14): the worker's health endpoint. The Temporal connection's variables
+// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY) are read by
+// client/connection.ts, shared with the gateway, the CLI and the facade. Kept in one section, apart
+// from the settings above, to ease merging.
+// ================================================================================================
+
+export const DEFAULT_HEALTH_HOST = '127.0.0.1';
+
+const healthEnvSchema = z.object({
+  WORKER_HEALTH_PORT: integer(
+    'must be an integer port from 0 to 65535 (0: any free port)',
+    0,
+    65_535,
+  ).optional(),
+  // Loopback unless told otherwise: Kubernetes probes reach the pod's address, so set 0.0.0.0 there.
+  WORKER_HEALTH_HOST: z
+    .string()
+    .min(1, { error: 'must be a host name or address' })
+    .default(DEFAULT_HEALTH_HOST),
+});
+
+export interface WorkerHealthConfig {
+  port: number;
+  host: string;
+}
+
+export interface WorkerPackageConfig {
+  /** The liveness and readiness endpoint (worker/health.ts); absent: none. */
+  health?: WorkerHealthConfig;
+}
+
+/** WORKER_HEALTH_PORT and WORKER_HEALTH_HOST; errors name the variable and the rule. */
+export function loadWorkerPackageConfig(env: NodeJS.ProcessEnv = process.env): WorkerPackageConfig {
+  const given: Record<string, string> = {};
+  for (const key of Object.keys(healthEnvSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') given[key] = value;
+  }
+  const result = healthEnvSchema.safeParse(given);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
+  }
+  const { WORKER_HEALTH_PORT: port, WORKER_HEALTH_HOST: host } = result.data;
+  return port === undefined ? {} : { health: { port, host } };
 }

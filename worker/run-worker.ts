@@ -16,6 +16,7 @@ import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { startWebhookGateway } from './gateway';
+import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
 import { webhookUrlFactory } from './webhook-token';
 
@@ -46,6 +47,8 @@ export interface WorkerReadyInfo {
   namespace: string;
   /** Where the gateway listens, when it runs in this process. */
   gatewayUrl?: string;
+  /** Where the health endpoint listens (`/livez`, `/readyz`), when configured. */
+  healthUrl?: string;
 }
 
 export interface RunWorkerOptions {
@@ -55,6 +58,16 @@ export interface RunWorkerOptions {
   onReady?: (info: WorkerReadyInfo) => void;
   activityOptions?: ActivityOptions;
 }
+
+const HEALTH_STATES: Record<string, WorkerHealthState> = {
+  INITIALIZED: 'starting',
+  RUNNING: 'running',
+  STOPPING: 'stopping',
+  DRAINING: 'stopping',
+  DRAINED: 'stopping',
+  STOPPED: 'stopped',
+  FAILED: 'failed',
+};
 
 function webhookUrlForConfig(config: WorkerConfig): ((workflowId: string) => string) | undefined {
   const { publicUrl, secret } = config.webhook;
@@ -84,6 +97,23 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
   };
 
   try {
+    // First, so that liveness answers while the worker connects; closed last.
+    let worker: Worker | undefined;
+    let connection: NativeConnection | undefined;
+    const health = config.health
+      ? await startHealthServer({
+          ...config.health,
+          probe: {
+            state: () => (worker ? (HEALTH_STATES[worker.getState()] ?? 'starting') : 'starting'),
+            checkTemporal: async () => {
+              if (!connection) throw new Error('not connected');
+              await connection.workflowService.getSystemInfo({});
+            },
+          },
+        })
+      : undefined;
+    if (health) cleanups.push({ what: 'health endpoint', close: () => health.close() });
+
     const client = createServiceClient(config.service);
     cleanups.push({ what: 'service client', close: () => client.close() });
     const webhookUrlFor = webhookUrlForConfig(config);
@@ -94,15 +124,16 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       resultStoreDir: config.resultStoreDir,
     });
 
-    const connection = await NativeConnection.connect(connectionOptions(config.temporal));
-    cleanups.push({ what: 'Temporal connection', close: () => connection.close() });
+    const connected = await NativeConnection.connect(connectionOptions(config.temporal));
+    connection = connected;
+    cleanups.push({ what: 'Temporal connection', close: () => connected.close() });
 
     // Before the worker: a worker that was created must also be run before the connection can close.
     const gateway =
       config.webhook.port === undefined
         ? undefined
         : await startWebhookGateway({
-            client: new Client({ connection, namespace }),
+            client: new Client({ connection: connected, namespace }),
             host: config.webhook.host,
             port: config.webhook.port,
             secrets: acceptedSecrets(config.webhook),
@@ -111,8 +142,8 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
 
-    const worker = await Worker.create({
-      connection,
+    const created = await Worker.create({
+      connection: connected,
       namespace,
       taskQueue,
       // The folder (the bundler resolves its index): require.resolve would need an extension that
@@ -121,12 +152,13 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       activities,
       shutdownGraceTime: config.shutdownGraceMs,
     });
+    worker = created;
 
-    const running = worker.run();
+    const running = created.run();
     const stop = () => {
-      if (worker.getState() === 'RUNNING') {
+      if (created.getState() === 'RUNNING') {
         logger.info('shutting down: draining the worker');
-        worker.shutdown();
+        created.shutdown();
       }
     };
     if (signal?.aborted) stop();
@@ -137,11 +169,17 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
         ...describeConnection(config.temporal),
         taskQueue,
         gateway: gateway?.url,
+        health: health?.url,
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
       },
       'worker running',
     );
-    options.onReady?.({ taskQueue, namespace, ...(gateway ? { gatewayUrl: gateway.url } : {}) });
+    options.onReady?.({
+      taskQueue,
+      namespace,
+      ...(gateway ? { gatewayUrl: gateway.url } : {}),
+      ...(health ? { healthUrl: health.url } : {}),
+    });
 
     try {
       await running;

@@ -64,6 +64,7 @@ describe('a Temporal frontend that demands TLS, mTLS and an API key', () => {
       SERVERLESS_API_URL: 'http://127.0.0.1:9/v2',
       SERVERLESS_GRAPHQL_URL: 'http://127.0.0.1:9/graphql',
       SERVERLESS_REST_URL: 'http://127.0.0.1:9/v1',
+      WORKER_HEALTH_PORT: '0',
     });
     const logs = captureLines();
     const controller = new AbortController();
@@ -77,7 +78,7 @@ describe('a Temporal frontend that demands TLS, mTLS and an API key', () => {
       onReady: ready,
     });
     running.catch(() => undefined);
-    await Promise.race([isReady, running.then(() => Promise.reject(new Error('stopped')))]);
+    const info = await Promise.race([isReady, running.then(() => Promise.reject(new Error('stopped')))]);
 
     // The facade's helper, from the same variables.
     const client = await connectTemporalClient({}, { env: tlsEnv });
@@ -88,6 +89,10 @@ describe('a Temporal frontend that demands TLS, mTLS and an API key', () => {
         args: [{ name: 'tls', wait: '10 ms' }],
       });
       expect(result).toContain(`hello tls, after 10 ms from ${taskQueue}`);
+      // Readiness asks the frontend too, through the same TLS connection.
+      const readiness = await request(`${info.healthUrl}/readyz`);
+      expect(readiness.statusCode).toBe(200);
+      expect(await readiness.body.json()).toMatchObject({ temporal: 'reachable' });
     } finally {
       await client.connection.close();
       controller.abort();

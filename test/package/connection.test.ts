@@ -233,4 +233,18 @@ describe('the worker and the gateway', () => {
       thrown(() => loadWorkerConfig({ ...service, TEMPORAL_TLS_CLIENT_KEY_PATH: keyPath })).message,
     ).toMatch(/^TEMPORAL_TLS_CLIENT_CERT_PATH: is required/);
   });
+
+  it('read the health endpoint: off by default, WORKER_HEALTH_PORT and WORKER_HEALTH_HOST', () => {
+    expect(loadWorkerConfig(service).health).toBeUndefined();
+    expect(loadWorkerConfig({ ...service, WORKER_HEALTH_PORT: '8081' }).health).toEqual({
+      port: 8081,
+      host: '127.0.0.1',
+    });
+    expect(
+      loadWorkerConfig({ ...service, WORKER_HEALTH_PORT: '8081', WORKER_HEALTH_HOST: '0.0.0.0' }).health,
+    ).toEqual({ port: 8081, host: '0.0.0.0' });
+    expect(thrown(() => loadWorkerConfig({ ...service, WORKER_HEALTH_PORT: '70000' })).message).toMatch(
+      /^WORKER_HEALTH_PORT: must be an integer port/,
+    );
+  });
 });
