@@ -3,6 +3,7 @@
  * worker and (when asked) the webhook gateway beside it, then an orderly shutdown. `main.ts`, the
  * demo and the tests all run workers through here, so all three get the same wiring.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -49,6 +50,17 @@ export interface WorkerReadyInfo {
   gatewayUrl?: string;
   /** Where the health endpoint listens (`/livez`, `/readyz`), when configured. */
   healthUrl?: string;
+  /** How the workflow code was loaded. */
+  workflows: 'prebuilt bundle' | 'bundled at start';
+}
+
+/**
+ * The workflow bundle `npm run build` writes beside the compiled code (dist/workflow-bundle.js):
+ * compiled workers load it instead of bundling at start, as Temporal advises for production. Run
+ * from the TypeScript sources (tsx, vitest) there is none, and the worker bundles at start.
+ */
+export function prebuiltWorkflowBundlePath(): string {
+  return path.resolve(__dirname, '../workflow-bundle.js');
 }
 
 export interface RunWorkerOptions {
@@ -57,6 +69,25 @@ export interface RunWorkerOptions {
   logger?: Logger;
   onReady?: (info: WorkerReadyInfo) => void;
   activityOptions?: ActivityOptions;
+  /**
+   * The workflow code: a bundle file made by `bundleWorkflowCode` (a path), `false` to bundle the
+   * sources at start, or absent for the default: the prebuilt bundle when there is one
+   * (`prebuiltWorkflowBundlePath()`), else bundling at start.
+   */
+  workflowBundlePath?: string | false;
+}
+
+function workflowSource(option: string | false | undefined) {
+  const bundlePath = option === undefined ? prebuiltWorkflowBundlePath() : option;
+  if (bundlePath && (option !== undefined || existsSync(bundlePath))) {
+    return { workflows: 'prebuilt bundle' as const, options: { workflowBundle: { codePath: bundlePath } } };
+  }
+  // The folder (the bundler resolves its index): require.resolve would need an extension that
+  // differs between tsx, vitest and compiled JavaScript.
+  return {
+    workflows: 'bundled at start' as const,
+    options: { workflowsPath: path.resolve(__dirname, '../workflows') },
+  };
 }
 
 const HEALTH_STATES: Record<string, WorkerHealthState> = {
@@ -142,13 +173,12 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
 
+    const source = workflowSource(options.workflowBundlePath);
     const created = await Worker.create({
       connection: connected,
       namespace,
       taskQueue,
-      // The folder (the bundler resolves its index): require.resolve would need an extension that
-      // differs between tsx, vitest and compiled JavaScript.
-      workflowsPath: path.resolve(__dirname, '../workflows'),
+      ...source.options,
       activities,
       shutdownGraceTime: config.shutdownGraceMs,
     });
@@ -168,6 +198,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       {
         ...describeConnection(config.temporal),
         taskQueue,
+        workflows: source.workflows,
         gateway: gateway?.url,
         health: health?.url,
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
@@ -177,6 +208,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     options.onReady?.({
       taskQueue,
       namespace,
+      workflows: source.workflows,
       ...(gateway ? { gatewayUrl: gateway.url } : {}),
       ...(health ? { healthUrl: health.url } : {}),
     });
