@@ -211,7 +211,7 @@ export async function use(env: NodeJS.ProcessEnv): Promise<string> {
       ),
     );
     expect(results).toEqual(projects.map((project) => ({ project, output: '' })));
-  });
+  }, 180_000);
 
   it('npx durable-serverless --help, and the emulator bin', async () => {
     const help = await run('npx', ['durable-serverless', '--help'], {
@@ -317,6 +317,6 @@ export async function use(env: NodeJS.ProcessEnv): Promise<string> {
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(workerOutput).not.toContain(apiKey);
-    });
+    }, 180_000);
   });
 });
