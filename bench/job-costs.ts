@@ -1,22 +1,29 @@
 /**
  * What one job costs, and how late the workflow learns that it finished, for a job of 1 minute
  * and one of 1 hour of service time, with webhooks and polling, and with polling only: history
- * events, heartbeats, HTTP calls to the service and the delay from the job finishing to the
- * workflow finishing. Prints figures; asserts nothing.
+ * events, activity tasks (every attempt of the wait is one), HTTP calls to the service and the
+ * delay from the job finishing to the workflow finishing. Prints figures; asserts nothing.
  *
- *   npx tsx bench/job-costs.ts [--jobs 3] [--scale 50]
+ *   npx tsx bench/job-costs.ts [--jobs 3] [--scale 30]
  *
  * --jobs   jobs per cell, run at the same time (default 3); medians are printed
- * --scale  time scale of the 1-hour jobs (default 50: one service hour in 72 real seconds); it
- *          should divide 1000, so that the scaled polling schedule is exact
+ * --scale  time scale of the 1-hour jobs (default 30: one service hour in 120 real seconds)
  *
- * How time maps. The workflow's timers and the poller's sleeps run in real time on the dev server;
- * only the emulator's clock can be sped up. So:
+ * How time maps. The workflow's timers and the wait's retry delays run in real time on the dev
+ * server; only the emulator's clock can be sped up. So:
  * - the 1-minute jobs run at time scale 1, for real, with the production polling schedule;
  * - the 1-hour jobs run at time scale S with that schedule divided by S (through the workflow's
- *   `polling` option), so that polls fall at the same service times as they would in production.
- * Overheads that do not scale (an activity start, a webhook's trip through the gateway) count S
- * times over in service time on the scaled cells: their real-ms column is the one to read there.
+ *   `polling` option), so that looks fall at the same service times as they would in production.
+ *   One difference does not scale: a wait looks inline (within one attempt, for at most 5 s) while
+ *   the next interval is under INLINE_MAX_INTERVAL_MS (1 s, activities/job-wait-policy.ts), and the
+ *   scaled schedule is under it while production's is under S seconds. At S = 30 (production's
+ *   30 s maximum becomes 1 s) that is only the schedule's growth: its first minute of service time
+ *   is one task of several looks, where production makes one task per look. A larger S would make
+ *   the scaled waits look inline throughout; the bench says how many tasks production's schedule
+ *   makes, to read beside the measured ones.
+ * Overheads that do not scale (an activity start, a retry timer's latency, a webhook's trip through
+ * the gateway) count S times over in service time on the scaled cells: their real-ms column is the
+ * one to read there.
  *
  * One worker (runWorker, with the webhook gateway beside it) serves every cell. It has one
  * SERVERLESS_API_URL, so the emulators (one per cell: the time scale and the webhook loss are per
@@ -26,10 +33,11 @@
  * Polling only: the cell's emulator loses every webhook (webhookFaults lose 1). The workflow then
  * sees what it sees with a worker that hands out no webhook URL; the requests are the same.
  *
- * Heartbeats: runWorker takes no worker interceptors, so every Context.heartbeat() call is counted
- * by wrapping the activity Context in this process (the worker runs activities here). Those are the
- * heartbeats the activity sends; the SDK throttles how many of them reach the server (at most one
- * per min(80% of the heartbeat timeout, 60 s) per activity).
+ * Activity tasks: runWorker takes no worker interceptors, so bench/worker-probe.ts wraps
+ * Worker.create in this process (the worker runs here) and counts every task an activity
+ * interceptor sees, per workflow and activity type: each attempt of waitForJobChange (a look that
+ * ends in JobUnchanged and is retried by the server after its nextRetryDelay) is one task. The
+ * attempt numbers the history records for the waits that completed are a cross-check.
  */
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -37,11 +45,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
 import type { WorkflowHandle } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
+import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../activities/job-wait-policy';
 import { startJob } from '../client';
 import { type Emulator, startEmulator } from '../emulator';
 import { provisionedServers } from '../scripts/servers';
@@ -52,6 +59,7 @@ import { temporalLoggerFor } from '../worker/temporal-logger';
 import type { serverlessJob } from '../workflows/job';
 import { POLLING_DEFAULTS } from '../workflows/job-input';
 import { searchAttributeKeys } from '../workflows/search-attributes';
+import { installWorkerProbe, tasksOf } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -59,45 +67,15 @@ const arg = (name: string, fallback: number) => {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 };
 const JOBS = Math.round(arg('jobs', 3));
-const HOUR_SCALE = arg('scale', 50);
+const HOUR_SCALE = arg('scale', 30);
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const say = (line: string) => console.log(line);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// ---------------------------------------------------------------------------------------------
-// Heartbeats: every Context.heartbeat() call, per workflow.
-
-interface BeatLog {
-  count: number;
-  /** When the last heartbeat was sent and the sleep the poller announced with it (the next poll). */
-  lastAt: number;
-  nextPollAt: number;
-}
-const beats = new Map<string, BeatLog>();
-const wrapped = new WeakSet<Context>();
-const currentContext = Context.current.bind(Context);
-Context.current = () => {
-  const context = currentContext();
-  if (!wrapped.has(context)) {
-    wrapped.add(context);
-    const send = context.heartbeat;
-    const workflowId = context.info.workflowExecution?.workflowId ?? '(none)';
-    Object.defineProperty(context, 'heartbeat', {
-      value: (details?: unknown) => {
-        const log = beats.get(workflowId) ?? { count: 0, lastAt: 0, nextPollAt: 0 };
-        log.count += 1;
-        log.lastAt = Date.now();
-        const interval = (details as { intervalMs?: unknown } | undefined)?.intervalMs;
-        log.nextPollAt = log.lastAt + (typeof interval === 'number' ? interval : 0);
-        beats.set(workflowId, log);
-        send(details);
-      },
-    });
-  }
-  return context;
-};
+// Every activity task the worker runs, per workflow and activity type (before runWorker creates it).
+const probe = installWorkerProbe();
 
 // ---------------------------------------------------------------------------------------------
 // The router: one base URL in front of the cells' emulators, counting requests per endpoint.
@@ -192,9 +170,12 @@ interface JobRun {
 
 interface Figures {
   events: number;
-  heartbeats: number;
-  /** Heartbeats implied by the poll counters of the pollers that completed (history). */
-  heartbeatsFromHistory?: number;
+  /** Activity tasks the worker ran for the workflow (every attempt counts), and those of the wait. */
+  tasks: number;
+  waitTasks: number;
+  /** Wait tasks by the attempt numbers of the waits' ActivityTaskStarted events, when every wait completed. */
+  waitTasksFromHistory?: number;
+  /** Wait activities the workflow scheduled. */
   pollers: number;
   calls: number;
   runCalls: number;
@@ -213,32 +194,32 @@ interface Figures {
 }
 
 const schedule = (p: { initialIntervalMs: number; maxIntervalMs: number; backoffCoefficient: number }) =>
-  `${p.initialIntervalMs} ms x${p.backoffCoefficient} up to ${p.maxIntervalMs} ms`;
+  `${p.initialIntervalMs} ms + ${(p.backoffCoefficient - 1).toFixed(2)} x elapsed, up to ${p.maxIntervalMs} ms`;
 
-/** Poller activities in the history, and the heartbeats their poll counters imply when all completed. */
+/**
+ * Wait activities in the history and, when every one completed, the tasks their attempt numbers
+ * imply: a retried activity's ActivityTaskStarted event is written once, for its last attempt.
+ */
 function pollersOf(events: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']) {
-  const typeOf = new Map<string, string>();
+  const waits = new Set<string>();
+  const attemptOf = new Map<string, number>();
   let pollers = 0;
   let completed = 0;
   let implied = 0;
   for (const event of events ?? []) {
     const scheduled = event.activityTaskScheduledEventAttributes;
-    if (scheduled) {
-      const type = scheduled.activityType?.name ?? '';
-      typeOf.set(String(event.eventId), type);
-      if (type === 'waitForJobChange') pollers += 1;
+    if (scheduled?.activityType?.name === 'waitForJobChange') {
+      pollers += 1;
+      waits.add(String(event.eventId));
+    }
+    const started = event.activityTaskStartedEventAttributes;
+    if (started && waits.has(String(started.scheduledEventId))) {
+      attemptOf.set(String(started.scheduledEventId), started.attempt ?? 1);
     }
     const done = event.activityTaskCompletedEventAttributes;
-    if (done && typeOf.get(String(done.scheduledEventId)) === 'waitForJobChange') {
-      const payload = done.result?.payloads?.[0];
-      const result = payload
-        ? defaultPayloadConverter.fromPayload<{ polls: number; reason: string }>(payload)
-        : undefined;
-      if (result) {
-        completed += 1;
-        // Every poll heartbeats except the one that saw the change.
-        implied += result.polls - (result.reason === 'changed' ? 1 : 0);
-      }
+    if (done && waits.has(String(done.scheduledEventId))) {
+      completed += 1;
+      implied += attemptOf.get(String(done.scheduledEventId)) ?? Number.NaN;
     }
   }
   return { pollers, implied: completed === pollers ? implied : undefined };
@@ -263,24 +244,35 @@ function spread(values: number[], digits = 0, unit = ''): string {
 }
 
 /**
- * What the polling schedule alone predicts for a job of `durationMs`, the poller starting as the job
- * starts and each poll taking no time: polls that see it running (each heartbeats), and the wait
- * from its end to the first poll that sees it finished.
+ * What the polling schedule alone predicts for a job of `durationMs`, the wait starting as the job
+ * starts and each look taking no time: the looks that see it running, the tasks they and the look
+ * that sees the end take, and the wait from its end to that look. The interval grows as activities/job-wait.ts grows it
+ * (intervalAfter: initial + elapsed x (coefficient - 1), capped at the maximum, elapsed counted
+ * from the wait's first scheduling); each look is one task unless it is looked inline.
  */
 function scheduleModel(
   polling: { initialIntervalMs: number; maxIntervalMs: number; backoffCoefficient: number },
   durationMs: number,
 ) {
   let at = 0;
-  let interval = polling.initialIntervalMs;
-  let heartbeats = 0;
+  let looks = 0;
+  let tasks = 0;
+  let attemptStart: number | undefined;
   while (at < durationMs) {
-    heartbeats += 1;
-    at += interval;
-    // As activities/job-wait.ts grows it.
-    interval = Math.min(Math.round(interval * polling.backoffCoefficient), polling.maxIntervalMs);
+    if (attemptStart === undefined) {
+      tasks += 1;
+      attemptStart = at;
+    }
+    looks += 1;
+    const delay = intervalAfter(at, polling);
+    // As lookForChange decides: a short interval is waited inline, within the attempt's budget.
+    if (!(delay < INLINE_MAX_INTERVAL_MS && at + delay - attemptStart <= INLINE_BUDGET_MS)) {
+      attemptStart = undefined;
+    }
+    at += delay;
   }
-  return { heartbeats, delayMs: at - durationMs };
+  // The look that sees the end: a task of its own unless an inline attempt was still under way.
+  return { looks, tasks: tasks + (attemptStart === undefined ? 1 : 0), delayMs: at - durationMs };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -340,7 +332,7 @@ async function main(): Promise<void> {
       },
     });
 
-    say('job costs: history events, heartbeats, HTTP calls and finish-to-close delay per job');
+    say('job costs: history events, activity tasks, HTTP calls and finish-to-close delay per job');
     say(
       `  ${JOBS} jobs per cell, all cells at once, on one worker; medians, with the range when the jobs differ`,
     );
@@ -349,8 +341,14 @@ async function main(): Promise<void> {
     );
     say(
       `  1-hour jobs: time scale ${HOUR_SCALE} (1 service hour = ${(HOUR / HOUR_SCALE / 1000).toFixed(0)} real s), ` +
-        `polling schedule divided by ${HOUR_SCALE} (${schedule(hourPolling)}): polls at the production service times`,
+        `polling schedule divided by ${HOUR_SCALE} (${schedule(hourPolling)}): looks at the production service times`,
     );
+    if (hourPolling.maxIntervalMs < INLINE_MAX_INTERVAL_MS) {
+      say(
+        `  (scale ${HOUR_SCALE}: the scaled maximum interval is under ${INLINE_MAX_INTERVAL_MS} ms, so the 1-hour waits ` +
+          'look inline within attempts of up to 5 s: far fewer tasks than production; use --scale 30 or less)',
+      );
+    }
     say('  polling only: the emulator loses every webhook; webhooks + polling: every webhook is delivered');
     say(
       '  emulator: scripted handler { sleepMs }, one warm worker per endpoint (no cold start), one endpoint per job',
@@ -450,11 +448,10 @@ async function main(): Promise<void> {
     );
     const jobsDone = Date.now();
 
-    // A poller cancelled by a webhook learns of it at its next heartbeat at the earliest, so it may
-    // poll once more after its workflow has closed: wait for those polls, then count.
-    const settleBy = Math.max(...[...beats.values()].map((log) => log.nextPollAt)) + 1_000;
-    if (settleBy > Date.now()) await sleep(Math.min(settleBy - Date.now(), 40_000));
-    await sleep(300);
+    // A wait cancelled by a webhook between two looks is cancelled by the server at once (nothing
+    // runs); one cancelled mid-look finishes that look. Let any such look end, then count.
+    for (let i = 0; i < 400 && probe.running() > 0; i++) await sleep(50);
+    await sleep(1_000);
 
     const rows: Array<{ cell: Cell; figures: Figures[] }> = [];
     for (const cell of cells) {
@@ -477,15 +474,16 @@ async function main(): Promise<void> {
         const pollers = pollersOf(events);
         const startedAtReal =
           job.sample.real - (job.sample.service - (remote?.startedAt ?? Number.NaN)) / cell.scale;
-        // /run answers IN_QUEUE; the first poller's first poll sees IN_PROGRESS and returns; the second
-        // poller (the one that waits for the end) starts its schedule with the second /status call.
+        // /run answers IN_QUEUE; the first wait's first look sees IN_PROGRESS and returns; the second
+        // wait (the one that waits for the end) starts its schedule with the second /status call.
         const scheduleStartAt = calls.filter((call) => call.operation === 'status')[1]?.at ?? Number.NaN;
         const seenAt = calls.find((call) => call.operation === 'status' && call.answered === 'COMPLETED')?.at;
         const mine = deliveries.filter((delivery) => delivery.jobId === job.jobId);
         figures.push({
           events: events.length,
-          heartbeats: beats.get(job.workflowId)?.count ?? 0,
-          ...(pollers.implied !== undefined ? { heartbeatsFromHistory: pollers.implied } : {}),
+          tasks: tasksOf(probe, job.workflowId),
+          waitTasks: tasksOf(probe, job.workflowId, 'waitForJobChange'),
+          ...(pollers.implied !== undefined ? { waitTasksFromHistory: pollers.implied } : {}),
           pollers: pollers.pollers,
           calls: calls.length,
           runCalls: calls.filter((call) => call.operation === 'run').length,
@@ -505,13 +503,13 @@ async function main(): Promise<void> {
 
     say('');
     say(
-      `jobs ran ${((jobsDone - jobsStarted) / 1000).toFixed(1)} s real; counted once every poller cancelled by a webhook had made its last poll`,
+      `jobs ran ${((jobsDone - jobsStarted) / 1000).toFixed(1)} s real; counted once every wait cancelled by a webhook had ended its look`,
     );
     say('');
     const columns: Array<[string, number]> = [
       ['cell', 26],
       ['history events', 15],
-      ['heartbeats', 11],
+      ['activity tasks (wait)', 22],
       ['HTTP calls', 11],
       ['/run + /status', 15],
       ['after close', 12],
@@ -538,7 +536,7 @@ async function main(): Promise<void> {
         line([
           cell.label,
           spread(pick('events')),
-          spread(pick('heartbeats')),
+          `${spread(pick('tasks'))} (${spread(pick('waitTasks'))})`,
           spread(pick('calls')),
           `${spread(pick('runCalls'))} + ${spread(pick('statusCalls'))}`,
           spread(pick('callsAfterClose')),
@@ -555,7 +553,7 @@ async function main(): Promise<void> {
 
     say('');
     say(
-      'delay, broken down (real ms): the end-waiting poller began polling after the job started; the job finished',
+      'delay, broken down (real ms): the end-waiting wait began looking after the job started; the job finished',
     );
     say('  -> the first /status call answered COMPLETED reached the service -> the workflow closed');
     for (const { cell, figures } of rows) {
@@ -572,79 +570,84 @@ async function main(): Promise<void> {
     }
     say('');
     const byLabel = (label: string) => rows.find((row) => row.cell.label === label)?.figures ?? [];
+    const production = (durationMs: number) => scheduleModel(POLLING_DEFAULTS.async, durationMs);
+    const scaledHour = scheduleModel(hourPolling, HOUR / HOUR_SCALE);
     for (const mode of ['webhooks + polling', 'polling only']) {
       const minute = byLabel(`1 min, ${mode}`);
       const hour = byLabel(`1 h, ${mode}`);
       if (minute.length === 0 || hour.length === 0) continue;
       const events = (figures: Figures[]) => figures.map((f) => f.events);
-      // The same event sequences at both lengths; a job whose poller and webhook see the end at the
+      // The same event sequences at both lengths; a job whose wait and webhook see the end at the
       // same moment has a few more events, at either length.
       const grows = Math.min(...events(hour)) > Math.max(...events(minute));
       const verdict = grows ? 'the 1-hour history is LONGER' : 'the history does not grow with running time';
       say(
-        `history events, ${mode}: 1-minute job ${spread(events(minute))} ` +
-          `(${spread(minute.map((f) => f.heartbeats))} heartbeats), 1-hour job ${spread(events(hour))} ` +
-          `(${spread(hour.map((f) => f.heartbeats))} heartbeats): ${verdict}`,
+        `history events, ${mode}: 1-minute job ${spread(events(minute))}, 1-hour job ${spread(events(hour))}: ${verdict}`,
+      );
+      say(
+        `  wait tasks: 1-minute job ${spread(minute.map((f) => f.waitTasks))} (the schedule: ` +
+          `${production(MINUTE).tasks + 1}), 1-hour job ${spread(hour.map((f) => f.waitTasks))} (the scaled ` +
+          `schedule: ${scaledHour.tasks + 1}; production's: ${production(HOUR).tasks + 1}); the schedule's ` +
+          'figures count the look that sees IN_PROGRESS and, as with polling only, the look that sees the end',
       );
     }
     for (const [name, durationMs] of [
       ['1-minute', MINUTE],
       ['1-hour', HOUR],
     ] as const) {
-      const model = scheduleModel(POLLING_DEFAULTS.async, durationMs);
+      const model = production(durationMs);
       say(
-        `production schedule alone, ${name} job: ${model.heartbeats} heartbeats, ${model.heartbeats + 3} HTTP calls ` +
-          `with polling only, first poll after the end at +${(model.delayMs / 1_000).toFixed(1)} s ` +
-          `(~${Math.ceil(durationMs / 60_000) + 1} heartbeats reach the server: one per 60 s)`,
+        `production schedule alone, ${name} job: ${model.looks} looks while it runs, each one task; ` +
+          `${model.tasks + 2} activity tasks and HTTP calls with polling only (/run, the look that sees ` +
+          `IN_PROGRESS, the looks, the look that sees the end); first look after the end at +${(model.delayMs / 1_000).toFixed(1)} s`,
       );
     }
     const checks = rows.flatMap(({ figures }) =>
       figures
-        .filter((f) => f.heartbeatsFromHistory !== undefined)
-        .map((f) => f.heartbeatsFromHistory === f.heartbeats),
+        .filter((f) => f.waitTasksFromHistory !== undefined)
+        .map((f) => f.waitTasksFromHistory === f.waitTasks),
     );
     say(
-      'heartbeats counted = heartbeats implied by the poll counters the pollers returned (history), ' +
-        `for jobs whose pollers all completed: ${checks.filter(Boolean).length} of ${checks.length}`,
+      'wait tasks counted = the attempt numbers in the history, for jobs whose waits all completed: ' +
+        `${checks.filter(Boolean).length} of ${checks.length}`,
     );
     const submissions = rows.flatMap(({ figures }) => figures.map((f) => f.submissions === f.runCalls));
     say(
       `/run calls counted = the emulator's submissions: ${submissions.filter(Boolean).length} of ${submissions.length} jobs`,
     );
     const raceNote = [
-      "(with webhooks: 4 more events, and a close one workflow task later, when the poller's own poll sees the end",
-      "  while the webhook's /status look is under way: the poller completes instead of being cancelled. The odds",
+      "(with webhooks: a few more events, and a close one workflow task later, when the wait's own look sees the end",
+      "  while the webhook's /status look is under way: the wait completes instead of being cancelled. The odds",
       "  are about the look's latency over the polling interval: far higher on the scaled cell than in production)",
     ];
     for (const note of raceNote) say(note);
     const pollerCounts = rows.map(
       ({ cell, figures }) => `${cell.label} ${spread(figures.map((f) => f.pollers))}`,
     );
-    say(`poller activities per job: ${pollerCounts.join(', ')}`);
+    say(`wait activities per job: ${pollerCounts.join(', ')}`);
     say('');
     const S = HOUR_SCALE;
-    const alone = [MINUTE, HOUR].map((d) =>
-      (scheduleModel(POLLING_DEFAULTS.async, d).delayMs / 1_000).toFixed(1),
-    );
+    const alone = [MINUTE, HOUR].map((d) => (production(d).delayMs / 1_000).toFixed(1));
     const notes = [
       'reading the table:',
-      '- heartbeats: Context.heartbeat() calls, one per poll that saw no change. The SDK forwards at most one per',
-      '  min(80% of the heartbeat timeout, 60 s) per activity, so in production about one a minute reaches the',
-      '  server; on the scaled cells that throttle runs in real time: count the calls there, not the RPCs.',
-      '- HTTP calls: every request the service received for the job: /run, /status (the polls and the look that',
-      '  confirms a webhook) and any other. "after close": made after the workflow had closed. A poller cancelled',
-      '  by the webhook hears of it with its next heartbeat RPC, so it may poll once more (at most one interval',
-      '  later), then stops.',
+      '- activity tasks: every task the worker ran for the job (submitJob, each attempt of waitForJobChange,',
+      "  fetchJobStatus for a webhook, ...); in brackets the waits' attempts. An attempt that finds nothing new",
+      '  fails with JobUnchanged and the server starts the next one after its nextRetryDelay: no history event,',
+      "  no worker slot in between. Nothing heartbeats (sync mode's inline looks aside, and the scaled cells'",
+      `  first second: see the header).`,
+      '- HTTP calls: every request the service received for the job: /run, /status (the looks and the look that',
+      '  confirms a webhook) and any other. "after close": made after the workflow had closed. A wait cancelled',
+      '  between two looks is cancelled by the server at once; one cancelled mid-look finishes that look.',
       '- webhooks: delivered / sent or lost, per job.',
       "- delay: from the job finishing (the emulator's finish time, converted to real time) to the workflow's close",
       `  time; service time = real x time scale. * (1-hour cells, x${S}): overheads that do not scale (activity`,
-      `  starts, the webhook's trip through the gateway) count x${S} there, so with webhooks read the real ms.`,
-      '  With polling only the delay is the wait for the next poll after the end: anywhere from 0 to the maximum',
-      '  interval (30 s service time), set by where the schedule happens to stand when the job ends. The schedule',
-      `  alone puts it at ${alone[0]} s (1 min) and ${alone[1]} s (1 h) after the end. Here the schedule starts when`,
-      '  the second poller first polls ("began" above: task and activity latency on this machine), and each poll',
-      `  adds its own HTTP time to the spacing; on the scaled cell both count x${S}, which moves the phase from run`,
-      '  to run (and costs a poll or two over the hour).',
+      `  starts, retry timers, the webhook's trip through the gateway) count x${S} there, so with webhooks read the`,
+      '  real ms. With polling only the delay is the wait for the next look after the end: anywhere from 0 to the',
+      '  maximum interval (30 s service time), set by where the schedule happens to stand when the job ends. The',
+      `  schedule alone puts it at ${alone[0]} s (1 min) and ${alone[1]} s (1 h) after the end. Here the schedule`,
+      '  starts when the second wait is first scheduled ("began" above: task and activity latency on this machine),',
+      `  and each look adds its own task and HTTP time to the spacing; on the scaled cell both count x${S}, which`,
+      '  moves the phase from run to run (and costs a look or a few over the hour).',
     ];
     for (const note of notes) say(note);
     say(`total ${((Date.now() - started) / 1000).toFixed(0)} s real`);

@@ -1,0 +1,130 @@
+/**
+ * Plumbing shared by the benches that run the whole stack: the dev server, quiet SDK logs, a port
+ * for the webhook gateway, a worker process configured as `npm run worker` is, and small helpers.
+ */
+import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Runtime } from '@temporalio/worker';
+import type { Emulator } from '../emulator';
+import { provisionedServers } from '../scripts/servers';
+import { createLogger } from '../worker/logger';
+import { temporalLoggerFor } from '../worker/temporal-logger';
+import { searchAttributeKeys } from '../workflows/search-attributes';
+import { startWorkerProcess, type WorkerProcess } from './worker-process';
+
+export const say = (line: string) => console.log(line);
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const seconds = (ms: number, digits = 1) => `${(ms / 1000).toFixed(digits)} s`;
+export const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+
+/** A positive number given as `--name N`, or the fallback. */
+export function numberArg(name: string, fallback: number): number {
+  const index = process.argv.indexOf(`--${name}`);
+  const value = index >= 0 ? Number(process.argv[index + 1]) : Number.NaN;
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** `median (min-max) ms` */
+export function spreadMs(values: number[]): string {
+  const round = (value: number) => value.toFixed(0);
+  return `${round(median(values))} ms (${round(Math.min(...values))}-${round(Math.max(...values))})`;
+}
+
+export async function inBatches<T>(
+  count: number,
+  size: number,
+  make: (index: number) => Promise<T>,
+): Promise<T[]> {
+  const out: T[] = [];
+  for (let start = 0; start < count; start += size) {
+    const batch = Array.from({ length: Math.min(size, count - start) }, (_, k) => make(start + k));
+    out.push(...(await Promise.all(batch)));
+  }
+  return out;
+}
+
+/** Polls `check` until it holds; false after `timeoutMs`. */
+export async function until(check: () => boolean, timeoutMs: number, everyMs = 50): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) return false;
+    await sleep(everyMs);
+  }
+  return true;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Errors only from the SDK and core, before anything creates the runtime. */
+export function quietRuntime(): void {
+  Runtime.install({
+    logger: temporalLoggerFor(createLogger({ level: 'error' })),
+    telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
+}
+
+/** The provisioned Temporal CLI dev server, with the library's search attributes. */
+export async function startDevServer(): Promise<TestWorkflowEnvironment> {
+  const { temporalCli } = provisionedServers();
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
+      ip: '127.0.0.1',
+      ui: false,
+      searchAttributes: searchAttributeKeys,
+      extraArgs: ['--log-level', 'error'],
+    },
+  });
+}
+
+/**
+ * One worker in its own process (bench/worker-child.ts), configured through the environment as
+ * `npm run worker` is, with no WORKER_MAX_* setting (the SDK's default slots); with webhooks, the
+ * gateway beside it and the worker handing out its URLs.
+ */
+export async function startBenchWorker(options: {
+  address: string;
+  taskQueue: string;
+  emulator: Emulator;
+  apiKey: string;
+  webhooks: boolean;
+  resultStoreDir: string;
+}): Promise<WorkerProcess> {
+  const { emulator } = options;
+  const gatewayPort = options.webhooks ? await freePort() : undefined;
+  return startWorkerProcess({
+    TEMPORAL_ADDRESS: options.address,
+    TEMPORAL_TASK_QUEUE: options.taskQueue,
+    SERVERLESS_API_KEY: options.apiKey,
+    SERVERLESS_API_URL: emulator.apiUrl,
+    SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
+    SERVERLESS_REST_URL: emulator.restUrl,
+    ...(gatewayPort !== undefined
+      ? {
+          WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
+          WEBHOOK_PORT: String(gatewayPort),
+          WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
+        }
+      : {}),
+    RESULT_STORE_DIR: options.resultStoreDir,
+    LOG_LEVEL: 'error',
+  });
+}
