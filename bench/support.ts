@@ -3,7 +3,6 @@
  * for the webhook gateway, a worker process configured as `npm run worker` is, and small helpers.
  */
 import { randomBytes } from 'node:crypto';
-import { type AddressInfo, createServer } from 'node:net';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import type { Emulator } from '../emulator';
@@ -62,17 +61,6 @@ export async function until(check: () => boolean, timeoutMs: number, everyMs = 5
   return true;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** Errors only from the SDK and core, before anything creates the runtime. */
 export function quietRuntime(): void {
   Runtime.install({
@@ -109,7 +97,6 @@ export async function startBenchWorker(options: {
   resultStoreDir: string;
 }): Promise<WorkerProcess> {
   const { emulator } = options;
-  const gatewayPort = options.webhooks ? await freePort() : undefined;
   return startWorkerProcess({
     TEMPORAL_ADDRESS: options.address,
     TEMPORAL_TASK_QUEUE: options.taskQueue,
@@ -117,13 +104,7 @@ export async function startBenchWorker(options: {
     SERVERLESS_API_URL: emulator.apiUrl,
     SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
     SERVERLESS_REST_URL: emulator.restUrl,
-    ...(gatewayPort !== undefined
-      ? {
-          WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
-          WEBHOOK_PORT: String(gatewayPort),
-          WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
-        }
-      : {}),
+    ...(options.webhooks ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
     RESULT_STORE_DIR: options.resultStoreDir,
     LOG_LEVEL: 'error',
   });

@@ -109,6 +109,8 @@ function main(): void {
     signal: stop.signal,
     logger: createLogger({ level: 'error', secrets: [config.service.apiKey] }),
     onReady: () => send({ type: 'ready' }),
+    // The gateway binds port 0 and the worker hands out the URL it got: no port picked ahead.
+    publicUrlFromGateway: process.env.WEBHOOK_PORT === '0',
   }).then(
     () => process.exit(0),
     (error: unknown) => {
