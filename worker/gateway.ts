@@ -41,7 +41,14 @@ export type WebhookBody = z.infer<typeof webhookBodySchema>;
 
 const paramsSchema = z.object({ workflowId: z.string().min(1) });
 // A repeated `token` arrives as an array and fails here, as it should.
-const querySchema = z.object({ token: z.string().min(1) });
+const querySchema = z.object({
+  token: z.string().min(1),
+  /** A batch item's index (batches add it to each job's URL so that an orphan names its item). */
+  item: z
+    .string()
+    .regex(/^\d{1,9}$/)
+    .optional(),
+});
 
 export interface WebhookGatewayOptions {
   /** Signals go through it; its namespace is the workflows' namespace. */
@@ -71,12 +78,17 @@ async function deliver(
   workflowId: string,
   body: WebhookBody,
   timeoutMs: number,
+  item?: number,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
   try {
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
     // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
     await client.withDeadline(Date.now() + timeoutMs, () =>
-      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, { jobId: body.id, status: body.status }),
+      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, {
+        jobId: body.id,
+        status: body.status,
+        ...(item === undefined ? {} : { item }),
+      }),
     );
     return { outcome: 'signalled' };
   } catch (error) {
@@ -164,7 +176,14 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         );
         return reply.code(400).send({ error: 'a JSON object with string fields id and status is expected' });
       }
-      const { outcome, error } = await deliver(client, workflowId, body, signalTimeoutMs);
+      const item = querySchema.safeParse(request.query).data?.item;
+      const { outcome, error } = await deliver(
+        client,
+        workflowId,
+        body,
+        signalTimeoutMs,
+        item === undefined ? undefined : Number(item),
+      );
       const fields = { workflowId, jobId: body.id, status: body.status, outcome };
       if (outcome === 'temporal-unavailable') {
         request.log.error(
