@@ -16,6 +16,7 @@
  * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
  * - recordBatchResults: the lines of items that ended without output (failures).
  */
+import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
@@ -160,10 +161,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       endpointId: string;
       manifestKey: string;
       indexes: number[];
+      /** Name a webhook (per item) in each request. */
+      webhook?: boolean;
     }): Promise<{ results: SubmitItemResult[] }> {
       const { workflowId } = context();
       const lines = await store.readLines(input.manifestKey, input.indexes);
-      const webhook = deps.webhookUrlFor?.(workflowId);
+      const webhook = input.webhook === false ? undefined : deps.webhookUrlFor?.(workflowId);
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
           let request: JobRequestInput;
@@ -214,6 +217,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const { info, runId } = context();
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
+      // One listener per status call in flight on this one signal.
+      setMaxListeners(input.items.length + 10, signal);
       const inlineMaxBytes = input.inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES;
       const pending = new Map(input.items.map((item) => [item[0], item]));
       const changes: ItemChange[] = [];

@@ -16,6 +16,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { z } from 'zod';
+import { batchWantsHintQuery } from '../workflows/batch-definitions';
 import { jobWebhookSignal } from '../workflows/definitions';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
 import { createLogger, type Logger } from './logger';
@@ -71,7 +72,7 @@ export interface WebhookGateway {
   close(): Promise<void>;
 }
 
-type Outcome = 'signalled' | 'workflow-closed' | 'temporal-unavailable';
+type Outcome = 'signalled' | 'not-needed' | 'workflow-closed' | 'temporal-unavailable';
 
 async function deliver(
   client: Client,
@@ -80,6 +81,18 @@ async function deliver(
   timeoutMs: number,
   item?: number,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
+  if (item !== undefined) {
+    // A batch's job: a query (no history event) first, and a signal only for a possible orphan.
+    try {
+      const wanted = await client.withDeadline(Date.now() + timeoutMs, () =>
+        client.workflow.getHandle(workflowId).query(batchWantsHintQuery, { item, jobId: body.id }),
+      );
+      if (!wanted) return { outcome: 'not-needed' };
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return { outcome: 'workflow-closed' };
+      // Anything else: the signal below decides (a hint too many is harmless).
+    }
+  }
   try {
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
     // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
@@ -197,7 +210,11 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
       }
       request.log.info(
         fields,
-        outcome === 'signalled' ? 'webhook delivered' : 'webhook for a closed or unknown workflow ignored',
+        outcome === 'signalled'
+          ? 'webhook delivered'
+          : outcome === 'not-needed'
+            ? 'webhook of a batch job the batch watches anyway: not signalled'
+            : 'webhook for a closed or unknown workflow ignored',
       );
       return reply.code(200).send({ received: true });
     },

@@ -5,6 +5,13 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { BatchProgress } from './batch-input';
 
+/**
+ * Asked by the gateway before it signals a batch: only the webhook of a job that may be an orphan
+ * of an uncertain submit is worth a signal (an event in history); the watcher sees the others.
+ */
+export const batchWantsHintQuery = defineQuery<boolean, [{ item: number; jobId: string }]>(
+  'serverlessBatchWantsHint',
+);
 export const batchProgressQuery = defineQuery<BatchProgress>('serverlessBatchProgress');
 /** Stops submitting new items; jobs in flight carry on. */
 export const pauseBatchSignal = defineSignal('serverlessBatchPause');

@@ -26,6 +26,7 @@ import {
   log,
   proxyActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
@@ -33,6 +34,7 @@ import type { Polling } from '../activities/job-types';
 import { JOB_LIMITS } from '../api/schemas/job';
 import {
   batchProgressQuery,
+  batchWantsHintQuery,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
@@ -74,6 +76,7 @@ const PARALLEL_SUBMITS = 2;
 const WATCH_HOLD_MS = 2_000;
 const MAX_PENDING_HINTS = 1_000;
 const RECORD_CHUNK = 2_000;
+const RETRY_GRID_MS = 1_000;
 const CANCEL_CHUNK = 1_000;
 
 /** A job in flight (or finished and waiting for its /retry). */
@@ -204,12 +207,15 @@ class Batch {
   private readonly byIndex = new Map<number, Item>();
   // What runs now (never carried: a run starts with no activity of its own).
   private submitting = 0;
+  /** Items of the pages being submitted: an orphan's webhook may come before the submit's answer. */
+  private readonly sending = new Set<number>();
   private submitsRunning = 0;
   private retryRunning = false;
   private recordRunning = false;
   private watch?: CancellationScope;
   private draining = false;
   private dirty = 0;
+  private timer?: { due: number; scope: CancellationScope };
 
   constructor(options: ParsedBatchInput, carried: BatchState | undefined) {
     this.o = options;
@@ -248,6 +254,7 @@ class Batch {
 
   listen(): void {
     setHandler(batchProgressQuery, () => this.progress());
+    setHandler(batchWantsHintQuery, ({ item, jobId }) => this.wantsHint(item, jobId));
     setHandler(pauseBatchSignal, () => {
       this.s.paused = true;
       this.bump();
@@ -277,11 +284,16 @@ class Batch {
       this.s.webhooks += 1;
       // Only an orphan (a job id no item has, naming an item waiting on an uncertain submit) matters:
       // every known job is looked at by the watcher anyway.
-      if (typeof item !== 'number' || !this.s.uncertain.some((u) => u.i === item)) return;
+      if (typeof item !== 'number' || !this.wantsHint(item, jobId)) return;
       this.s.hints.push({ jobId, item });
       if (this.s.hints.length > MAX_PENDING_HINTS) this.s.hints.shift();
       this.bump();
     });
+  }
+
+  private wantsHint(item: number, jobId: string): boolean {
+    if (!this.sending.has(item) && !this.s.uncertain.some((u) => u.i === item)) return false;
+    return !this.s.inflight.some((known) => known.id === jobId);
   }
 
   async stage(): Promise<void> {
@@ -317,10 +329,32 @@ class Batch {
       }
       if (this.finished()) return this.finish();
       const seen = this.dirty;
-      const due = this.nextDue();
-      if (due === undefined) await condition(() => this.dirty !== seen);
-      else await condition(() => this.dirty !== seen, Math.max(due - Date.now(), 1));
+      this.wakeAt(this.nextDue());
+      await condition(() => this.dirty !== seen);
     }
+  }
+
+  /**
+   * One timer for the next due time, kept while that time stands: a timer per loop turn would add
+   * two events to every workflow task.
+   */
+  private wakeAt(due: number | undefined): void {
+    if (due === this.timer?.due) return;
+    this.timer?.scope.cancel();
+    this.timer = undefined;
+    if (due === undefined) return;
+    const scope = new CancellationScope();
+    const timer = { due, scope };
+    this.timer = timer;
+    scope
+      .run(() => sleep(Math.max(due - Date.now(), 1)))
+      .then(
+        () => {
+          if (this.timer === timer) this.timer = undefined;
+          this.bump();
+        },
+        () => undefined,
+      );
   }
 
   private runIsFull(): boolean {
@@ -357,10 +391,12 @@ class Batch {
     );
   }
 
+  /** The next time something falls due; what is due already waits for a bump (an activity ending). */
   private nextDue(): number | undefined {
+    const now = Date.now();
     let due: number | undefined;
     const consider = (at: number | undefined) => {
-      if (at !== undefined && (due === undefined || at < due)) due = at;
+      if (at !== undefined && at > now && (due === undefined || at < due)) due = at;
     };
     for (const q of this.s.queue) consider(q.at);
     for (const item of this.s.inflight) if (!item.rq) consider(item.retryAt);
@@ -399,12 +435,15 @@ class Batch {
     const sentAt = Date.now();
     this.submitting += page.length;
     this.submitsRunning += 1;
+    for (const q of page) this.sending.add(q.i);
     const { submitTimeout } = this.o.job;
     CancellationScope.nonCancellable(() =>
       submitActivities(submitTimeout, page.length).submitBatchPage({
         endpointId: this.o.endpointId,
         manifestKey: this.s.manifestKey,
         indexes: page.map((q) => q.i),
+        // Only an orphan that may be adopted needs a webhook; every other job is watched.
+        webhook: this.o.job.uncertainSubmitWait > 0,
       }),
     )
       .then(
@@ -423,6 +462,7 @@ class Batch {
         },
       )
       .finally(() => {
+        for (const q of page) this.sending.delete(q.i);
         this.submitting -= page.length;
         this.submitsRunning -= 1;
         this.bump();
@@ -500,10 +540,15 @@ class Batch {
   /** An orphan's webhook names its item: that job becomes the item's (the watcher confirms it). */
   private adoptOrphans(): void {
     const s = this.s;
+    const keep: BatchState['hints'] = [];
     while (s.hints.length > 0) {
       const hint = s.hints.shift() as { jobId: string; item?: number };
       const index = s.uncertain.findIndex((u) => u.i === hint.item);
-      if (index < 0 || this.s.inflight.some((item) => item.id === hint.jobId)) continue;
+      if (index < 0 || this.s.inflight.some((item) => item.id === hint.jobId)) {
+        // Its submit has not answered yet: kept until it does.
+        if (hint.item !== undefined && this.sending.has(hint.item)) keep.push(hint);
+        continue;
+      }
       const [u] = s.uncertain.splice(index, 1) as [Uncertain];
       log.info('adopted the job of an uncertain submit from its webhook', { item: u.i, jobId: hint.jobId });
       const item: Item = {
@@ -519,6 +564,7 @@ class Batch {
       s.inflight.push(item);
       this.byIndex.set(item.i, item);
     }
+    s.hints.push(...keep);
   }
 
   // --- watching
@@ -538,7 +584,7 @@ class Batch {
           batchKey: this.s.batchKey,
           items,
           polling: this.polling,
-          returnAfter: Math.max(1, Math.floor(items.length / 10)),
+          returnAfter: Math.max(1, Math.floor(items.length / 4)),
           holdMs: WATCH_HOLD_MS,
           ...(this.o.job.outputInlineMaxBytes === undefined
             ? {}
@@ -595,7 +641,8 @@ class Batch {
       case 'retry':
         item.st = status;
         item.fin = now;
-        item.retryAt = now + decision.backoffMs;
+        // On a whole second: the retries of items that failed close together go out as one.
+        item.retryAt = Math.ceil((now + decision.backoffMs) / RETRY_GRID_MS) * RETRY_GRID_MS;
     }
   }
 
