@@ -218,7 +218,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
       // One listener per status call in flight on this one signal.
-      setMaxListeners(input.items.length + 10, signal);
+      setMaxListeners(2 * input.items.length + 10, signal);
       const inlineMaxBytes = input.inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES;
       const pending = new Map(input.items.map((item) => [item[0], item]));
       const changes: ItemChange[] = [];
