@@ -128,18 +128,22 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           throw badRequest('items.manifest.key', 'must be a key of the batch store');
         manifestKey = items.manifest.key;
       } else {
-        // The failed items of an earlier batch, from its own manifest.
+        // The items of an earlier batch that did not complete (failed or never started), from its manifest.
         const [meta] = await store.readLines(`${items.redrive.key}/meta.jsonl`, [0]);
-        const source = (JSON.parse(meta as string) as { manifestKey: string }).manifestKey;
-        const failed: number[] = [];
-        for (const part of await store.list(`${items.redrive.key}/failures`)) {
+        const { manifestKey: source, total } = JSON.parse(meta as string) as {
+          manifestKey: string;
+          total: number;
+        };
+        const completed = new Set<number>();
+        for (const part of await store.list(`${items.redrive.key}/results`)) {
           const count = await store.countLines(part);
           const lines = await store.readLines(
             part,
             Array.from({ length: count }, (_, k) => k),
           );
-          for (const line of lines) failed.push((JSON.parse(line) as BatchResultLine).index);
+          for (const line of lines) completed.add((JSON.parse(line) as BatchResultLine).index);
         }
+        const failed = Array.from({ length: total }, (_, k) => k).filter((k) => !completed.has(k));
         failed.sort((a, b) => a - b);
         manifestKey = `${batchKey}/items.jsonl`;
         await store.writeLines(manifestKey, failed.length === 0 ? [] : await store.readLines(source, failed));

@@ -184,22 +184,29 @@ async function finishedSummary(client: Client, batch: string | BatchHandle): Pro
 }
 
 /**
- * A new batch of the failed items of a finished one (same endpoint and options). Its results number
- * the items from 0 in the order they had in the first batch.
+ * A new batch of the items of a finished one that did not complete (failed, or never started when
+ * it stopped), with the same endpoint and options. Its results number them from 0, in their order.
  */
 export async function redriveBatch(
   client: Client,
   batch: string | BatchHandle,
   options: StartBatchOptions,
+  /** Options to change for the redrive (more retries, say). */
+  changes: Partial<Pick<BatchInput, 'job' | 'maxConcurrency' | 'failureTolerance' | 'pageSize'>> = {},
 ): Promise<BatchHandle> {
   const handle = handleOf(client, batch);
   const summary = await finishedSummary(client, handle);
-  if (summary.failures === 0) throw new ValidationError('batch', 'has no failed items to redrive');
+  if (summary.counts.completed === summary.total)
+    throw new ValidationError('batch', 'has no failed items to redrive');
   const history = await handle.fetchHistory();
   const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
   if (!payload) throw new Error(`the input of batch ${handle.workflowId} could not be read`);
   const original = defaultPayloadConverter.fromPayload(payload) as BatchInput;
-  return startBatch(client, { ...original, items: { redrive: { key: summary.results.key } } }, options);
+  return startBatch(
+    client,
+    { ...original, ...changes, items: { redrive: { key: summary.results.key } } },
+    options,
+  );
 }
 
 /** The worker's RESULT_STORE_DIR (the local store lives in its `batches` folder), or a store. */
