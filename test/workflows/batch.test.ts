@@ -111,7 +111,7 @@ describe('batch workflow', () => {
       failureOf((await start(queue, input({ failureTolerance: { percentage: 10 } }))).result()),
     );
     expect(failure.type).toBe('BatchToleranceExceeded');
-    expect((failure.details?.[0] as BatchSummary).counts.failed).toBe(3);
+    expect((failure.details?.[0] as BatchSummary | undefined)?.counts.failed).toBe(3);
   });
 
   it('retries a failed item with /retry, and follows onUncertainSubmit for uncertain submits', async () => {
