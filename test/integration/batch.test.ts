@@ -162,6 +162,32 @@ describe('batch engine on the emulator', () => {
     expect([...first, ...outputs].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
   }, 300_000);
 
+  it('adopts the orphans of uncertain submits by their webhooks, each item submitted once', async () => {
+    const endpointId = stack.endpoint({ workersMin: 0, workersMax: 50 });
+    // The service creates these jobs but the answers are lost: five uncertain submits.
+    stack.control.injectFault({ operation: 'run', endpointId, kind: 'drop-after', times: 5 });
+    const inline = Array.from({ length: 50 }, (_, i) => ({ input: { output: { index: i } } }));
+    const handle = await startBatch(
+      stack.client,
+      { endpointId, items: { inline }, job: { uncertainSubmitWait: '2 minutes' }, pageSize: 10 },
+      { workflowId: `batch-orphans-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitBatch(stack.client, handle);
+    expect(summary).toMatchObject({
+      counts: { completed: 50, uncertain: 0 },
+      uncertainSubmits: 5,
+      submissions: 50,
+    });
+    expect(stack.control.submissions(endpointId)).toBe(50);
+    // The gateway signalled only the webhooks of possible orphans; the watcher saw the rest.
+    expect(summary.webhooks).toBeGreaterThanOrEqual(5);
+    expect(summary.webhooks).toBeLessThan(50);
+    const lines = await linesOf(summary);
+    expect(lines.map((line) => (line.output as { index: number }).index).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i),
+    );
+  }, 300_000);
+
   it('cancels every job in flight at the service, then ends cancelled', async () => {
     const endpointId = stack.endpoint({ workersMin: 0, workersMax: 100 });
     // An hour of service time each: they run until cancelled.
