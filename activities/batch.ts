@@ -171,6 +171,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const { workflowId } = context();
       const lines = await store.readLines(input.manifestKey, input.indexes);
       const webhook = input.webhook === false ? undefined : deps.webhookUrlFor?.(workflowId);
+      // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
+      // from the timeout and only the rest of the page counts as uncertain.
+      const created: Array<{ i: number; id: string; ttl?: number }> = [];
+      const ctx = Context.current();
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
           let request: JobRequestInput;
@@ -187,7 +191,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           try {
             const submitted = await client.jobs.run(input.endpointId, body);
             const ttl = request.policy?.ttl;
-            return { i, id: submitted.id, ...(ttl === undefined ? {} : { ttl }) };
+            const result = { i, id: submitted.id, ...(ttl === undefined ? {} : { ttl }) };
+            created.push(result);
+            ctx.heartbeat({ created });
+            return result;
           } catch (error) {
             if (error instanceof ValidationError)
               return { i, rejected: { type: 'BadRequest', message: error.message, retryable: false } };

@@ -27,6 +27,7 @@ import {
   proxyActivities,
   setHandler,
   sleep,
+  TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
@@ -163,8 +164,29 @@ const watchActivities = proxyActivities<BatchActivities>({
 function submitActivities(submitTimeoutMs: number, pageSize: number) {
   return proxyActivities<BatchActivities>({
     startToCloseTimeout: submitTimeoutMs + pageSize * 200,
+    // A dead worker is noticed within this; its last heartbeat names the jobs it had created.
+    heartbeatTimeout: Math.min(submitTimeoutMs, 30_000),
     retry: { maximumAttempts: 1 },
   });
+}
+
+/** The jobs a submit that never answered had created, from its last heartbeat. */
+function createdBeforeTimeout(error: unknown): Map<number, { i: number; id: string; ttl?: number }> {
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  const details =
+    cause instanceof TimeoutFailure ? (cause.lastHeartbeatDetails as { created?: unknown }) : undefined;
+  const created = Array.isArray(details?.created) ? details.created : [];
+  const out = new Map<number, { i: number; id: string; ttl?: number }>();
+  for (const entry of created as Array<{ i?: unknown; id?: unknown; ttl?: unknown }>) {
+    if (typeof entry?.i === 'number' && typeof entry.id === 'string') {
+      out.set(entry.i, {
+        i: entry.i,
+        id: entry.id,
+        ...(typeof entry.ttl === 'number' ? { ttl: entry.ttl } : {}),
+      });
+    }
+  }
+  return out;
 }
 
 const emptyCounts = (): BatchCounts => ({
@@ -455,10 +477,17 @@ class Batch {
           }
         },
         (error: unknown) => {
-          // The activity never answered (a timeout, a dead worker): any of its requests may have gone out.
+          // The activity never answered (a timeout, a dead worker): the jobs its heartbeat named
+          // exist; any other request of the page may have gone out.
           const reason = activityOutcome(error)?.message ?? String(error);
-          for (const entry of page)
-            this.submitted(entry, { i: entry.i, uncertain: reason, armed: true }, sentAt);
+          const created = createdBeforeTimeout(error);
+          for (const entry of page) {
+            this.submitted(
+              entry,
+              created.get(entry.i) ?? { i: entry.i, uncertain: reason, armed: true },
+              sentAt,
+            );
+          }
         },
       )
       .finally(() => {

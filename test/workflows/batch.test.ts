@@ -3,6 +3,7 @@
  * and by percentage, per-item retries, uncertain submits, pause, resume and a concurrency change
  * while running, and cancel. Continue-as-new is in batch-continue.test.ts (on the dev server).
  */
+import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -159,6 +160,35 @@ describe('batch workflow', () => {
     );
     expect(resubmitted).toMatchObject({ counts: { completed: 3 }, submissions: 4, uncertainSubmits: 1 });
     expect(again.submitsPerItem.get(1)).toBe(2);
+  });
+
+  it('after a submit that died mid-page, keeps the jobs its heartbeat named; only the rest are uncertain', async () => {
+    const fake = fakeService(4);
+    let first = true;
+    const activities = {
+      ...fake.activities,
+      async submitBatchPage(request: Parameters<typeof fake.activities.submitBatchPage>[0]) {
+        if (!first) return fake.activities.submitBatchPage(request);
+        first = false;
+        // Items 0 and 1 are created and reported by heartbeat; then the worker "dies" (goes silent).
+        const { results } = await fake.activities.submitBatchPage({ ...request, indexes: [0, 1] });
+        Context.current().heartbeat({ created: results });
+        await Context.current().sleep(8_000);
+        return { results: [] };
+      },
+    };
+    const summary = await withWorker(env, bundle, activities, async (queue) =>
+      (
+        await start(
+          queue,
+          input({ pageSize: 4, job: { submitTimeout: '5 seconds', onUncertainSubmit: 'resubmit' } }),
+        )
+      ).result(),
+    );
+    expect(summary).toMatchObject({ counts: { completed: 4 }, uncertainSubmits: 2, submissions: 6 });
+    // One job each: 0 and 1 from the dead page (adopted from its heartbeat), 2 and 3 sent again.
+    expect([0, 1, 2, 3].map((i) => fake.submitsPerItem.get(i))).toEqual([1, 1, 1, 1]);
+    expect(fake.jobs.size).toBe(4);
   });
 
   it('pauses, resumes and changes its concurrency while running', async () => {
