@@ -1,5 +1,7 @@
 // Every activity factory the worker registers.
 
+export { type BatchActivities, type BatchActivityDeps, createBatchActivities } from './batch';
+export { type BatchStore, createLocalBatchStore } from './batch-store';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
 export { createLocalResultStore, type ResultStore } from './result-store';

@@ -15,6 +15,7 @@ import type {
   TeardownEndpointInput,
   UpdateEndpointInput,
 } from '../workflows/endpoint-input';
+import { addBatchCommands } from './cli-batch';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import {
   connectionOptions,
@@ -335,6 +336,8 @@ export function buildProgram(
     .argument('<workflow-id>')
     .action(async (workflowId: string) => print(io, await getLifecyclePhase(await connect(), workflowId)));
 
+  addBatchCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+
   return program;
 }
 
@@ -357,6 +360,7 @@ export async function runCli(
       io.err(`error: ${error.message}\n`);
       return 2;
     }
+    // A batch over its tolerance already printed its summary; its failure reads like a job's.
     const failure = jobFailureOf(error);
     io.err(
       `error: ${failure ? `${failure.type}: ${failure.message}` : String((error as Error)?.message ?? error)}\n`,

@@ -16,6 +16,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { z } from 'zod';
+import { batchWantsHintQuery } from '../workflows/batch-definitions';
 import { jobWebhookSignal } from '../workflows/definitions';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
 import { createLogger, type Logger } from './logger';
@@ -41,7 +42,14 @@ export type WebhookBody = z.infer<typeof webhookBodySchema>;
 
 const paramsSchema = z.object({ workflowId: z.string().min(1) });
 // A repeated `token` arrives as an array and fails here, as it should.
-const querySchema = z.object({ token: z.string().min(1) });
+const querySchema = z.object({
+  token: z.string().min(1),
+  /** A batch item's index (batches add it to each job's URL so that an orphan names its item). */
+  item: z
+    .string()
+    .regex(/^\d{1,9}$/)
+    .optional(),
+});
 
 export interface WebhookGatewayOptions {
   /** Signals go through it; its namespace is the workflows' namespace. */
@@ -64,19 +72,36 @@ export interface WebhookGateway {
   close(): Promise<void>;
 }
 
-type Outcome = 'signalled' | 'workflow-closed' | 'temporal-unavailable';
+type Outcome = 'signalled' | 'not-needed' | 'workflow-closed' | 'temporal-unavailable';
 
 async function deliver(
   client: Client,
   workflowId: string,
   body: WebhookBody,
   timeoutMs: number,
+  item?: number,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
+  if (item !== undefined) {
+    // A batch's job: a query (no history event) first, and a signal only for a possible orphan.
+    try {
+      const wanted = await client.withDeadline(Date.now() + timeoutMs, () =>
+        client.workflow.getHandle(workflowId).query(batchWantsHintQuery, { item, jobId: body.id }),
+      );
+      if (!wanted) return { outcome: 'not-needed' };
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return { outcome: 'workflow-closed' };
+      // Anything else: the signal below decides (a hint too many is harmless).
+    }
+  }
   try {
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
     // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
     await client.withDeadline(Date.now() + timeoutMs, () =>
-      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, { jobId: body.id, status: body.status }),
+      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, {
+        jobId: body.id,
+        status: body.status,
+        ...(item === undefined ? {} : { item }),
+      }),
     );
     return { outcome: 'signalled' };
   } catch (error) {
@@ -164,7 +189,14 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         );
         return reply.code(400).send({ error: 'a JSON object with string fields id and status is expected' });
       }
-      const { outcome, error } = await deliver(client, workflowId, body, signalTimeoutMs);
+      const item = querySchema.safeParse(request.query).data?.item;
+      const { outcome, error } = await deliver(
+        client,
+        workflowId,
+        body,
+        signalTimeoutMs,
+        item === undefined ? undefined : Number(item),
+      );
       const fields = { workflowId, jobId: body.id, status: body.status, outcome };
       if (outcome === 'temporal-unavailable') {
         request.log.error(
@@ -178,7 +210,11 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
       }
       request.log.info(
         fields,
-        outcome === 'signalled' ? 'webhook delivered' : 'webhook for a closed or unknown workflow ignored',
+        outcome === 'signalled'
+          ? 'webhook delivered'
+          : outcome === 'not-needed'
+            ? 'webhook of a batch job the batch watches anyway: not signalled'
+            : 'webhook for a closed or unknown workflow ignored',
       );
       return reply.code(200).send({ received: true });
     },

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import {
+  createBatchActivities,
   createEndpointActivities,
   createJobActivities,
   createStackCheckActivities,
@@ -39,6 +40,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createStackCheckActivities(),
     ...createJobActivities(deps),
+    ...createBatchActivities(deps),
     ...createEndpointActivities(deps),
   };
 }

@@ -9,9 +9,12 @@ import type { JobSnapshot } from './job-snapshot';
 
 export type { JobResult, JobSnapshot } from './job-snapshot';
 
-/** The gateway's hint that a job changed; the workflow confirms with /status. */
+/**
+ * The gateway's hint that a job changed; the workflow confirms with /status. `item`: the batch item
+ * the webhook URL named (batches only; a hint like the rest, never trusted without /status).
+ */
 export const jobWebhookSignal =
-  defineSignal<[{ jobId: string; status: JobStatusValue | string }]>('serverlessJobWebhook');
+  defineSignal<[{ jobId: string; status: JobStatusValue | string; item?: number }]>('serverlessJobWebhook');
 
 /** Where the job stands: status, attempts, job ids, timings, last progress, uncertain submits. */
 export const jobSnapshotQuery = defineQuery<JobSnapshot>('serverlessJobSnapshot');

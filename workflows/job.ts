@@ -45,6 +45,16 @@ import {
 } from './job-activities';
 import { activityOutcome, JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
 import { type JobWorkflowInput, type ParsedJobInput, parseJobWorkflowInput } from './job-input';
+import {
+  afterTerminal,
+  goneBeforeRetry,
+  lastLookMarginMs,
+  onExpired,
+  resultsExpireAt,
+  type SubmitKind,
+  ttlDeadline,
+  whyGone,
+} from './job-rules';
 import type { JobResult, JobSnapshot } from './job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
 
@@ -52,9 +62,6 @@ export type { JobWorkflowInput } from './job-input';
 export type { JobResult, JobSnapshot } from './job-snapshot';
 
 const TERMINAL: readonly string[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
-const RETENTION_MS = { run: 30 * 60_000, runsync: 60_000 };
-/** The cap on the retry backoff when the caller set none (or the initial interval, if larger). */
-const DEFAULT_MAX_RETRY_INTERVAL_MS = 10 * 60_000;
 /** How long a stream may take to drain after its job has finished. */
 const STREAM_FINISH_MS = 2 * 60_000;
 /** Bounds on what signals can make the workflow keep. */
@@ -229,8 +236,7 @@ function applyObservation(run: Run, observation: JobObservation): void {
     s.timings.finishedAt = now;
     // An estimate: the job finished at most one polling interval before this; a /retry that comes
     // too late anyway is answered 404, which means the same.
-    const retention = run.job.options.mode === 'runsync' ? RETENTION_MS.runsync : RETENTION_MS.run;
-    run.resultsExpireAt = now + retention;
+    run.resultsExpireAt = resultsExpireAt(now, submitKind(run));
     s.timings.resultsExpireAt = run.resultsExpireAt;
   } else {
     delete s.timings.finishedAt;
@@ -241,8 +247,10 @@ function applyObservation(run: Run, observation: JobObservation): void {
   syncSearchAttributes(run);
 }
 
+const submitKind = (run: Run): SubmitKind => (run.job.options.mode === 'runsync' ? 'runsync' : 'run');
+
 function setDeadline(run: Run, ttlMs: number): void {
-  run.deadline = run.submittedAt + ttlMs;
+  run.deadline = ttlDeadline(run.submittedAt, ttlMs);
   run.s.timings.ttlDeadline = run.deadline;
 }
 
@@ -270,7 +278,7 @@ async function runJob(run: Run): Promise<JobResult> {
     const end = await followJob(run);
     if (end.kind === 'completed') return end.result;
     if (!isTerminal(run.s.status)) await cancelQuietly(run);
-    if (options.onExpired === 'resubmit' && run.s.submissions < options.maxSubmissions) {
+    if (onExpired(options, run.s.submissions) === 'resubmit') {
       log.warn('the job expired; submitting it afresh', { jobId: run.s.jobId, why: end.why });
       continue;
     }
@@ -427,21 +435,15 @@ async function followJob(run: Run): Promise<FollowEnd> {
         details(run),
       );
     }
-    const status = s.status as 'FAILED' | 'TIMED_OUT';
-    if (!options.retry.on.includes(status) || s.retries >= options.retry.maxRetries)
-      throw finalFailure(run, status);
+    const decision = afterTerminal(s.status as 'FAILED' | 'TIMED_OUT', options.retry, s.retries);
+    if (decision.kind === 'give-up') throw finalFailure(run, decision.status);
+    if (decision.kind !== 'retry') throw new Error(`unexpected decision ${decision.kind}`);
 
     s.phase = 'retry-backoff';
-    const { initialInterval, backoffCoefficient, maximumInterval } = options.retry;
-    const backoff = Math.min(
-      initialInterval * backoffCoefficient ** s.retries,
-      maximumInterval ?? Math.max(DEFAULT_MAX_RETRY_INTERVAL_MS, initialInterval),
-    );
-    if (backoff > 0) await sleep(backoff);
-    const now = Date.now();
-    if (now >= run.deadline) return expired(run, 'ttl', 'its ttl passed during the retry backoff');
-    if (now >= run.resultsExpireAt)
-      return expired(run, 'results', 'its results expired during the retry backoff');
+    if (decision.backoffMs > 0) await sleep(decision.backoffMs);
+    const gone = goneBeforeRetry(Date.now(), run.deadline, run.resultsExpireAt);
+    if (gone === 'ttl') return expired(run, 'ttl', 'its ttl passed during the retry backoff');
+    if (gone === 'results') return expired(run, 'results', 'its results expired during the retry backoff');
 
     s.phase = 'retrying';
     let observation: JobObservation;
@@ -516,8 +518,7 @@ async function watchUntilTerminal(run: Run): Promise<Expired | undefined> {
   while (!isTerminal(run.s.status)) {
     run.s.phase = 'waiting';
     // Stop looking a little before the service deletes the job: one last look must still find it.
-    const margin = Math.min(5_000, run.job.ttlMs / 10);
-    const returnBy = run.deadline - margin;
+    const returnBy = run.deadline - lastLookMarginMs(run.job.ttlMs);
     if (Date.now() >= returnBy) return lastLook(run);
     const segment = await watchSegment(run, returnBy);
     if (segment === 'deadline') return lastLook(run);
@@ -625,12 +626,15 @@ function pollerFailed(run: Run, error: unknown): Segment {
     // The service deletes a job at its ttl, or a retention period after it finished. Before our
     // ttl estimate, and with no sight of the job for a whole retention period (a long outage,
     // say), the results expired unseen; otherwise the service's clock reached the ttl first.
-    const now = Date.now();
-    const ttlPassed = now >= run.deadline - Math.min(5_000, run.job.ttlMs / 10);
     const lastAliveAt = outcome.facts.lastAliveAt;
-    const retention = run.job.options.mode === 'runsync' ? RETENTION_MS.runsync : RETENTION_MS.run;
-    const seenRecently = typeof lastAliveAt === 'number' && now - lastAliveAt < retention;
-    return ttlPassed || seenRecently
+    const why = whyGone(
+      Date.now(),
+      run.deadline,
+      run.job.ttlMs,
+      typeof lastAliveAt === 'number' ? lastAliveAt : undefined,
+      submitKind(run),
+    );
+    return why === 'ttl'
       ? expired(run, 'ttl', 'its ttl passed (the service answers 404)')
       : expired(
           run,

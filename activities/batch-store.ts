@@ -1,0 +1,148 @@
+/**
+ * Where batches keep their item lists (manifests) and results: JSONL files under keys. The
+ * interface is small so that a bucket or a database can stand in for the local directory:
+ * - a manifest is read a few lines at a time, by line number, so a million items never sit in
+ *   memory nor in workflow history;
+ * - results are written as whole parts under stable keys (one per activity), so a retried activity
+ *   replaces its part instead of appending a second copy.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { storeKeySchema } from '../workflows/batch-input';
+
+export interface BatchStore {
+  /** Which store this is, as result references name it (`local`). */
+  readonly name: string;
+  /** Number of items (non-blank lines) under `key`. */
+  countLines(key: string): Promise<number>;
+  /** The lines at these item indexes (0-based among non-blank lines), in the order asked. */
+  readLines(key: string, indexes: readonly number[]): Promise<string[]>;
+  /** Writes `lines` as the whole content of `key` (replacing it), atomically. */
+  writeLines(key: string, lines: readonly string[]): Promise<void>;
+  /** Keys directly under `prefix/`, sorted. */
+  list(prefix: string): Promise<string[]>;
+}
+
+export class BatchStoreError extends Error {
+  override readonly name = 'BatchStoreError';
+}
+
+/** The store key of a batch's own files: stable per workflow id, whatever characters it holds. */
+export function batchKeyFor(workflowId: string): string {
+  return `batch-${createHash('sha256').update(workflowId).digest('hex').slice(0, 32)}`;
+}
+
+interface LineIndex {
+  size: number;
+  mtimeMs: number;
+  /** Start offset of each non-blank line, plus the end of the file. */
+  starts: number[];
+  ends: number[];
+}
+
+/** A store in a local directory: a key is a relative path under `root`. */
+export function createLocalBatchStore(root: string): BatchStore {
+  const dir = path.resolve(root);
+  // Line offsets per file, built once per process (a manifest does not change under a batch).
+  const indexes = new Map<string, LineIndex>();
+
+  function fileOf(key: string): string {
+    const checked = storeKeySchema.safeParse(key);
+    if (!checked.success) throw new BatchStoreError(`invalid store key ${JSON.stringify(key)}`);
+    return path.join(dir, key);
+  }
+
+  async function indexOf(key: string): Promise<LineIndex> {
+    const file = fileOf(key);
+    let info: Awaited<ReturnType<typeof stat>>;
+    try {
+      info = await stat(file);
+    } catch (error) {
+      throw new BatchStoreError(`${key} is not in the batch store ${dir}: ${(error as Error).message}`);
+    }
+    const cached = indexes.get(file);
+    if (cached && cached.size === info.size && cached.mtimeMs === info.mtimeMs) return cached;
+    const bytes = await readFile(file);
+    const starts: number[] = [];
+    const ends: number[] = [];
+    let start = 0;
+    for (let at = 0; at <= bytes.length; at++) {
+      if (at === bytes.length || bytes[at] === 0x0a) {
+        let blank = true;
+        for (let k = start; k < at; k++) {
+          const b = bytes[k];
+          if (b !== 0x20 && b !== 0x09 && b !== 0x0d) {
+            blank = false;
+            break;
+          }
+        }
+        if (!blank) {
+          starts.push(start);
+          ends.push(at);
+        }
+        start = at + 1;
+      }
+    }
+    const index = { size: info.size, mtimeMs: info.mtimeMs, starts, ends };
+    indexes.set(file, index);
+    return index;
+  }
+
+  return {
+    name: 'local',
+    async countLines(key) {
+      return (await indexOf(key)).starts.length;
+    },
+    async readLines(key, wanted) {
+      const index = await indexOf(key);
+      const handle = await open(fileOf(key), 'r');
+      try {
+        const out: string[] = [];
+        // Contiguous runs are read in one go (a page of a manifest usually is one run).
+        let k = 0;
+        while (k < wanted.length) {
+          let last = k;
+          while (last + 1 < wanted.length && wanted[last + 1] === (wanted[last] as number) + 1) last++;
+          const first = wanted[k] as number;
+          const end = wanted[last] as number;
+          if (first < 0 || end >= index.starts.length)
+            throw new BatchStoreError(`${key} has no item ${first < 0 ? first : end}`);
+          const from = index.starts[first] as number;
+          const to = index.ends[end] as number;
+          const buffer = Buffer.alloc(to - from);
+          await handle.read(buffer, 0, buffer.length, from);
+          for (let n = first; n <= end; n++) {
+            out.push(
+              buffer.toString('utf8', (index.starts[n] as number) - from, (index.ends[n] as number) - from),
+            );
+          }
+          k = last + 1;
+        }
+        return out;
+      } finally {
+        await handle.close();
+      }
+    },
+    async writeLines(key, lines) {
+      const file = fileOf(key);
+      await mkdir(path.dirname(file), { recursive: true });
+      const temp = `${file}.${randomUUID()}.tmp`;
+      await writeFile(temp, lines.length === 0 ? '' : `${lines.join('\n')}\n`, 'utf8');
+      await rename(temp, file);
+    },
+    async list(prefix) {
+      const folder = fileOf(prefix);
+      let names: string[];
+      try {
+        names = await readdir(folder);
+      } catch {
+        return [];
+      }
+      return names
+        .filter((name) => !name.endsWith('.tmp'))
+        .sort()
+        .map((name) => `${prefix}/${name}`);
+    },
+  };
+}

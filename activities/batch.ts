@@ -1,0 +1,379 @@
+/**
+ * The batch activities: a few activities do the work of many jobs, so a batch holds a handful of
+ * worker slots however many items it has, and no item's request or output ever passes through
+ * workflow history (the activities read the items from the batch store and write the results
+ * there; the workflow sees indexes, job ids and statuses).
+ *
+ * - stageBatchItems: turns the items (inline, a manifest, the failures of an earlier batch) into a
+ *   manifest in the store, checking every line first;
+ * - submitBatchPage: POST /run for a page of items under the client's rate limiter. Never retried
+ *   by Temporal, like the job workflow's submit: per item it answers the job id, a certain failure
+ *   or "uncertain" (the request may have created a job whose id never came back);
+ * - watchBatchJobs: one look at /status for every job in flight; it writes COMPLETED results
+ *   itself and returns the items that finished. When nothing changed it fails with a retryable
+ *   JobUnchanged whose nextRetryDelay is the next polling interval: between looks the server
+ *   holds the timer and no worker holds a slot (see job-wait.ts);
+ * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
+ * - recordBatchResults: the lines of items that ended without output (failures).
+ */
+import { setMaxListeners } from 'node:events';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
+import type { ServiceClient } from '../api/client';
+import { ServiceError, ValidationError } from '../api/errors';
+import type { JobRequestInput } from '../api/schemas/job';
+import {
+  type BatchResultLine,
+  type ItemChange,
+  type SubmitItemResult,
+  storeKeySchema,
+  type WatchedItem,
+} from '../workflows/batch-input';
+import { firstIssue } from '../workflows/input-rules';
+import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
+import { type Polling, submitRequestSchema } from './job-types';
+import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
+import {
+  createLocalResultStore,
+  DEFAULT_INLINE_MAX_BYTES,
+  inlineOrStore,
+  type ResultStore,
+} from './result-store';
+
+export interface BatchActivityDeps {
+  client: Pick<ServiceClient, 'jobs'>;
+  /** The webhook URL for a workflow; absent: jobs are polled only. */
+  webhookUrlFor?: (workflowId: string) => string;
+  /** Manifests and results; default: a local store in `<resultStoreDir>/batches`. */
+  batchStore?: BatchStore;
+  /** Large outputs; default: the local result store in resultStoreDir. */
+  resultStore?: ResultStore;
+  resultStoreDir?: string;
+  inlineMaxBytes?: number;
+  errorMaxChars?: number;
+}
+
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+
+function context() {
+  const { info } = Context.current();
+  const execution = info.workflowExecution;
+  if (!execution)
+    throw ApplicationFailure.nonRetryable('batch activities run for a workflow only', 'BadRequest');
+  return { info, workflowId: execution.workflowId, runId: execution.runId };
+}
+
+function badRequest(field: string, rule: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'BadRequest',
+    message: `invalid batch items: ${field}: ${rule}`,
+    nonRetryable: true,
+    details: [{ field, rule }],
+  });
+}
+
+/** Parses one manifest line into a request; a problem names the line and the field. */
+function requestOf(line: string, index: number): JobRequestInput {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw badRequest(`items line ${index + 1}`, 'must be one JSON object per line');
+  }
+  const parsed = submitRequestSchema.safeParse(value);
+  if (!parsed.success) {
+    const { field, rule } = firstIssue(parsed.error);
+    throw badRequest(`items line ${index + 1}: ${field}`, rule);
+  }
+  return value as JobRequestInput;
+}
+
+export function createBatchActivities(deps: BatchActivityDeps) {
+  const { client } = deps;
+  const resultStoreDir = deps.resultStoreDir ?? '.results';
+  const store = deps.batchStore ?? createLocalBatchStore(`${resultStoreDir}/batches`);
+  const outputs = deps.resultStore ?? createLocalResultStore(resultStoreDir);
+  const errorMaxChars = deps.errorMaxChars ?? 2_000;
+  const shorten = (text: string) => (text.length > errorMaxChars ? `${text.slice(0, errorMaxChars)}…` : text);
+
+  async function checkLines(key: string, total: number): Promise<void> {
+    const page = 1_000;
+    for (let from = 0; from < total; from += page) {
+      const indexes = Array.from({ length: Math.min(page, total - from) }, (_, k) => from + k);
+      const lines = await store.readLines(key, indexes);
+      lines.forEach((line, k) => {
+        requestOf(line, from + k);
+      });
+      Context.current().heartbeat(from);
+    }
+  }
+
+  return {
+    /** The batch's manifest: checked line by line before anything is sent. */
+    async stageBatchItems(input: {
+      items: { inline: unknown[] } | { manifest: { key: string } } | { redrive: { key: string } };
+    }): Promise<{ batchKey: string; manifestKey: string; total: number }> {
+      const { workflowId } = context();
+      const batchKey = batchKeyFor(workflowId);
+      const items = input.items;
+      let manifestKey: string;
+      if ('inline' in items) {
+        manifestKey = `${batchKey}/items.jsonl`;
+        await store.writeLines(
+          manifestKey,
+          items.inline.map((item) => JSON.stringify(item)),
+        );
+      } else if ('manifest' in items) {
+        if (!storeKeySchema.safeParse(items.manifest.key).success)
+          throw badRequest('items.manifest.key', 'must be a key of the batch store');
+        manifestKey = items.manifest.key;
+      } else {
+        // The items of an earlier batch that did not complete (failed or never started), from its manifest.
+        const [meta] = await store.readLines(`${items.redrive.key}/meta.jsonl`, [0]);
+        const { manifestKey: source, total } = JSON.parse(meta as string) as {
+          manifestKey: string;
+          total: number;
+        };
+        const completed = new Set<number>();
+        for (const part of await store.list(`${items.redrive.key}/results`)) {
+          const count = await store.countLines(part);
+          const lines = await store.readLines(
+            part,
+            Array.from({ length: count }, (_, k) => k),
+          );
+          for (const line of lines) completed.add((JSON.parse(line) as BatchResultLine).index);
+        }
+        const failed = Array.from({ length: total }, (_, k) => k).filter((k) => !completed.has(k));
+        failed.sort((a, b) => a - b);
+        manifestKey = `${batchKey}/items.jsonl`;
+        await store.writeLines(manifestKey, failed.length === 0 ? [] : await store.readLines(source, failed));
+      }
+      let total: number;
+      try {
+        total = await store.countLines(manifestKey);
+      } catch (error) {
+        throw badRequest('items.manifest.key', (error as Error).message);
+      }
+      if (total === 0) throw badRequest('items', 'must hold at least one item');
+      await checkLines(manifestKey, total);
+      await store.writeLines(`${batchKey}/meta.jsonl`, [JSON.stringify({ manifestKey, total })]);
+      return { batchKey, manifestKey, total };
+    },
+
+    /** POST /run for each item of the page, at once, paced by the client's rate limiter. */
+    async submitBatchPage(input: {
+      endpointId: string;
+      manifestKey: string;
+      indexes: number[];
+      /** Name a webhook (per item) in each request. */
+      webhook?: boolean;
+    }): Promise<{ results: SubmitItemResult[] }> {
+      const { workflowId } = context();
+      const lines = await store.readLines(input.manifestKey, input.indexes);
+      const webhook = input.webhook === false ? undefined : deps.webhookUrlFor?.(workflowId);
+      // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
+      // from the timeout and only the rest of the page counts as uncertain.
+      const created: Array<{ i: number; id: string; ttl?: number }> = [];
+      const ctx = Context.current();
+      const results = await Promise.all(
+        input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
+          let request: JobRequestInput;
+          try {
+            request = requestOf(lines[k] as string, i);
+          } catch (error) {
+            return {
+              i,
+              rejected: { type: 'BadRequest', message: (error as Error).message, retryable: false },
+            };
+          }
+          // The item rides in the URL so that an orphan of an uncertain submit names its item.
+          const body = webhook ? { ...request, webhook: `${webhook}&item=${i}` } : request;
+          try {
+            const submitted = await client.jobs.run(input.endpointId, body);
+            const ttl = request.policy?.ttl;
+            const result = { i, id: submitted.id, ...(ttl === undefined ? {} : { ttl }) };
+            created.push(result);
+            ctx.heartbeat({ created });
+            return result;
+          } catch (error) {
+            if (error instanceof ValidationError)
+              return { i, rejected: { type: 'BadRequest', message: error.message, retryable: false } };
+            if (error instanceof ServiceError && !error.mayHaveReachedService) {
+              return {
+                i,
+                rejected: { type: error.kind, message: error.message, retryable: error.retryable },
+              };
+            }
+            const message = error instanceof Error ? error.message : String(error);
+            return { i, uncertain: message, armed: webhook !== undefined };
+          }
+        }),
+      );
+      return { results };
+    },
+
+    /**
+     * One look at every job in flight. Returns the items that finished (and, while more finish,
+     * keeps looking for up to holdMs or until returnAfter have); nothing finished: JobUnchanged.
+     */
+    async watchBatchJobs(input: {
+      endpointId: string;
+      batchKey: string;
+      items: WatchedItem[];
+      polling: Polling;
+      returnAfter: number;
+      holdMs: number;
+      inlineMaxBytes?: number;
+    }): Promise<{ changes: ItemChange[]; running: number }> {
+      const { info, runId } = context();
+      const ctx = Context.current();
+      const signal = ctx.cancellationSignal;
+      // One listener per status call in flight on this one signal.
+      setMaxListeners(2 * input.items.length + 10, signal);
+      const inlineMaxBytes = input.inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES;
+      const pending = new Map(input.items.map((item) => [item[0], item]));
+      const changes: ItemChange[] = [];
+      const lines: string[] = [];
+      const started = Date.now();
+      let running = 0;
+      for (;;) {
+        running = 0;
+        let errors = 0;
+        let looked = 0;
+        await Promise.all(
+          [...pending.values()].map(async ([i, jobId, , attempts, submittedAt]) => {
+            let status: Awaited<ReturnType<typeof client.jobs.status>>;
+            try {
+              status = await client.jobs.status(input.endpointId, jobId, { signal });
+            } catch (error) {
+              if (error instanceof ServiceError && error.kind === 'NotFound') {
+                pending.delete(i);
+                changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
+              } else errors++;
+              return;
+            } finally {
+              if (++looked % 200 === 0) ctx.heartbeat(looked);
+            }
+            if (!TERMINAL.has(status.status)) {
+              if (status.status === 'IN_PROGRESS') running++;
+              return;
+            }
+            pending.delete(i);
+            const at = Date.now();
+            const change: ItemChange = { i, status: status.status, at };
+            if (status.delayTime !== undefined) change.delayTime = status.delayTime;
+            if (status.executionTime !== undefined) change.executionTime = status.executionTime;
+            if (status.status === 'FAILED' && status.error !== undefined)
+              change.error = shorten(status.error);
+            if (status.status === 'COMPLETED') {
+              const output =
+                status.output === undefined
+                  ? {}
+                  : await inlineOrStore(
+                      outputs,
+                      `${input.batchKey}/${i}-${jobId}`,
+                      status.output,
+                      inlineMaxBytes,
+                    );
+              const line: BatchResultLine = {
+                index: i,
+                jobId,
+                status: 'COMPLETED',
+                ...output,
+                attempts,
+                submissions: 0,
+                ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
+                ...(change.executionTime !== undefined ? { executionTime: change.executionTime } : {}),
+                submittedAt,
+                finishedAt: at,
+              };
+              lines.push(JSON.stringify(line));
+            }
+            changes.push(change);
+          }),
+        );
+        if (signal.aborted) throw new CancelledFailure('activity cancelled');
+        if (changes.length === 0 && errors > 0 && errors === input.items.length) {
+          throw ApplicationFailure.retryable('no job status could be read', 'StatusUnavailable');
+        }
+        const enough = changes.length >= input.returnAfter || pending.size === 0;
+        if (changes.length > 0 && (enough || Date.now() - started >= input.holdMs)) break;
+        if (changes.length === 0) {
+          const delay = intervalAfter(Date.now() - info.scheduledTimestampMs, input.polling);
+          throw ApplicationFailure.create({
+            type: JOB_UNCHANGED,
+            message: `none of ${input.items.length} jobs finished; next look in ${delay} ms`,
+            nonRetryable: false,
+            nextRetryDelay: delay,
+            category: ApplicationFailureCategory.BENIGN,
+            details: [{ watched: input.items.length, running }],
+          });
+        }
+        ctx.heartbeat(changes.length);
+        await ctx.sleep(Math.min(input.polling.initialIntervalMs, 1_000));
+      }
+      if (lines.length > 0) {
+        // One part per activity: a retried attempt replaces it (the same jobs are still COMPLETED).
+        await store.writeLines(`${input.batchKey}/results/${runId}-${info.activityId}.jsonl`, lines);
+      }
+      return { changes, running };
+    },
+
+    /** POST /retry for each job (same id, original input). */
+    async retryBatchJobs(input: {
+      endpointId: string;
+      items: Array<[number, string]>;
+    }): Promise<{ results: Array<{ i: number; status?: string; gone?: boolean; error?: string }> }> {
+      const results = await Promise.all(
+        input.items.map(async ([i, jobId]) => {
+          try {
+            const answer = await client.jobs.retry(input.endpointId, jobId);
+            return { i, status: answer.status };
+          } catch (error) {
+            if (error instanceof ServiceError && error.kind === 'NotFound') return { i, gone: true };
+            if (error instanceof ServiceError && error.kind === 'BadRequest') {
+              // A repeated call after a lost answer finds the job already re-queued.
+              const now = await client.jobs.status(input.endpointId, jobId).catch(() => undefined);
+              if (now && !TERMINAL.has(now.status)) return { i, status: now.status };
+            }
+            return { i, error: shorten(error instanceof Error ? error.message : String(error)) };
+          }
+        }),
+      );
+      return { results };
+    },
+
+    /** POST /cancel for each job, within the /cancel limits (the client's limiter paces them). */
+    async cancelBatchJobs(input: {
+      endpointId: string;
+      items: Array<[number, string]>;
+    }): Promise<{ results: Array<{ i: number; status?: string; gone?: boolean; error?: string }> }> {
+      let done = 0;
+      const results = await Promise.all(
+        input.items.map(async ([i, jobId]) => {
+          try {
+            const answer = await client.jobs.cancel(input.endpointId, jobId);
+            return { i, status: answer.status };
+          } catch (error) {
+            if (error instanceof ServiceError && error.kind === 'NotFound') return { i, gone: true };
+            return { i, error: shorten(error instanceof Error ? error.message : String(error)) };
+          } finally {
+            Context.current().heartbeat(++done);
+          }
+        }),
+      );
+      return { results };
+    },
+
+    /** The lines of items that ended without output, as one part (replaced if retried). */
+    async recordBatchResults(input: { batchKey: string; lines: BatchResultLine[] }): Promise<void> {
+      const { info, runId } = context();
+      await store.writeLines(
+        `${input.batchKey}/failures/${runId}-${info.activityId}.jsonl`,
+        input.lines.map((line) => JSON.stringify(line)),
+      );
+    },
+  };
+}
+
+export type BatchActivities = ReturnType<typeof createBatchActivities>;

@@ -1,0 +1,168 @@
+/**
+ * The batch engine against a bare loop over api/, in the same run, on the same emulator: N items of
+ * 1 s service time on an endpoint of 200 warm workers, the service's rate limits on (the client's
+ * limiter paces both). Prints the wall times, their ratio, the batch's history events per item and
+ * its number of runs. Asserts nothing.
+ *
+ *   npm run bench:batch [-- --items 2000] [--concurrency 1000] [--workers 200] [--service-ms 1000]
+ *
+ * The bare loop: submit every item at once (the limiter queues them), then look at every job not
+ * finished yet, once a second, until all are. The batch: one serverlessBatch with the items inline,
+ * run by the library's worker (runWorker) in this process, on a dev server of its own.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Runtime } from '@temporalio/worker';
+import { createServiceClient } from '../api';
+import { awaitBatch, startBatch } from '../client/batches';
+import { startEmulator } from '../emulator';
+import { provisionedServers } from '../scripts/servers';
+import { loadWorkerConfig } from '../worker/config';
+import { createLogger } from '../worker/logger';
+import { runWorker } from '../worker/run-worker';
+import { temporalLoggerFor } from '../worker/temporal-logger';
+import { searchAttributeKeys } from '../workflows/search-attributes';
+
+const arg = (name: string, fallback: number) => {
+  const index = process.argv.indexOf(`--${name}`);
+  const value = index >= 0 ? Number(process.argv[index + 1]) : Number.NaN;
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+};
+const ITEMS = Math.round(arg('items', 2_000));
+const CONCURRENCY = Math.round(arg('concurrency', 1_000));
+const WORKERS = Math.round(arg('workers', 200));
+const SERVICE_MS = Math.round(arg('service-ms', 1_000));
+const say = (line: string) => console.log(line);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+
+async function main() {
+  const { temporalCli } = provisionedServers();
+  Runtime.install({
+    logger: temporalLoggerFor(createLogger({ level: 'error' })),
+    telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
+  const apiKey = `sk-bench-${randomUUID()}`;
+  const emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }] });
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
+      ip: '127.0.0.1',
+      ui: false,
+      searchAttributes: searchAttributeKeys,
+      extraArgs: ['--log-level', 'error'],
+    },
+  });
+  const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-batch-'));
+  const service = {
+    apiKey,
+    apiUrl: emulator.apiUrl,
+    graphqlUrl: emulator.graphqlUrl,
+    restUrl: emulator.restUrl,
+  };
+
+  async function warmEndpoint(): Promise<string> {
+    const { id } = emulator.control.createEndpoint(apiKey, {
+      name: `bench-${randomUUID().slice(0, 8)}`,
+      templateId: 'scripted',
+      workersMin: WORKERS,
+      workersMax: WORKERS,
+    });
+    for (;;) {
+      const health = emulator.control.health(id);
+      if (health.workers.idle >= WORKERS) return id;
+      await sleep(200);
+    }
+  }
+  const request = (i: number) => ({ input: { sleepMs: SERVICE_MS, output: { i } } });
+
+  say(`${ITEMS} items of ${SERVICE_MS} ms on ${WORKERS} emulator workers, rate limits on`);
+
+  // --- the bare loop over api/
+  const bareEndpoint = await warmEndpoint();
+  const client = createServiceClient(service);
+  const bareStart = performance.now();
+  const ids = await Promise.all(
+    Array.from({ length: ITEMS }, (_, i) => client.jobs.run(bareEndpoint, request(i)).then((job) => job.id)),
+  );
+  let pending = ids;
+  let statusCalls = 0;
+  while (pending.length > 0) {
+    const statuses = await Promise.all(
+      pending.map((id) => client.jobs.status(bareEndpoint, id).then((status) => status.status)),
+    );
+    statusCalls += pending.length;
+    pending = pending.filter((_, k) => !TERMINAL.has(statuses[k] as string));
+    if (pending.length > 0) await sleep(1_000);
+  }
+  const bareMs = performance.now() - bareStart;
+  await client.close();
+  say(`bare loop: ${(bareMs / 1000).toFixed(1)} s (${statusCalls} status calls)`);
+
+  // --- the batch engine
+  const batchEndpoint = await warmEndpoint();
+  const taskQueue = `bench-batch-${randomUUID()}`;
+  const config = loadWorkerConfig(
+    {
+      TEMPORAL_ADDRESS: env.address,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      SERVERLESS_API_KEY: apiKey,
+      SERVERLESS_API_URL: emulator.apiUrl,
+      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
+      SERVERLESS_REST_URL: emulator.restUrl,
+      RESULT_STORE_DIR: resultDir,
+      WORKER_SHUTDOWN_GRACE_MS: '500',
+    },
+    process.cwd(),
+  );
+  const stop = new AbortController();
+  let worker: Promise<void> = Promise.resolve();
+  await new Promise<void>((resolve, reject) => {
+    worker = runWorker(config, {
+      signal: stop.signal,
+      logger: createLogger({ level: 'error', secrets: [apiKey] }),
+      onReady: () => resolve(),
+    });
+    worker.catch(reject);
+  });
+  const rssBefore = process.memoryUsage().rss;
+  const batchStart = performance.now();
+  const handle = await startBatch(
+    env.client,
+    {
+      endpointId: batchEndpoint,
+      items: { inline: Array.from({ length: ITEMS }, (_, i) => request(i)) },
+      maxConcurrency: CONCURRENCY,
+    },
+    { workflowId: `bench-batch-${randomUUID()}`, taskQueue },
+  );
+  const summary = await awaitBatch(env.client, handle);
+  const batchMs = performance.now() - batchStart;
+  say(
+    `batch: ${(batchMs / 1000).toFixed(1)} s; completed ${summary.counts.completed}/${summary.total}, ` +
+      `submissions ${summary.submissions}, emulator submissions ${emulator.control.submissions(batchEndpoint)}`,
+  );
+  say(
+    `history: ${summary.historyEvents} events in ${summary.runs} run(s) = ` +
+      `${(summary.historyEvents / ITEMS).toFixed(3)} per item; worker RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB ` +
+      `(${(rssBefore / 2 ** 20).toFixed(0)} MiB before)`,
+  );
+  say(`ratio (bare loop time / batch time): ${(bareMs / batchMs).toFixed(2)}`);
+
+  stop.abort();
+  await worker.catch(() => undefined);
+  await env.teardown();
+  await emulator.close();
+  rmSync(resultDir, { recursive: true, force: true });
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,269 @@
+/**
+ * The facade of the batch workflow: start, await, watch, steer and read batches.
+ *
+ * The input is checked here before anything starts: a bad field (an inline item's too) throws
+ * ValidationError naming it. A batch's results are JSONL lines in the batch store; with the local
+ * store, pass the worker's RESULT_STORE_DIR as `store` to read them.
+ */
+import path from 'node:path';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { z } from 'zod';
+import { type BatchStore, createLocalBatchStore } from '../activities/batch-store';
+import { ValidationError } from '../api/errors';
+import { jobRequestBody } from '../api/jobs';
+import type { JobRequestInput } from '../api/schemas/job';
+import type { serverlessBatch } from '../workflows/batch';
+import {
+  batchProgressQuery,
+  pauseBatchSignal,
+  resumeBatchSignal,
+  setBatchConcurrencyUpdate,
+} from '../workflows/batch-definitions';
+import {
+  BATCH_FAILURE,
+  type BatchInput,
+  type BatchProgress,
+  type BatchResultLine,
+  type BatchResultsRef,
+  type BatchSummary,
+  concurrencySchema,
+  parseBatchInput,
+  storeKeySchema,
+} from '../workflows/batch-input';
+import { firstIssue } from '../workflows/input-rules';
+import { DEFAULT_TASK_QUEUE } from './endpoints';
+
+export type {
+  BatchCounts,
+  BatchInput,
+  BatchProgress,
+  BatchResultLine,
+  BatchResultsRef,
+  BatchSummary,
+} from '../workflows/batch-input';
+export { BATCH_FAILURE } from '../workflows/batch-input';
+
+export type BatchHandle = WorkflowHandle<typeof serverlessBatch>;
+
+/** A Temporal payload holds 2 MB; larger item lists go in a manifest (writeBatchManifest). */
+export const MAX_BATCH_INPUT_BYTES = 1_900_000;
+
+const startOptionsSchema = z.strictObject({
+  workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }).max(1000),
+  taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
+});
+export type StartBatchOptions = z.input<typeof startOptionsSchema>;
+
+/** Everything the workflow would refuse, refused here first. */
+export function validateBatchInput(input: BatchInput): void {
+  const parsed = parseBatchInput(input);
+  if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
+  const items = (input as { items: { inline?: JobRequestInput[] } }).items;
+  if (items.inline) {
+    items.inline.forEach((request, k) => {
+      try {
+        jobRequestBody(request, 'run');
+      } catch (error) {
+        if (error instanceof ValidationError)
+          throw new ValidationError(`items.inline.${k}.${error.field}`.replace(/\.$/, ''), error.rule);
+        throw error;
+      }
+    });
+    const bytes = Buffer.byteLength(JSON.stringify(input));
+    if (bytes > MAX_BATCH_INPUT_BYTES) {
+      throw new ValidationError(
+        'items.inline',
+        `the batch input is ${bytes} bytes; a Temporal payload holds at most ${MAX_BATCH_INPUT_BYTES}: ` +
+          'write the items to a manifest (writeBatchManifest) and pass { manifest: { key } }',
+      );
+    }
+  }
+}
+
+/** Starts a batch, or returns the one already started with this workflow id. */
+export async function startBatch(
+  client: Client,
+  input: BatchInput,
+  options: StartBatchOptions,
+): Promise<BatchHandle> {
+  validateBatchInput(input);
+  const parsed = startOptionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const { field, rule } = firstIssue(parsed.error, 'options');
+    throw new ValidationError(field, rule);
+  }
+  const { workflowId, taskQueue } = parsed.data;
+  try {
+    return await client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+      taskQueue,
+      workflowId,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
+    throw error;
+  }
+}
+
+const handleOf = (client: Client, batch: string | BatchHandle): BatchHandle =>
+  typeof batch === 'string' ? client.workflow.getHandle<typeof serverlessBatch>(batch) : batch;
+
+/**
+ * The batch's summary. A batch over its failure tolerance throws WorkflowFailedError; its summary
+ * is in `batchFailureOf(error).summary`.
+ */
+export async function awaitBatch(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
+  return handleOf(client, batch).result();
+}
+
+export interface BatchFailure {
+  type: string;
+  message: string;
+  /** BatchToleranceExceeded: the same summary a successful batch returns. */
+  summary?: BatchSummary;
+}
+
+/** The typed failure inside what awaitBatch threw (undefined for anything else, e.g. a cancellation). */
+export function batchFailureOf(error: unknown): BatchFailure | undefined {
+  const cause = error instanceof WorkflowFailedError ? error.cause : error;
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  const summary =
+    cause.type === BATCH_FAILURE.toleranceExceeded
+      ? (cause.details?.[0] as BatchSummary | undefined)
+      : undefined;
+  return { type: cause.type ?? 'Error', message: cause.message, ...(summary ? { summary } : {}) };
+}
+
+export function getBatchProgress(client: Client, batch: string | BatchHandle): Promise<BatchProgress> {
+  return handleOf(client, batch).query(batchProgressQuery);
+}
+
+/** Cancels the batch: every job in flight is cancelled at the service, then it ends as cancelled. */
+export async function cancelBatch(client: Client, batch: string | BatchHandle): Promise<void> {
+  await handleOf(client, batch).cancel();
+}
+
+/** No new submissions until resumeBatch; jobs in flight carry on. */
+export async function pauseBatch(client: Client, batch: string | BatchHandle): Promise<void> {
+  await handleOf(client, batch).signal(pauseBatchSignal);
+}
+
+export async function resumeBatch(client: Client, batch: string | BatchHandle): Promise<void> {
+  await handleOf(client, batch).signal(resumeBatchSignal);
+}
+
+/** Sets how many jobs may be in flight; returns the previous value. */
+export async function setBatchConcurrency(
+  client: Client,
+  batch: string | BatchHandle,
+  maxConcurrency: number,
+): Promise<number> {
+  const checked = concurrencySchema.safeParse(maxConcurrency);
+  if (!checked.success)
+    throw new ValidationError('maxConcurrency', checked.error.issues[0]?.message ?? 'is invalid');
+  return handleOf(client, batch).executeUpdate(setBatchConcurrencyUpdate, { args: [checked.data] });
+}
+
+/** The summary of a finished batch, whether it succeeded or went over its tolerance. */
+async function finishedSummary(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
+  try {
+    return await awaitBatch(client, batch);
+  } catch (error) {
+    const summary = batchFailureOf(error)?.summary;
+    if (summary) return summary;
+    throw error;
+  }
+}
+
+/**
+ * A new batch of the items of a finished one that did not complete (failed, or never started when
+ * it stopped), with the same endpoint and options. Its results number them from 0, in their order.
+ */
+export async function redriveBatch(
+  client: Client,
+  batch: string | BatchHandle,
+  options: StartBatchOptions,
+  /** Options to change for the redrive (more retries, say). */
+  changes: Partial<Pick<BatchInput, 'job' | 'maxConcurrency' | 'failureTolerance' | 'pageSize'>> = {},
+): Promise<BatchHandle> {
+  const handle = handleOf(client, batch);
+  const summary = await finishedSummary(client, handle);
+  if (summary.counts.completed === summary.total)
+    throw new ValidationError('batch', 'has no failed items to redrive');
+  const history = await handle.fetchHistory();
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload) throw new Error(`the input of batch ${handle.workflowId} could not be read`);
+  const original = defaultPayloadConverter.fromPayload(payload) as BatchInput;
+  return startBatch(
+    client,
+    { ...original, ...changes, items: { redrive: { key: summary.results.key } } },
+    options,
+  );
+}
+
+/** The worker's RESULT_STORE_DIR (the local store lives in its `batches` folder), or a store. */
+export type BatchStoreOption = string | BatchStore;
+
+const storeOf = (store: BatchStoreOption): BatchStore =>
+  typeof store === 'string' ? createLocalBatchStore(path.join(store, 'batches')) : store;
+
+/**
+ * The result lines of a batch, one per item (with its index; not in item order). `only: 'failures'`
+ * reads the items that did not complete.
+ */
+export async function* readBatchResults(
+  results: BatchResultsRef | BatchSummary,
+  options: { store: BatchStoreOption; only?: 'failures' },
+): AsyncIterable<BatchResultLine> {
+  const ref = 'results' in results ? results.results : results;
+  const store = storeOf(options.store);
+  const seen = new Set<number>();
+  const folders = options.only === 'failures' ? ['failures'] : ['results', 'failures'];
+  for (const folder of folders) {
+    for (const part of await store.list(`${ref.key}/${folder}`)) {
+      const count = await store.countLines(part);
+      for (let from = 0; from < count; from += 1_000) {
+        const indexes = Array.from({ length: Math.min(1_000, count - from) }, (_, k) => from + k);
+        for (const text of await store.readLines(part, indexes)) {
+          const line = JSON.parse(text) as BatchResultLine;
+          // A line written twice (an activity whose answer was lost, then done again) counts once.
+          if (seen.has(line.index)) continue;
+          seen.add(line.index);
+          yield line;
+        }
+      }
+    }
+  }
+}
+
+/** Writes job requests as a manifest under `key`, for `items: { manifest: { key } }`. */
+export async function writeBatchManifest(
+  store: BatchStoreOption,
+  key: string,
+  requests: Iterable<JobRequestInput>,
+): Promise<{ key: string; count: number }> {
+  if (!storeKeySchema.safeParse(key).success)
+    throw new ValidationError('key', 'must be a relative path of letters, digits, . _ - segments');
+  const lines: string[] = [];
+  let k = 0;
+  for (const request of requests) {
+    try {
+      lines.push(jobRequestBody(request, 'run'));
+    } catch (error) {
+      if (error instanceof ValidationError)
+        throw new ValidationError(`items.${k}.${error.field}`, error.rule);
+      throw error;
+    }
+    k += 1;
+  }
+  await storeOf(store).writeLines(key, lines);
+  return { key, count: lines.length };
+}

@@ -1,0 +1,237 @@
+/**
+ * `durable-serverless batch ...`: start, watch, steer and read batches from the shell.
+ *
+ *   npm run cli -- batch start nightly --endpoint ep-1 --items @items.jsonl --tolerate 5% --wait
+ *   npm run cli -- batch status nightly --watch
+ *   npm run cli -- batch results nightly --store .results > results.jsonl
+ *
+ * Progress goes to stderr (a line per second), results and summaries to stdout, so both pipe well.
+ */
+import { readFileSync } from 'node:fs';
+import type { Client } from '@temporalio/client';
+import type { Command } from 'commander';
+import { ValidationError } from '../api/errors';
+import type { JobRequestInput } from '../api/schemas/job';
+import type { BatchProgress } from '../workflows/batch-input';
+import {
+  awaitBatch,
+  type BatchInput,
+  batchFailureOf,
+  cancelBatch,
+  getBatchProgress,
+  pauseBatch,
+  readBatchResults,
+  redriveBatch,
+  resumeBatch,
+  setBatchConcurrency,
+  startBatch,
+} from './batches';
+import { parseInteger, parseJsonObject } from './cli-input';
+
+export interface BatchCliContext {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  connect: () => Promise<Client>;
+  taskQueue: () => string;
+}
+
+/** `--tolerate 5%` (a percentage) or `--tolerate 10` (a count). */
+export function parseTolerance(raw: string): { count: number } | { percentage: number } {
+  const percent = /^(\d+(?:\.\d+)?)%$/.exec(raw.trim());
+  if (percent) return { percentage: Number(percent[1]) };
+  if (/^\d+$/.test(raw.trim())) return { count: Number(raw) };
+  throw new ValidationError('--tolerate', 'must be a count (10) or a percentage (5%)');
+}
+
+/** Job requests from a JSONL file (or a JSON array), `@path`. */
+export function readItems(flag: string, raw: string): JobRequestInput[] {
+  if (!raw.startsWith('@'))
+    throw new ValidationError(flag, 'must be @file (JSONL: one job request per line)');
+  let text: string;
+  try {
+    text = readFileSync(raw.slice(1), 'utf8');
+  } catch (error) {
+    throw new ValidationError(flag, `cannot read ${raw.slice(1)}: ${(error as NodeJS.ErrnoException).code}`);
+  }
+  const trimmed = text.trim();
+  if (trimmed.startsWith('[')) {
+    try {
+      return JSON.parse(trimmed) as JobRequestInput[];
+    } catch {
+      throw new ValidationError(flag, 'must be a JSON array or JSONL');
+    }
+  }
+  return trimmed
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, k) => {
+      try {
+        return JSON.parse(line) as JobRequestInput;
+      } catch {
+        throw new ValidationError(`${flag} line ${k + 1}`, 'must be JSON');
+      }
+    });
+}
+
+const seconds = (ms: number) =>
+  ms >= 3_600_000
+    ? `${Math.floor(ms / 3_600_000)}h${Math.round((ms % 3_600_000) / 60_000)}m`
+    : ms >= 60_000
+      ? `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`
+      : `${Math.round(ms / 1000)}s`;
+
+/** One line: a bar, done of total, failed, in flight, rate, time left. */
+export function progressLine(p: BatchProgress, width = 24): string {
+  const share = p.total > 0 ? p.done / p.total : 0;
+  const filled = Math.round(share * width);
+  const failed = p.done - p.counts.completed;
+  return (
+    `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total} done, ${failed} failed, ` +
+    `${p.inFlight} in flight, ${p.ratePerSecond.toFixed(1)}/s` +
+    (p.etaMs !== undefined && p.done < p.total ? `, ~${seconds(p.etaMs)} left` : '') +
+    (p.paused ? ' (paused)' : '')
+  );
+}
+
+async function watchProgress(
+  ctx: BatchCliContext,
+  workflowId: string,
+  until: Promise<unknown>,
+): Promise<void> {
+  let finished = false;
+  until.then(
+    () => {
+      finished = true;
+    },
+    () => {
+      finished = true;
+    },
+  );
+  while (!finished) {
+    const progress = await getBatchProgress(await ctx.connect(), workflowId).catch(() => undefined);
+    if (progress) ctx.err(`${progressLine(progress)}\n`);
+    await Promise.race([until.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
+  }
+}
+
+export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
+  const print = (value: unknown) => ctx.out(`${JSON.stringify(value, null, 2)}\n`);
+  const batch = program.command('batch').description('run many jobs on one endpoint as one batch');
+
+  async function summaryOrFailure(workflowId: string) {
+    const client = await ctx.connect();
+    const result = awaitBatch(client, workflowId);
+    await watchProgress(ctx, workflowId, result);
+    try {
+      return await result;
+    } catch (error) {
+      const summary = batchFailureOf(error)?.summary;
+      if (summary) print(summary);
+      throw error;
+    }
+  }
+
+  batch
+    .command('start')
+    .description('start a batch (the same id twice is one batch)')
+    .argument('<workflow-id>', 'your id for this batch')
+    .requiredOption('--endpoint <id>', 'endpoint id')
+    .option('--items <@file>', 'job requests: JSONL (one per line) or a JSON array')
+    .option('--manifest <key>', 'or: a JSONL manifest already in the batch store')
+    .option('--max-concurrency <n>', 'jobs in flight at once (default 100)')
+    .option('--tolerate <n|p%>', 'failures tolerated: a count (10) or a percentage (5%)')
+    .option('--options <json>', 'further batch options (job, pageSize...), JSON inline or @file')
+    .option('--wait', 'show progress until the batch ends, then print its summary')
+    .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
+      if (Boolean(flags.items) === Boolean(flags.manifest))
+        throw new ValidationError('--items', 'give either --items @file or --manifest <key>');
+      const input: Record<string, unknown> = {
+        endpointId: flags.endpoint,
+        items:
+          typeof flags.items === 'string'
+            ? { inline: readItems('--items', flags.items) }
+            : { manifest: { key: flags.manifest } },
+      };
+      if (typeof flags.maxConcurrency === 'string')
+        input.maxConcurrency = parseInteger('--max-concurrency', flags.maxConcurrency);
+      if (typeof flags.tolerate === 'string') input.failureTolerance = parseTolerance(flags.tolerate);
+      if (typeof flags.options === 'string')
+        Object.assign(input, parseJsonObject('--options', flags.options));
+      const handle = await startBatch(await ctx.connect(), input as BatchInput, {
+        workflowId,
+        taskQueue: ctx.taskQueue(),
+      });
+      if (!flags.wait) return print({ workflowId: handle.workflowId, started: true });
+      print(await summaryOrFailure(handle.workflowId));
+    });
+
+  batch
+    .command('status')
+    .description("a batch's progress: counts, in flight, rate, time left")
+    .argument('<workflow-id>')
+    .option('--watch', 'a progress line every second until the batch ends, then its summary')
+    .action(async (workflowId: string, flags: { watch?: boolean }) => {
+      if (flags.watch) return print(await summaryOrFailure(workflowId));
+      print(await getBatchProgress(await ctx.connect(), workflowId));
+    });
+
+  batch
+    .command('results')
+    .description("a batch's result lines as JSONL on stdout (one per item)")
+    .argument('<workflow-id>')
+    .requiredOption('--store <dir>', "the worker's RESULT_STORE_DIR")
+    .option('--failures', 'only the items that did not complete')
+    .action(async (workflowId: string, flags: { store: string; failures?: boolean }) => {
+      const client = await ctx.connect();
+      let summary: Awaited<ReturnType<typeof awaitBatch>>;
+      try {
+        summary = await awaitBatch(client, workflowId);
+      } catch (error) {
+        const carried = batchFailureOf(error)?.summary;
+        if (!carried) throw error;
+        summary = carried;
+      }
+      const options = { store: flags.store, ...(flags.failures ? { only: 'failures' as const } : {}) };
+      for await (const line of readBatchResults(summary, options)) ctx.out(`${JSON.stringify(line)}\n`);
+    });
+
+  for (const [name, what, act] of [
+    ['cancel', 'cancel every job in flight, then the batch', cancelBatch],
+    ['pause', 'submit no new items until resumed', pauseBatch],
+    ['resume', 'submit again', resumeBatch],
+  ] as const) {
+    batch
+      .command(name)
+      .description(what)
+      .argument('<workflow-id>')
+      .action(async (workflowId: string) => {
+        await act(await ctx.connect(), workflowId);
+        print({ workflowId, [name]: true });
+      });
+  }
+
+  batch
+    .command('concurrency')
+    .description('set how many jobs may be in flight')
+    .argument('<workflow-id>')
+    .argument('<n>')
+    .action(async (workflowId: string, n: string) => {
+      const previous = await setBatchConcurrency(await ctx.connect(), workflowId, parseInteger('<n>', n));
+      print({ workflowId, maxConcurrency: Number(n), previous });
+    });
+
+  batch
+    .command('redrive')
+    .description('a new batch of the items of a finished one that did not complete')
+    .argument('<workflow-id>', 'the finished batch')
+    .argument('<new-workflow-id>')
+    .option('--wait', 'show progress until the new batch ends, then print its summary')
+    .action(async (workflowId: string, newId: string, flags: { wait?: boolean }) => {
+      const handle = await redriveBatch(await ctx.connect(), workflowId, {
+        workflowId: newId,
+        taskQueue: ctx.taskQueue(),
+      });
+      if (!flags.wait) return print({ workflowId: handle.workflowId, started: true });
+      print(await summaryOrFailure(handle.workflowId));
+    });
+}

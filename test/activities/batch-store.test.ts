@@ -1,0 +1,51 @@
+/** The local batch store: manifests read by item index, parts replaced whole, keys kept inside it. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { batchKeyFor, createLocalBatchStore } from '../../activities/batch-store';
+
+describe('local batch store', () => {
+  const dirs: string[] = [];
+  const fresh = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'batch-store-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('counts items and reads them by index, skipping blank lines, in the order asked', async () => {
+    const dir = fresh();
+    await mkdir(path.join(dir, 'in'), { recursive: true });
+    writeFileSync(path.join(dir, 'in/items.jsonl'), '{"a":0}\n\n{"a":1}\r\n  \n{"a":2}\n{"a":"é3"}');
+    const store = createLocalBatchStore(dir);
+    expect(await store.countLines('in/items.jsonl')).toBe(4);
+    expect(await store.readLines('in/items.jsonl', [1, 2, 3])).toEqual([
+      '{"a":1}\r',
+      '{"a":2}',
+      '{"a":"é3"}',
+    ]);
+    expect(await store.readLines('in/items.jsonl', [3, 0])).toEqual(['{"a":"é3"}', '{"a":0}']);
+    await expect(store.readLines('in/items.jsonl', [4])).rejects.toThrow(/no item 4/);
+  });
+
+  it('replaces a part whole and lists a folder', async () => {
+    const store = createLocalBatchStore(fresh());
+    await store.writeLines('b/results/p1.jsonl', ['1', '2']);
+    await store.writeLines('b/results/p1.jsonl', ['1', '2', '3']);
+    await store.writeLines('b/results/p0.jsonl', ['0']);
+    expect(await store.list('b/results')).toEqual(['b/results/p0.jsonl', 'b/results/p1.jsonl']);
+    expect(await store.countLines('b/results/p1.jsonl')).toBe(3);
+    expect(await store.list('b/none')).toEqual([]);
+  });
+
+  it('refuses keys that leave the store', async () => {
+    const store = createLocalBatchStore(fresh());
+    await expect(store.writeLines('../x.jsonl', [])).rejects.toThrow(/invalid store key/);
+    await expect(store.countLines('/etc/passwd')).rejects.toThrow(/invalid store key/);
+    expect(batchKeyFor('any id / with ../ characters')).toMatch(/^batch-[0-9a-f]{32}$/);
+  });
+});

@@ -1,0 +1,20 @@
+/**
+ * The batch workflow's signals, updates and query, apart from its code so that the client facade
+ * imports definitions only. Webhooks reach a batch by the job workflow's jobWebhookSignal.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { BatchProgress } from './batch-input';
+
+/**
+ * Asked by the gateway before it signals a batch: only the webhook of a job that may be an orphan
+ * of an uncertain submit is worth a signal (an event in history); the watcher sees the others.
+ */
+export const batchWantsHintQuery = defineQuery<boolean, [{ item: number; jobId: string }]>(
+  'serverlessBatchWantsHint',
+);
+export const batchProgressQuery = defineQuery<BatchProgress>('serverlessBatchProgress');
+/** Stops submitting new items; jobs in flight carry on. */
+export const pauseBatchSignal = defineSignal('serverlessBatchPause');
+export const resumeBatchSignal = defineSignal('serverlessBatchResume');
+/** Sets maxConcurrency (1 to 10,000); refused by the validator otherwise. Returns the previous value. */
+export const setBatchConcurrencyUpdate = defineUpdate<number, [number]>('serverlessBatchSetConcurrency');

@@ -1,0 +1,209 @@
+/**
+ * The batch workflow's input, and the shapes it shares with its activities and the facade. The
+ * per-item job options are the job workflow's own fields (same schema, same defaults), taken from
+ * its schema so the two can never drift apart.
+ *
+ * Bundled into workflow code: only zod, api/schemas, input-rules and job-input may be imported here.
+ */
+import { z } from 'zod';
+import { submitRequestSchema } from '../activities/job-types';
+import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { firstIssue } from './input-rules';
+import { jobWorkflowInputSchema } from './job-input';
+
+const job = jobWorkflowInputSchema.shape;
+
+/** Per-item options: the job workflow's fields of the same names, with its defaults. */
+export const batchItemOptionsSchema = z.strictObject({
+  retry: job.retry,
+  onExpired: job.onExpired,
+  onUncertainSubmit: job.onUncertainSubmit,
+  uncertainSubmitWait: job.uncertainSubmitWait,
+  maxSubmissions: job.maxSubmissions,
+  polling: job.polling,
+  outputInlineMaxBytes: job.outputInlineMaxBytes,
+  submitTimeout: job.submitTimeout,
+});
+
+/** A key in the batch store: a relative path of plain segments (no `..`, no leading slash). */
+export const storeKeySchema = z
+  .string()
+  .max(500)
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/, {
+    error: 'must be a relative path of letters, digits, . _ - segments (no leading dot)',
+  });
+
+const itemsSchema = z.union(
+  [
+    z.strictObject({ inline: z.array(submitRequestSchema).min(1, { error: 'must hold at least one item' }) }),
+    z.strictObject({ manifest: z.strictObject({ key: storeKeySchema }) }),
+    /** The failed items of a finished batch (redriveBatch): its store key. */
+    z.strictObject({ redrive: z.strictObject({ key: storeKeySchema }) }),
+  ],
+  { error: 'must be { inline: [requests] }, { manifest: { key } } or { redrive: { key } }' },
+);
+
+export const failureToleranceSchema = z
+  .strictObject({
+    /** Failed items allowed; one more fails the batch. */
+    count: z.int().min(0).optional(),
+    /** Failed items allowed as a percentage of all items; above it the batch fails. */
+    percentage: z.number().min(0).max(100).optional(),
+  })
+  .prefault({});
+
+export const MAX_BATCH_CONCURRENCY = 10_000;
+export const concurrencySchema = z.int().min(1).max(MAX_BATCH_CONCURRENCY);
+
+export const batchInputSchema = z.strictObject({
+  endpointId: pathSegmentSchema,
+  items: itemsSchema,
+  /** Options every item's job runs with (the job workflow's; default: its defaults). */
+  job: batchItemOptionsSchema.prefault({}),
+  /** Jobs in flight at once (submitted and not finished); changeable while running. */
+  maxConcurrency: concurrencySchema.default(100),
+  /** Failures tolerated before the batch fails (default: none). Either bound can fail it. */
+  failureTolerance: failureToleranceSchema,
+  /** Items per submit activity. */
+  pageSize: z.int().min(1).max(1_000).default(100),
+  /** A run continues as new after this many history events (or sooner, when Temporal suggests). */
+  maxEventsPerRun: z.int().min(200).max(40_000).default(2_000),
+});
+
+export type BatchInput = z.input<typeof batchInputSchema>;
+export type ParsedBatchInput = z.infer<typeof batchInputSchema>;
+export type BatchItemOptions = z.infer<typeof batchItemOptionsSchema>;
+
+export function parseBatchInput(
+  raw: unknown,
+): { ok: true; value: ParsedBatchInput } | { ok: false; field: string; rule: string } {
+  const result = batchInputSchema.safeParse(raw);
+  if (!result.success) return { ok: false, ...firstIssue(result.error) };
+  const polling = result.data.job.polling;
+  if (polling?.initialIntervalMs !== undefined && polling.maxIntervalMs !== undefined) {
+    if (polling.maxIntervalMs < polling.initialIntervalMs)
+      return { ok: false, field: 'job.polling.maxIntervalMs', rule: 'must not be below initialIntervalMs' };
+  }
+  return { ok: true, value: result.data };
+}
+
+// ------------------------------------------------------------------------------------------------
+// What crosses between the batch workflow and its activities (compact: it is written to history).
+
+/** One item in flight, as the watcher needs it: [index, jobId, last known status]. */
+export type WatchedItem = [
+  index: number,
+  jobId: string,
+  status: string,
+  attempts: number,
+  submittedAt: number,
+];
+
+/** A submit's answer for one item. */
+export type SubmitItemResult =
+  | { i: number; id: string; ttl?: number }
+  /** The service certainly did not act on it. */
+  | { i: number; rejected: { type: string; message: string; retryable: boolean } }
+  /** It may have created a job whose id never arrived. */
+  | { i: number; uncertain: string; armed: boolean };
+
+/** A status change the watcher saw (COMPLETED lines are already written by it). */
+export interface ItemChange {
+  i: number;
+  status: string;
+  error?: string;
+  delayTime?: number;
+  executionTime?: number;
+  /** 404: the service no longer knows the job. */
+  gone?: boolean;
+  at: number;
+}
+
+/** One line of a batch's results (JSONL): what happened to one item. */
+export interface BatchResultLine {
+  index: number;
+  jobId?: string;
+  /** COMPLETED, FAILED, TIMED_OUT, CANCELLED, EXPIRED, UNCERTAIN or REJECTED. */
+  status: string;
+  output?: unknown;
+  outputRef?: unknown;
+  error?: string;
+  attempts: number;
+  submissions: number;
+  delayTime?: number;
+  executionTime?: number;
+  submittedAt?: number;
+  finishedAt?: number;
+}
+
+/** Where a batch's results live: `<key>/results/*.jsonl` and `<key>/failures/*.jsonl` in the batch store. */
+export interface BatchResultsRef {
+  kind: 'serverless-batch-results';
+  store: string;
+  key: string;
+}
+
+export interface BatchCounts {
+  completed: number;
+  failed: number;
+  timedOut: number;
+  expired: number;
+  cancelled: number;
+  uncertain: number;
+  rejected: number;
+}
+
+export interface BatchSummary {
+  batchId: string;
+  endpointId: string;
+  total: number;
+  counts: BatchCounts;
+  /** Items that ended any other way than COMPLETED. */
+  failures: number;
+  /** Items never submitted (the batch stopped: tolerance exceeded or cancelled). */
+  notStarted: number;
+  /** POST /run calls that may have created a job, uncertain ones included. */
+  submissions: number;
+  uncertainSubmits: number;
+  retries: number;
+  webhooks: number;
+  toleranceExceeded: boolean;
+  cancelled: boolean;
+  results: BatchResultsRef;
+  /** The same store key; readBatchResults(..., { only: 'failures' }) reads only these. */
+  failuresRef: BatchResultsRef & { only: 'failures' };
+  /** The item list the batch ran (the manifest, or the staged inline items). */
+  manifestKey: string;
+  startedAt: number;
+  elapsedMs: number;
+  runs: number;
+  /** History events of all the batch's runs together. */
+  historyEvents: number;
+}
+
+export interface BatchProgress {
+  batchId: string;
+  total: number;
+  /** Items handed to the service so far (next index to submit). */
+  cursor: number;
+  counts: BatchCounts;
+  done: number;
+  inFlight: number;
+  paused: boolean;
+  maxConcurrency: number;
+  /** Items done per second since the start, and the time left at that rate. */
+  ratePerSecond: number;
+  etaMs?: number;
+  submissions: number;
+  uncertainSubmits: number;
+  retries: number;
+  runs: number;
+  historyEvents: number;
+  startedAt: number;
+  toleranceExceeded: boolean;
+}
+
+export const BATCH_FAILURE = {
+  toleranceExceeded: 'BatchToleranceExceeded',
+  badRequest: 'BadRequest',
+} as const;

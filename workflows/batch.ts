@@ -1,0 +1,936 @@
+/**
+ * The batch workflow: many items on one endpoint, each a remote job, in a sliding window of at most
+ * `maxConcurrency` jobs in flight, at the pace of the client's rate limiter.
+ *
+ * - Items live in the batch store (a manifest); the workflow carries a cursor. A page of items is
+ *   submitted by one activity, and one watcher activity follows every job in flight; outputs go
+ *   from the watcher to the results file. History holds indexes, job ids, statuses and counters.
+ * - Each item follows the job workflow's rules (job-rules.ts): /retry of FAILED and TIMED_OUT while
+ *   results are kept, the ttl deadline, expiry (onExpired), uncertain submits (onUncertainSubmit,
+ *   uncertainSubmitWait, maxSubmissions). An orphan of an uncertain submit reports itself by
+ *   webhook (its URL names the item) and is adopted, then confirmed by /status like any job.
+ * - Failures beyond the tolerance stop new submissions; jobs in flight finish and are recorded, and
+ *   the batch fails with BatchToleranceExceeded carrying the summary.
+ * - The run continues as new when Temporal suggests it or after maxEventsPerRun events, carrying
+ *   the cursor, the items in flight and the counters, once its activities and handlers are done.
+ * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
+ *   and ends the batch as cancelled.
+ */
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+  sleep,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { BatchActivities } from '../activities/batch';
+import type { Polling } from '../activities/job-types';
+import { JOB_LIMITS } from '../api/schemas/job';
+import {
+  batchProgressQuery,
+  batchWantsHintQuery,
+  pauseBatchSignal,
+  resumeBatchSignal,
+  setBatchConcurrencyUpdate,
+} from './batch-definitions';
+import {
+  BATCH_FAILURE,
+  type BatchCounts,
+  type BatchInput,
+  type BatchProgress,
+  type BatchResultLine,
+  type BatchSummary,
+  concurrencySchema,
+  type ItemChange,
+  type ParsedBatchInput,
+  parseBatchInput,
+  type SubmitItemResult,
+  type WatchedItem,
+} from './batch-input';
+import { jobWebhookSignal } from './definitions';
+import { SUBMIT_RETRY } from './job-activities';
+import { activityOutcome } from './job-failures';
+import {
+  afterTerminal,
+  goneBeforeRetry,
+  onExpired,
+  onUncertainSubmit,
+  resultsExpireAt,
+  ttlDeadline,
+  whyGone,
+} from './job-rules';
+
+export type { BatchInput, BatchProgress, BatchSummary } from './batch-input';
+
+/** The batch's default look at its jobs: quick at first, then every 10 s at most. */
+const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
+/** Submits that may run at once: one sending while the next is scheduled keeps the limiter busy. */
+const PARALLEL_SUBMITS = 2;
+/** A watcher holds its answer this long while more jobs finish (fewer, fuller answers). */
+const WATCH_HOLD_MS = 2_000;
+const MAX_PENDING_HINTS = 1_000;
+const RECORD_CHUNK = 2_000;
+const RETRY_GRID_MS = 1_000;
+const CANCEL_CHUNK = 1_000;
+
+/** A job in flight (or finished and waiting for its /retry). */
+interface Item {
+  i: number;
+  id: string;
+  st: string;
+  /** Attempts (submissions and retries), submissions, retries of this item. */
+  a: number;
+  n: number;
+  r: number;
+  /** Submitted at (workflow time), ttl. */
+  t: number;
+  ttl: number;
+  /** Finished at (FAILED/TIMED_OUT waiting for a retry) and when the retry is due. */
+  fin?: number;
+  retryAt?: number;
+  /** Its /retry is under way. */
+  rq?: boolean;
+}
+
+/** An item waiting to be (re)submitted. */
+interface Queued {
+  i: number;
+  n: number;
+  a: number;
+  /** Certain (not sent) failures in a row, and the earliest time to try again. */
+  tries: number;
+  at?: number;
+}
+
+/** An uncertain submit waiting for its orphan's webhook. */
+interface Uncertain {
+  i: number;
+  n: number;
+  a: number;
+  until: number;
+  armed: boolean;
+}
+
+/** Everything a run hands to the next one. */
+export interface BatchState {
+  batchKey: string;
+  manifestKey: string;
+  total: number;
+  cursor: number;
+  queue: Queued[];
+  inflight: Item[];
+  uncertain: Uncertain[];
+  /** Lines of items that ended without output, not yet written. */
+  lines: BatchResultLine[];
+  hints: Array<{ jobId: string; item?: number }>;
+  counts: BatchCounts;
+  submissions: number;
+  uncertainSubmits: number;
+  retries: number;
+  webhooks: number;
+  maxConcurrency: number;
+  paused: boolean;
+  stopping: boolean;
+  startedAt: number;
+  runs: number;
+  /** History events of the earlier runs. */
+  events: number;
+}
+
+const stageActivities = proxyActivities<BatchActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['BadRequest'] },
+});
+const shortActivities = proxyActivities<BatchActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+/** Reads are harmless to repeat: unlimited attempts, and JobUnchanged says when to look again. */
+const watchActivities = proxyActivities<BatchActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+/** Never retried by Temporal: a submit cut off after sending could run its jobs twice. */
+function submitActivities(submitTimeoutMs: number, pageSize: number) {
+  return proxyActivities<BatchActivities>({
+    startToCloseTimeout: submitTimeoutMs + pageSize * 200,
+    // A dead worker is noticed within this; its last heartbeat names the jobs it had created.
+    heartbeatTimeout: Math.min(submitTimeoutMs, 30_000),
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+/** The jobs a submit that never answered had created, from its last heartbeat. */
+function createdBeforeTimeout(error: unknown): Map<number, { i: number; id: string; ttl?: number }> {
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  const details =
+    cause instanceof TimeoutFailure ? (cause.lastHeartbeatDetails as { created?: unknown }) : undefined;
+  const created = Array.isArray(details?.created) ? details.created : [];
+  const out = new Map<number, { i: number; id: string; ttl?: number }>();
+  for (const entry of created as Array<{ i?: unknown; id?: unknown; ttl?: unknown }>) {
+    if (typeof entry?.i === 'number' && typeof entry.id === 'string') {
+      out.set(entry.i, {
+        i: entry.i,
+        id: entry.id,
+        ...(typeof entry.ttl === 'number' ? { ttl: entry.ttl } : {}),
+      });
+    }
+  }
+  return out;
+}
+
+const emptyCounts = (): BatchCounts => ({
+  completed: 0,
+  failed: 0,
+  timedOut: 0,
+  expired: 0,
+  cancelled: 0,
+  uncertain: 0,
+  rejected: 0,
+});
+
+export async function serverlessBatch(input: BatchInput, carried?: BatchState): Promise<BatchSummary> {
+  const parsed = parseBatchInput(input);
+  if (!parsed.ok) {
+    throw ApplicationFailure.create({
+      type: BATCH_FAILURE.badRequest,
+      message: `invalid batch input: ${parsed.field}: ${parsed.rule}`,
+      nonRetryable: true,
+      details: [{ field: parsed.field, rule: parsed.rule }],
+    });
+  }
+  const batch = new Batch(parsed.value, carried);
+  batch.listen();
+  try {
+    if (!carried) await batch.stage();
+    return await batch.run();
+  } catch (error) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
+      await CancellationScope.nonCancellable(() => batch.cancelInFlight());
+    }
+    throw error;
+  }
+}
+
+class Batch {
+  readonly o: ParsedBatchInput;
+  s: BatchState;
+  private readonly polling: Polling;
+  private readonly byIndex = new Map<number, Item>();
+  // What runs now (never carried: a run starts with no activity of its own).
+  private submitting = 0;
+  /** Items of the pages being submitted: an orphan's webhook may come before the submit's answer. */
+  private readonly sending = new Set<number>();
+  private submitsRunning = 0;
+  private retryRunning = false;
+  private recordRunning = false;
+  private watch?: CancellationScope;
+  private draining = false;
+  private dirty = 0;
+  private timer?: { due: number; scope: CancellationScope };
+
+  constructor(options: ParsedBatchInput, carried: BatchState | undefined) {
+    this.o = options;
+    this.polling = { ...BATCH_POLLING, ...options.job.polling };
+    this.s = carried ?? {
+      batchKey: '',
+      manifestKey: '',
+      total: 0,
+      cursor: 0,
+      queue: [],
+      inflight: [],
+      uncertain: [],
+      lines: [],
+      hints: [],
+      counts: emptyCounts(),
+      submissions: 0,
+      uncertainSubmits: 0,
+      retries: 0,
+      webhooks: 0,
+      maxConcurrency: options.maxConcurrency,
+      paused: false,
+      stopping: false,
+      startedAt: Date.now(),
+      runs: 1,
+      events: 0,
+    };
+    for (const item of this.s.inflight) {
+      delete item.rq;
+      this.byIndex.set(item.i, item);
+    }
+  }
+
+  private bump(): void {
+    this.dirty += 1;
+  }
+
+  listen(): void {
+    setHandler(batchProgressQuery, () => this.progress());
+    setHandler(batchWantsHintQuery, ({ item, jobId }) => this.wantsHint(item, jobId));
+    setHandler(pauseBatchSignal, () => {
+      this.s.paused = true;
+      this.bump();
+    });
+    setHandler(resumeBatchSignal, () => {
+      this.s.paused = false;
+      this.bump();
+    });
+    setHandler(
+      setBatchConcurrencyUpdate,
+      (value) => {
+        const previous = this.s.maxConcurrency;
+        this.s.maxConcurrency = value;
+        this.bump();
+        return previous;
+      },
+      {
+        validator: (value) => {
+          const checked = concurrencySchema.safeParse(value);
+          if (!checked.success) throw new Error(`maxConcurrency: ${checked.error.issues[0]?.message}`);
+        },
+      },
+    );
+    setHandler(jobWebhookSignal, (hint) => {
+      const { jobId, item } = (hint ?? {}) as { jobId?: unknown; item?: unknown };
+      if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 1024) return;
+      this.s.webhooks += 1;
+      // Only an orphan (a job id no item has, naming an item waiting on an uncertain submit) matters:
+      // every known job is looked at by the watcher anyway.
+      if (typeof item !== 'number' || !this.wantsHint(item, jobId)) return;
+      this.s.hints.push({ jobId, item });
+      if (this.s.hints.length > MAX_PENDING_HINTS) this.s.hints.shift();
+      this.bump();
+    });
+  }
+
+  private wantsHint(item: number, jobId: string): boolean {
+    if (!this.sending.has(item) && !this.s.uncertain.some((u) => u.i === item)) return false;
+    return !this.s.inflight.some((known) => known.id === jobId);
+  }
+
+  async stage(): Promise<void> {
+    const staged = await stageActivities.stageBatchItems({ items: this.o.items });
+    this.s.batchKey = staged.batchKey;
+    this.s.manifestKey = staged.manifestKey;
+    this.s.total = staged.total;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The loop: start whatever can start, then sleep until something happens or falls due.
+
+  async run(): Promise<BatchSummary> {
+    for (;;) {
+      const now = Date.now();
+      this.adoptOrphans();
+      this.settleUncertain(now);
+      if (!this.s.stopping && this.exceeded()) {
+        this.s.stopping = true;
+        log.warn('failure tolerance exceeded: no more submissions; jobs in flight finish', {
+          failures: this.failures(),
+        });
+      }
+      if (!this.draining && this.runIsFull()) this.draining = true;
+      if (this.draining) {
+        this.watch?.cancel();
+        if (this.idle()) await this.continueAsNew();
+      } else {
+        this.startSubmits(now);
+        this.startRetries(now);
+        this.startWatch();
+        this.startRecord();
+      }
+      if (this.finished()) return this.finish();
+      const seen = this.dirty;
+      this.wakeAt(this.nextDue());
+      await condition(() => this.dirty !== seen);
+    }
+  }
+
+  /**
+   * One timer for the next due time, kept while that time stands: a timer per loop turn would add
+   * two events to every workflow task.
+   */
+  private wakeAt(due: number | undefined): void {
+    if (due === this.timer?.due) return;
+    this.timer?.scope.cancel();
+    this.timer = undefined;
+    if (due === undefined) return;
+    const scope = new CancellationScope();
+    const timer = { due, scope };
+    this.timer = timer;
+    scope
+      .run(() => sleep(Math.max(due - Date.now(), 1)))
+      .then(
+        () => {
+          if (this.timer === timer) this.timer = undefined;
+          this.bump();
+        },
+        () => undefined,
+      );
+  }
+
+  private runIsFull(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= this.o.maxEventsPerRun;
+  }
+
+  private idle(): boolean {
+    return this.submitsRunning === 0 && !this.retryRunning && !this.recordRunning && !this.watch;
+  }
+
+  private async continueAsNew(): Promise<never> {
+    await condition(allHandlersFinished);
+    this.s.events += workflowInfo().historyLength;
+    this.s.runs += 1;
+    // The items are in the store now: the next run starts from the manifest, never the inline list.
+    return continueAsNew<typeof serverlessBatch>(this.input(), this.s);
+  }
+
+  private input(): BatchInput {
+    const { items: _items, ...rest } = this.o;
+    return { ...rest, items: { manifest: { key: this.s.manifestKey } } } as BatchInput;
+  }
+
+  private finished(): boolean {
+    const s = this.s;
+    const nothingLeft = s.stopping || (s.cursor >= s.total && s.queue.length === 0);
+    return (
+      nothingLeft &&
+      s.inflight.length === 0 &&
+      s.uncertain.length === 0 &&
+      s.lines.length === 0 &&
+      this.idle()
+    );
+  }
+
+  /** The next time something falls due; what is due already waits for a bump (an activity ending). */
+  private nextDue(): number | undefined {
+    const now = Date.now();
+    let due: number | undefined;
+    const consider = (at: number | undefined) => {
+      if (at !== undefined && at > now && (due === undefined || at < due)) due = at;
+    };
+    for (const q of this.s.queue) consider(q.at);
+    for (const item of this.s.inflight) if (!item.rq) consider(item.retryAt);
+    for (const u of this.s.uncertain) consider(u.until);
+    return due;
+  }
+
+  // --- submitting
+
+  private startSubmits(now: number): void {
+    const s = this.s;
+    if (s.paused || s.stopping) return;
+    while (this.submitsRunning < PARALLEL_SUBMITS) {
+      const free = s.maxConcurrency - s.inflight.length - s.uncertain.length - this.submitting;
+      const ready = s.queue.filter((q) => q.at === undefined || q.at <= now).length;
+      const waiting = ready + (s.total - s.cursor);
+      if (waiting === 0 || free <= 0) return;
+      // Not a page per freed slot: wait for a useful page unless nothing else is under way.
+      const useful = Math.min(this.o.pageSize, Math.max(1, Math.floor(s.maxConcurrency / 4)), waiting);
+      if (free < useful && (this.submitsRunning > 0 || s.inflight.length > 0)) return;
+      const size = Math.min(this.o.pageSize, free, waiting);
+      const page: Queued[] = [];
+      for (let k = 0; k < s.queue.length && page.length < size; ) {
+        const q = s.queue[k] as Queued;
+        if (q.at === undefined || q.at <= now) {
+          page.push(q);
+          s.queue.splice(k, 1);
+        } else k++;
+      }
+      while (page.length < size && s.cursor < s.total) page.push({ i: s.cursor++, n: 0, a: 0, tries: 0 });
+      this.submitPage(page);
+    }
+  }
+
+  private submitPage(page: Queued[]): void {
+    const sentAt = Date.now();
+    this.submitting += page.length;
+    this.submitsRunning += 1;
+    for (const q of page) this.sending.add(q.i);
+    const { submitTimeout } = this.o.job;
+    CancellationScope.nonCancellable(() =>
+      submitActivities(submitTimeout, page.length).submitBatchPage({
+        endpointId: this.o.endpointId,
+        manifestKey: this.s.manifestKey,
+        indexes: page.map((q) => q.i),
+        // Only an orphan that may be adopted needs a webhook; every other job is watched.
+        webhook: this.o.job.uncertainSubmitWait > 0,
+      }),
+    )
+      .then(
+        ({ results }) => {
+          const byIndex = new Map(page.map((q) => [q.i, q]));
+          for (const result of results) {
+            const entry = byIndex.get(result.i);
+            if (entry) this.submitted(entry, result, sentAt);
+          }
+        },
+        (error: unknown) => {
+          // The activity never answered (a timeout, a dead worker): the jobs its heartbeat named
+          // exist; any other request of the page may have gone out.
+          const reason = activityOutcome(error)?.message ?? String(error);
+          const created = createdBeforeTimeout(error);
+          for (const entry of page) {
+            this.submitted(
+              entry,
+              created.get(entry.i) ?? { i: entry.i, uncertain: reason, armed: true },
+              sentAt,
+            );
+          }
+        },
+      )
+      .finally(() => {
+        for (const q of page) this.sending.delete(q.i);
+        this.submitting -= page.length;
+        this.submitsRunning -= 1;
+        this.bump();
+      });
+  }
+
+  private submitted(entry: Queued, result: SubmitItemResult, sentAt: number): void {
+    const s = this.s;
+    if ('id' in result) {
+      s.submissions += 1;
+      const item: Item = {
+        i: entry.i,
+        id: result.id,
+        st: 'IN_QUEUE',
+        a: entry.a + 1,
+        n: entry.n + 1,
+        r: 0,
+        t: sentAt,
+        ttl: result.ttl ?? JOB_LIMITS.ttlDefaultMs,
+      };
+      s.inflight.push(item);
+      this.byIndex.set(item.i, item);
+      return;
+    }
+    if ('rejected' in result) {
+      const tries = entry.tries + 1;
+      if (result.rejected.retryable && tries < SUBMIT_RETRY.maximumAttempts) {
+        const backoff = Math.min(
+          SUBMIT_RETRY.initialIntervalMs * SUBMIT_RETRY.backoffCoefficient ** (tries - 1),
+          SUBMIT_RETRY.maximumIntervalMs,
+        );
+        s.queue.push({ ...entry, tries, at: Date.now() + backoff });
+        return;
+      }
+      this.end('rejected', {
+        index: entry.i,
+        status: 'REJECTED',
+        error: result.rejected.message,
+        ...tally(entry),
+      });
+      return;
+    }
+    s.submissions += 1;
+    s.uncertainSubmits += 1;
+    const wait = result.armed ? this.o.job.uncertainSubmitWait : 0;
+    s.uncertain.push({
+      i: entry.i,
+      n: entry.n + 1,
+      a: entry.a,
+      until: Date.now() + wait,
+      armed: result.armed,
+    });
+  }
+
+  /** Uncertain submits whose wait is over: sent again or given up, as the caller chose. */
+  private settleUncertain(now: number): void {
+    const s = this.s;
+    const due = s.uncertain.filter((u) => u.until <= now);
+    if (due.length === 0) return;
+    s.uncertain = s.uncertain.filter((u) => u.until > now);
+    for (const u of due) {
+      const decision = onUncertainSubmit(this.o.job, u.n);
+      if (decision.choice === 'resubmit' && !s.stopping) s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
+      else
+        this.end('uncertain', {
+          index: u.i,
+          status: 'UNCERTAIN',
+          error: `the submit may have created a job whose id never arrived; ${decision.choice === 'fail' ? decision.why : 'the batch stopped'}`,
+          attempts: u.a,
+          submissions: u.n,
+        });
+    }
+  }
+
+  /** An orphan's webhook names its item: that job becomes the item's (the watcher confirms it). */
+  private adoptOrphans(): void {
+    const s = this.s;
+    const keep: BatchState['hints'] = [];
+    while (s.hints.length > 0) {
+      const hint = s.hints.shift() as { jobId: string; item?: number };
+      const index = s.uncertain.findIndex((u) => u.i === hint.item);
+      if (index < 0 || this.s.inflight.some((item) => item.id === hint.jobId)) {
+        // Its submit has not answered yet: kept until it does.
+        if (hint.item !== undefined && this.sending.has(hint.item)) keep.push(hint);
+        continue;
+      }
+      const [u] = s.uncertain.splice(index, 1) as [Uncertain];
+      log.info('adopted the job of an uncertain submit from its webhook', { item: u.i, jobId: hint.jobId });
+      const item: Item = {
+        i: u.i,
+        id: hint.jobId,
+        st: 'IN_QUEUE',
+        a: u.a + 1,
+        n: u.n,
+        r: 0,
+        t: u.until - (u.armed ? this.o.job.uncertainSubmitWait : 0),
+        ttl: JOB_LIMITS.ttlDefaultMs,
+      };
+      s.inflight.push(item);
+      this.byIndex.set(item.i, item);
+    }
+    s.hints.push(...keep);
+  }
+
+  // --- watching
+
+  private startWatch(): void {
+    if (this.watch) return;
+    const items: WatchedItem[] = this.s.inflight
+      .filter((item) => item.retryAt === undefined)
+      .map((item) => [item.i, item.id, item.st, item.a, item.t]);
+    if (items.length === 0) return;
+    const scope = new CancellationScope();
+    this.watch = scope;
+    scope
+      .run(() =>
+        watchActivities.watchBatchJobs({
+          endpointId: this.o.endpointId,
+          batchKey: this.s.batchKey,
+          items,
+          polling: this.polling,
+          returnAfter: Math.max(1, Math.floor(items.length / 4)),
+          holdMs: WATCH_HOLD_MS,
+          ...(this.o.job.outputInlineMaxBytes === undefined
+            ? {}
+            : { inlineMaxBytes: this.o.job.outputInlineMaxBytes }),
+        }),
+      )
+      .then(
+        ({ changes }) => {
+          for (const change of changes) this.changed(change);
+        },
+        (error: unknown) => {
+          if (!isCancellation(error))
+            log.warn('the watcher failed', { error: activityOutcome(error)?.message });
+        },
+      )
+      .finally(() => {
+        this.watch = undefined;
+        this.bump();
+      });
+  }
+
+  private changed(change: ItemChange): void {
+    const item = this.byIndex.get(change.i);
+    if (!item || item.retryAt !== undefined) return;
+    const now = Date.now();
+    if (change.gone) {
+      this.expire(item, whyGone(now, ttlDeadline(item.t, item.ttl), item.ttl, undefined, 'run'));
+      return;
+    }
+    const status = change.status as 'COMPLETED' | 'CANCELLED' | 'FAILED' | 'TIMED_OUT';
+    const decision = afterTerminal(status, this.o.job.retry, item.r);
+    const times = {
+      ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
+      ...(change.executionTime !== undefined ? { executionTime: change.executionTime } : {}),
+    };
+    switch (decision.kind) {
+      case 'completed':
+        // Its line is already in the results: the watcher wrote it.
+        this.remove(item);
+        this.s.counts.completed += 1;
+        return;
+      case 'cancelled':
+        this.remove(item);
+        this.end('cancelled', { ...lineOf(item, 'CANCELLED', now), ...times });
+        return;
+      case 'give-up':
+        this.remove(item);
+        this.end(decision.status === 'FAILED' ? 'failed' : 'timedOut', {
+          ...lineOf(item, decision.status, now),
+          ...(change.error !== undefined ? { error: change.error } : {}),
+          ...times,
+        });
+        return;
+      case 'retry':
+        item.st = status;
+        item.fin = now;
+        // On a whole second: the retries of items that failed close together go out as one.
+        item.retryAt = Math.ceil((now + decision.backoffMs) / RETRY_GRID_MS) * RETRY_GRID_MS;
+    }
+  }
+
+  private expire(item: Item, why: 'ttl' | 'results'): void {
+    this.remove(item);
+    if (onExpired(this.o.job, item.n) === 'resubmit' && !this.s.stopping) {
+      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0 });
+      return;
+    }
+    this.end('expired', {
+      ...lineOf(item, 'EXPIRED', Date.now()),
+      error: why === 'ttl' ? 'its ttl passed (the service deleted it)' : 'its results expired before a retry',
+    });
+  }
+
+  private remove(item: Item): void {
+    this.byIndex.delete(item.i);
+    const at = this.s.inflight.indexOf(item);
+    if (at >= 0) this.s.inflight.splice(at, 1);
+  }
+
+  // --- retries
+
+  private startRetries(now: number): void {
+    if (this.retryRunning) return;
+    const due: Item[] = [];
+    for (const item of [...this.s.inflight]) {
+      if (item.retryAt === undefined || item.retryAt > now) continue;
+      const gone = goneBeforeRetry(
+        now,
+        ttlDeadline(item.t, item.ttl),
+        resultsExpireAt(item.fin ?? now, 'run'),
+      );
+      if (gone) this.expire(item, gone);
+      else due.push(item);
+    }
+    if (due.length === 0) return;
+    this.retryRunning = true;
+    for (const item of due) item.rq = true;
+    shortActivities
+      .retryBatchJobs({ endpointId: this.o.endpointId, items: due.map((item) => [item.i, item.id]) })
+      .then(
+        ({ results }) => {
+          for (const result of results) {
+            const item = this.byIndex.get(result.i);
+            if (!item) continue;
+            delete item.rq;
+            if (result.status !== undefined) {
+              this.s.retries += 1;
+              item.r += 1;
+              item.a += 1;
+              item.st = result.status;
+              delete item.retryAt;
+              delete item.fin;
+            } else if (result.gone) this.expire(item, 'results');
+            else {
+              this.remove(item);
+              this.end(item.st === 'TIMED_OUT' ? 'timedOut' : 'failed', {
+                ...lineOf(item, item.st, Date.now()),
+                error: `its /retry failed: ${result.error ?? 'unknown error'}`,
+              });
+            }
+          }
+        },
+        (error: unknown) => {
+          // Left as they were: tried again once their retryAt comes round.
+          for (const item of due) {
+            delete item.rq;
+            item.retryAt = Date.now() + 5_000;
+          }
+          if (!isCancellation(error))
+            log.warn('retrying jobs failed', { error: activityOutcome(error)?.message });
+        },
+      )
+      .finally(() => {
+        this.retryRunning = false;
+        this.bump();
+      });
+  }
+
+  // --- results and outcomes
+
+  private end(outcome: keyof BatchCounts, line: BatchResultLine): void {
+    this.s.counts[outcome] += 1;
+    this.s.lines.push(line);
+  }
+
+  private startRecord(): void {
+    if (this.recordRunning || this.s.lines.length === 0) return;
+    const lines = this.s.lines.slice(0, RECORD_CHUNK);
+    this.recordRunning = true;
+    CancellationScope.nonCancellable(() =>
+      shortActivities.recordBatchResults({ batchKey: this.s.batchKey, lines }),
+    )
+      .then(
+        () => {
+          this.s.lines.splice(0, lines.length);
+        },
+        (error: unknown) => log.error('recording results failed', { error: activityOutcome(error)?.message }),
+      )
+      .finally(() => {
+        this.recordRunning = false;
+        this.bump();
+      });
+  }
+
+  private failures(): number {
+    const c = this.s.counts;
+    return c.failed + c.timedOut + c.expired + c.cancelled + c.uncertain + c.rejected;
+  }
+
+  private exceeded(): boolean {
+    const failures = this.failures();
+    const { count, percentage } = this.o.failureTolerance;
+    if (count === undefined && percentage === undefined) return failures > 0;
+    return (
+      (count !== undefined && failures > count) ||
+      (percentage !== undefined && (failures * 100) / Math.max(this.s.total, 1) > percentage)
+    );
+  }
+
+  summary(cancelled = false): BatchSummary {
+    const s = this.s;
+    const ref = { kind: 'serverless-batch-results' as const, store: 'local', key: s.batchKey };
+    const failures = this.failures();
+    return {
+      batchId: workflowInfo().workflowId,
+      endpointId: this.o.endpointId,
+      total: s.total,
+      counts: { ...s.counts },
+      failures,
+      notStarted: Math.max(0, s.total - s.counts.completed - failures - s.inflight.length),
+      submissions: s.submissions,
+      uncertainSubmits: s.uncertainSubmits,
+      retries: s.retries,
+      webhooks: s.webhooks,
+      toleranceExceeded: this.exceeded(),
+      cancelled,
+      results: ref,
+      failuresRef: { ...ref, only: 'failures' },
+      manifestKey: s.manifestKey,
+      startedAt: s.startedAt,
+      elapsedMs: Date.now() - s.startedAt,
+      runs: s.runs,
+      historyEvents: s.events + workflowInfo().historyLength,
+    };
+  }
+
+  private finish(): BatchSummary {
+    const summary = this.summary();
+    if (summary.toleranceExceeded) {
+      throw ApplicationFailure.create({
+        type: BATCH_FAILURE.toleranceExceeded,
+        message:
+          `${summary.failures} of ${summary.total} items failed, more than the failure tolerance allows; ` +
+          `${summary.notStarted} were not started. Results: ${summary.results.key}`,
+        nonRetryable: true,
+        details: [summary],
+      });
+    }
+    return summary;
+  }
+
+  progress(): BatchProgress {
+    const s = this.s;
+    const done = s.counts.completed + this.failures();
+    const elapsed = Math.max(Date.now() - s.startedAt, 1);
+    const ratePerSecond = (done * 1000) / elapsed;
+    const left = s.total - done;
+    return {
+      batchId: workflowInfo().workflowId,
+      total: s.total,
+      cursor: s.cursor,
+      counts: { ...s.counts },
+      done,
+      inFlight: s.inflight.length + s.uncertain.length + this.submitting,
+      paused: s.paused,
+      maxConcurrency: s.maxConcurrency,
+      ratePerSecond,
+      ...(ratePerSecond > 0 ? { etaMs: Math.round((left / ratePerSecond) * 1000) } : {}),
+      submissions: s.submissions,
+      uncertainSubmits: s.uncertainSubmits,
+      retries: s.retries,
+      runs: s.runs,
+      historyEvents: s.events + workflowInfo().historyLength,
+      startedAt: s.startedAt,
+      toleranceExceeded: this.exceeded(),
+    };
+  }
+
+  // --- cancellation
+
+  /** Every job in flight is cancelled at the service and recorded; then the batch ends cancelled. */
+  async cancelInFlight(): Promise<void> {
+    this.watch?.cancel();
+    // Submits under way finish first: their jobs get ids, and so can be cancelled.
+    await condition(() => this.submitsRunning === 0 && !this.retryRunning);
+    const s = this.s;
+    const now = Date.now();
+    const live = s.inflight.filter((item) => item.retryAt === undefined);
+    for (let from = 0; from < live.length; from += CANCEL_CHUNK) {
+      const chunk = live.slice(from, from + CANCEL_CHUNK);
+      let answers: Map<number, { status?: string; gone?: boolean; error?: string }>;
+      try {
+        const { results } = await shortActivities.cancelBatchJobs({
+          endpointId: this.o.endpointId,
+          items: chunk.map((item) => [item.i, item.id]),
+        });
+        answers = new Map(results.map((r) => [r.i, r]));
+      } catch (error) {
+        answers = new Map();
+        log.error('cancelling jobs in flight failed', { error: activityOutcome(error)?.message });
+      }
+      for (const item of chunk) {
+        const answer = answers.get(item.i);
+        this.remove(item);
+        this.end('cancelled', {
+          ...lineOf(item, answer?.status ?? 'CANCELLED', now),
+          error: answer?.error
+            ? `the batch was cancelled; cancelling the job failed: ${answer.error}`
+            : 'the batch was cancelled',
+        });
+      }
+    }
+    for (const item of [...s.inflight]) {
+      this.remove(item);
+      this.end(item.st === 'TIMED_OUT' ? 'timedOut' : 'failed', lineOf(item, item.st, now));
+    }
+    for (const u of s.uncertain.splice(0)) {
+      this.end('uncertain', {
+        index: u.i,
+        status: 'UNCERTAIN',
+        error: 'the batch was cancelled after an uncertain submit',
+        attempts: u.a,
+        submissions: u.n,
+      });
+    }
+    s.queue = [];
+    s.stopping = true;
+    await condition(() => !this.recordRunning);
+    while (s.lines.length > 0) {
+      const lines = s.lines.splice(0, RECORD_CHUNK);
+      await shortActivities.recordBatchResults({ batchKey: s.batchKey, lines });
+    }
+  }
+}
+
+function tally(entry: Queued): { attempts: number; submissions: number } {
+  return { attempts: entry.a, submissions: entry.n };
+}
+
+function lineOf(item: Item, status: string, at: number): BatchResultLine {
+  return {
+    index: item.i,
+    jobId: item.id,
+    status,
+    attempts: item.a,
+    submissions: item.n,
+    submittedAt: item.t,
+    finishedAt: at,
+  };
+}
