@@ -1,0 +1,17 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * `npm run test:reliability`: the reliability suite on the production-shaped Temporal (the real
+ * server on PostgreSQL, scripts/prod-temporal.ts). Each file kills or restarts something shared
+ * (the server, PostgreSQL, workers), so the files run one after another.
+ */
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    fileParallelism: false,
+    include: ['test/reliability/**/*.test.ts'],
+    globalSetup: ['test/reliability/global-setup.ts'],
+    testTimeout: 300_000,
+    hookTimeout: 180_000,
+  },
+});
