@@ -21,6 +21,7 @@ import { ServiceError, type ServiceErrorKind, ValidationError } from '../api/err
 /** Failure types the job activities raise beyond the ServiceErrorKinds. */
 export const JOB_EXPIRED = 'JobExpired';
 export const SUBMIT_UNCERTAIN = 'SubmitUncertain';
+export { JOB_UNCHANGED } from './job-wait-policy';
 
 export type JobActivityFailureType = ServiceErrorKind | typeof JOB_EXPIRED | typeof SUBMIT_UNCERTAIN;
 

@@ -1,95 +1,113 @@
 /**
- * The long wait: one activity that polls /status with growing intervals until the status differs
- * from the one the workflow knows, or until `returnBy`. However long the job runs, the workflow's
- * history gains one activity's events per status change; the polls themselves live only in
- * heartbeats, which Temporal keeps as the latest value, not as history.
+ * The wait that holds no worker slot. Each attempt of the wait activity looks at /status once; when
+ * nothing changed it fails with the retryable, benign `JobUnchanged` whose `nextRetryDelay` is the
+ * next polling interval. The Temporal server keeps that timer: attempts add no history events (only
+ * the last one is written), and between two looks no worker holds anything. A worker follows as
+ * many waiting jobs as the service's /status limit allows, with the SDK's default slots.
  *
- * Each poll heartbeats the schedule reached, the poll count and the latest progress update. A
- * retry (after a worker restart or a transient error) resumes from those details, so a restarted
- * worker does not fall back to hammering the service at the initial interval.
+ * Fast schedules (sync mode's first second or two) stay inside one attempt while the next interval
+ * is under INLINE_MAX_INTERVAL_MS, heartbeating: a retry round trip would cost more than the wait.
+ *
+ * The interval is a function of the time since the wait was first scheduled (intervalAfter), not
+ * of a counter. No state has to survive a worker restart, an error attempt
+ * or a retry, and a restarted worker does not fall back to the initial interval.
+ *
+ * The latest progress update rides in the JobUnchanged failure's details, which Temporal keeps as
+ * the pending activity's last failure: `getJobSnapshot(..., { live: true })` reads it there.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { JOB_EXPIRED, toApplicationFailure } from './failures';
 import { type ObserveOptions, observe, smallProgress } from './job-observe';
-import {
-  type WaitForJobChangeInput,
-  type WaitHeartbeat,
-  type WaitResult,
-  waitHeartbeatSchema,
-} from './job-types';
+import type { WaitForJobChangeInput, WaitHeartbeat, WaitResult } from './job-types';
+import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
 
-/** Where a retried attempt picks up: the previous attempt's heartbeat, if it was about the same wait. */
-export function resumePoint(details: unknown, input: WaitForJobChangeInput): WaitHeartbeat | undefined {
-  const parsed = waitHeartbeatSchema.safeParse(details);
-  if (!parsed.success) return undefined;
-  const { jobId, knownStatus } = parsed.data;
-  return jobId === input.jobId && knownStatus === input.knownStatus ? parsed.data : undefined;
-}
-
-export function nextInterval(current: number, input: WaitForJobChangeInput): number {
-  const { backoffCoefficient, maxIntervalMs } = input.polling;
-  return Math.min(Math.round(current * backoffCoefficient), maxIntervalMs);
-}
-
-export async function waitForChange(
+export async function lookForChange(
   client: Pick<ServiceClient, 'jobs'>,
   input: WaitForJobChangeInput,
   observeOptions: ObserveOptions,
 ): Promise<WaitResult> {
   const context = Context.current();
+  const { info } = context;
   const signal = context.cancellationSignal;
-  const resumed = resumePoint(context.info.heartbeatDetails, input);
-  let intervalMs = resumed?.intervalMs ?? input.polling.initialIntervalMs;
-  let polls = resumed?.polls ?? 0;
-  let progress = resumed?.progress;
-  // When this attempt last saw the job exist: a 404 soon after cannot mean its results expired
-  // (that takes the whole retention period after it finished), so the workflow can name the ttl.
-  let lastAliveAt: number | undefined;
+  const waitingSince = info.scheduledTimestampMs;
+  const attemptStarted = Date.now();
+  let looks = 0;
 
   for (;;) {
     let status: Awaited<ReturnType<typeof client.jobs.status>>;
     try {
       status = await client.jobs.status(input.endpointId, input.jobId, { signal });
     } catch (error) {
-      throw withLastAlive(toApplicationFailure(error, { jobOperation: true, signal }), lastAliveAt);
+      throw withLastAlive(
+        toApplicationFailure(error, { jobOperation: true, signal }),
+        lastAliveAt(input, looks),
+      );
     }
-    lastAliveAt = Date.now();
-    polls += 1;
+    looks += 1;
+    // Attempts before this one each looked once (or a few times inline): close enough for a figure.
+    const polls = info.attempt - 1 + looks;
     if (status.status !== input.knownStatus) {
       return { ...(await observe(input.jobId, status, observeOptions)), reason: 'changed', polls };
     }
-    if (status.status === 'IN_PROGRESS' && status.output !== undefined) {
-      progress = smallProgress(status.output, observeOptions.progressMaxBytes);
-    }
-    const details: WaitHeartbeat = {
-      jobId: input.jobId,
-      knownStatus: input.knownStatus,
-      polls,
-      intervalMs,
-      ...(progress !== undefined ? { progress } : {}),
-    };
-    context.heartbeat(details);
-
-    const remaining = input.returnBy - Date.now();
+    const progress =
+      status.status === 'IN_PROGRESS' && status.output !== undefined
+        ? smallProgress(status.output, observeOptions.progressMaxBytes)
+        : undefined;
+    const now = Date.now();
+    const remaining = input.returnBy - now;
     if (remaining <= 0) {
       return {
         jobId: input.jobId,
         status: status.status,
-        observedAt: Date.now(),
+        observedAt: now,
         ...(progress !== undefined ? { progress } : {}),
         reason: 'deadline',
         polls,
       };
     }
-    // Rejects with a CancelledFailure when the workflow cancels the wait (e.g. a webhook won).
-    await context.sleep(Math.min(intervalMs, remaining));
-    intervalMs = nextInterval(intervalMs, input);
+    const delay = Math.min(intervalAfter(now - waitingSince, input.polling), remaining);
+    const details: WaitHeartbeat = {
+      jobId: input.jobId,
+      knownStatus: input.knownStatus,
+      polls,
+      intervalMs: Math.max(delay, 1),
+      ...(progress !== undefined ? { progress } : {}),
+    };
+    if (delay < INLINE_MAX_INTERVAL_MS && now + delay - attemptStarted <= INLINE_BUDGET_MS) {
+      context.heartbeat(details);
+      // Rejects with a CancelledFailure when the workflow cancels the wait (e.g. a webhook won).
+      await context.sleep(delay);
+      continue;
+    }
+    throw ApplicationFailure.create({
+      type: JOB_UNCHANGED,
+      message: `job ${input.jobId} is still ${status.status}; next look in ${delay} ms`,
+      nonRetryable: false,
+      nextRetryDelay: delay,
+      // Expected on every look: no error log or failure metric for it.
+      category: ApplicationFailureCategory.BENIGN,
+      details: [details],
+    });
   }
 }
 
-function withLastAlive<T extends Error>(failure: T, lastAliveAt: number | undefined): T | ApplicationFailure {
-  if (!(failure instanceof ApplicationFailure) || failure.type !== JOB_EXPIRED || lastAliveAt === undefined) {
+/**
+ * When the job was last seen alive, if this wait has seen it: the previous attempt looked at most
+ * one maximum interval before the current one was scheduled. A 404 soon after cannot mean its
+ * results expired (that takes a whole retention period after it finished), so the workflow can
+ * name the ttl; a 404 after a long outage (a worker down for an hour) names the results.
+ */
+function lastAliveAt(input: WaitForJobChangeInput, looks: number): number | undefined {
+  const { info } = Context.current();
+  if (looks > 0) return Date.now();
+  if (info.attempt <= 1) return undefined;
+  return info.currentAttemptScheduledTimestampMs - input.polling.maxIntervalMs;
+}
+
+function withLastAlive<T extends Error>(failure: T, lastAlive: number | undefined): T | ApplicationFailure {
+  if (!(failure instanceof ApplicationFailure) || failure.type !== JOB_EXPIRED || lastAlive === undefined) {
     return failure;
   }
   const facts = failure.details?.[0];
@@ -97,6 +115,6 @@ function withLastAlive<T extends Error>(failure: T, lastAliveAt: number | undefi
     type: failure.type,
     message: failure.message,
     nonRetryable: true,
-    details: [{ ...(facts && typeof facts === 'object' ? facts : {}), lastAliveAt }],
+    details: [{ ...(facts && typeof facts === 'object' ? facts : {}), lastAliveAt: lastAlive }],
   });
 }

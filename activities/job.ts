@@ -47,7 +47,7 @@ import {
   type WaitResult,
   waitForJobChangeInputSchema,
 } from './job-types';
-import { waitForChange } from './job-wait';
+import { lookForChange } from './job-wait';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
 
@@ -192,10 +192,13 @@ export function createJobActivities(deps: JobActivityDeps) {
       return { ...(await observe(status.id, status, observeOptions(inlineMaxBytes))), webhookArmed };
     },
 
-    /** Polls /status until the status differs from `knownStatus` or `returnBy` comes (see job-wait.ts). */
+    /**
+     * Looks at /status until it differs from `knownStatus` or `returnBy` comes; between looks the
+     * server holds the retry timer, not this worker (see job-wait.ts).
+     */
     async waitForJobChange(input: WaitForJobChangeInput): Promise<WaitResult> {
       const checked = parsed(waitForJobChangeInputSchema, input, 'input');
-      return waitForChange(client, checked, observeOptions(checked.inlineMaxBytes));
+      return lookForChange(client, checked, observeOptions(checked.inlineMaxBytes));
     },
 
     /** GET /status once (with `ttl`: sets the job's ttl too). 404 -> JobExpired. */

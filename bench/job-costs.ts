@@ -34,7 +34,7 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import http from 'node:http';
-import { type AddressInfo, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
@@ -165,17 +165,6 @@ async function startRouter(route: Map<string, Emulator>) {
       agent.destroy();
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,7 +379,6 @@ async function main(): Promise<void> {
     }
     router = await startRouter(route);
 
-    const gatewayPort = await freePort();
     const first = cells[0]?.emulator as Emulator;
     const config = loadWorkerConfig(
       {
@@ -400,8 +388,8 @@ async function main(): Promise<void> {
         SERVERLESS_API_URL: router.url,
         SERVERLESS_GRAPHQL_URL: first.graphqlUrl,
         SERVERLESS_REST_URL: first.restUrl,
-        WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
-        WEBHOOK_PORT: String(gatewayPort),
+        // Any free port; the worker hands out webhook URLs on the port the gateway got.
+        WEBHOOK_PORT: '0',
         WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
         RESULT_STORE_DIR: path.join(workdir, 'results'),
         LOG_LEVEL: 'error',
@@ -412,6 +400,7 @@ async function main(): Promise<void> {
       worker = runWorker(config, {
         signal: stop.signal,
         logger: createLogger({ level: 'error', secrets: [apiKey] }),
+        publicUrlFromGateway: true,
         onReady: () => resolve(),
       });
     });

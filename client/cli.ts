@@ -1,5 +1,6 @@
+#!/usr/bin/env node
 /**
- * `npm run cli -- <command>`: jobs and endpoints from the shell. The CLI talks to Temporal only;
+ * `npx durable-serverless <command>` (installed) or `npm run cli -- <command>` (in the repo): jobs and endpoints from the shell. The CLI talks to Temporal only;
  * the service's API key lives in the worker, so it never passes through here (nor into its output).
  *
  *   npm run cli -- job start my-job --endpoint ep-1 --input '{"prompt":"hi"}' --wait
@@ -8,13 +9,20 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { Command, Option } from 'commander';
-import { ValidationError } from '../api/errors';
+import { ConfigError, ValidationError } from '../api/errors';
 import type {
   ProvisionEndpointInput,
   TeardownEndpointInput,
   UpdateEndpointInput,
 } from '../workflows/endpoint-input';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import {
+  connectionOptions,
+  DEFAULT_TEMPORAL_ADDRESS,
+  loadTemporalConnection,
+  type TemporalConnectionConfig,
+  type TemporalConnectionInput,
+} from './connection';
 import {
   awaitJob,
   cancelJob,
@@ -36,24 +44,83 @@ export interface CliIo {
   err: (text: string) => void;
 }
 
-/** Connects lazily, once, with the global options. */
-type ClientFactory = (options: { address: string; namespace: string }) => Promise<Client>;
+/** Connects lazily, once, with the global options over Temporal's environment variables. */
+type ClientFactory = (options: TemporalConnectionConfig) => Promise<Client>;
 
-const defaultClientFactory: ClientFactory = async ({ address, namespace }) =>
-  new Client({ connection: await Connection.connect({ address }), namespace });
+const defaultClientFactory: ClientFactory = async (config) =>
+  new Client({
+    connection: await Connection.connect(connectionOptions(config)),
+    namespace: config.namespace,
+  });
+
+interface ConnectionFlags {
+  address?: string;
+  namespace?: string;
+  tls?: boolean;
+  tlsServerCaCert?: string;
+  tlsServerName?: string;
+  tlsClientCert?: string;
+  tlsClientKey?: string;
+}
+
+/** The flag behind each option of the connection, so that an error names what the user typed. */
+const CONNECTION_FLAGS: Record<string, string> = {
+  address: '--address',
+  namespace: '--namespace',
+  tls: '--tls',
+  'tls.serverCaCertPath': '--tls-server-ca-cert',
+  'tls.serverName': '--tls-server-name',
+  'tls.clientCertPath': '--tls-client-cert',
+  'tls.clientKeyPath': '--tls-client-key',
+};
+
+/** Flags win over TEMPORAL_* variables; a bad value is a ValidationError naming its flag. */
+export function cliConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): TemporalConnectionConfig {
+  const tlsFiles = {
+    ...(flags.tlsServerCaCert ? { serverCaCertPath: flags.tlsServerCaCert } : {}),
+    ...(flags.tlsServerName ? { serverName: flags.tlsServerName } : {}),
+    ...(flags.tlsClientCert ? { clientCertPath: flags.tlsClientCert } : {}),
+    ...(flags.tlsClientKey ? { clientKeyPath: flags.tlsClientKey } : {}),
+  };
+  const overrides: TemporalConnectionInput = {
+    ...(flags.address !== undefined ? { address: flags.address } : {}),
+    ...(flags.namespace !== undefined ? { namespace: flags.namespace } : {}),
+    ...(Object.keys(tlsFiles).length > 0 ? { tls: tlsFiles } : flags.tls ? { tls: true } : {}),
+  };
+  try {
+    return loadTemporalConnection(env, overrides);
+  } catch (error) {
+    if (error instanceof ConfigError && CONNECTION_FLAGS[error.variable]) {
+      throw new ValidationError(CONNECTION_FLAGS[error.variable]!, error.rule);
+    }
+    throw error;
+  }
+}
 
 const print = (io: CliIo, value: unknown) => io.out(`${JSON.stringify(value, null, 2)}\n`);
 
-export function buildProgram(io: CliIo, clientFactory: ClientFactory = defaultClientFactory): Command {
+export function buildProgram(
+  io: CliIo,
+  clientFactory: ClientFactory = defaultClientFactory,
+  env: NodeJS.ProcessEnv = process.env,
+): Command {
   const program = new Command('durable-serverless')
     .description('Durable jobs and endpoints on the serverless compute service, through Temporal')
-    .addOption(
-      new Option('--address <host:port>', 'Temporal frontend')
-        .env('TEMPORAL_ADDRESS')
-        .default('127.0.0.1:7233'),
+    .option(
+      '--address <host:port>',
+      `Temporal frontend (env: TEMPORAL_ADDRESS, default: ${DEFAULT_TEMPORAL_ADDRESS})`,
     )
-    .addOption(
-      new Option('--namespace <name>', 'Temporal namespace').env('TEMPORAL_NAMESPACE').default('default'),
+    .option('--namespace <name>', 'Temporal namespace (env: TEMPORAL_NAMESPACE, default: default)')
+    .option('--tls', 'connect with TLS, trusting the system roots (env: TEMPORAL_TLS=true)')
+    .option('--tls-server-ca-cert <path>', "the server's CA, PEM (env: TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
+    .option('--tls-server-name <name>', "name in the server's certificate (env: TEMPORAL_TLS_SERVER_NAME)")
+    .option('--tls-client-cert <path>', 'mTLS client certificate, PEM (env: TEMPORAL_TLS_CLIENT_CERT_PATH)')
+    .option('--tls-client-key <path>', 'mTLS client key, PEM (env: TEMPORAL_TLS_CLIENT_KEY_PATH)')
+    .addHelpText(
+      'after',
+      '\nAn API key comes from TEMPORAL_API_KEY only (a flag would show in the process list); it turns\n' +
+        'TLS on. Inline PEM: TEMPORAL_TLS_SERVER_CA_CERT_DATA, TEMPORAL_TLS_CLIENT_CERT_DATA,\n' +
+        'TEMPORAL_TLS_CLIENT_KEY_DATA.\n',
     )
     .addOption(
       new Option('--task-queue <name>', 'task queue of the worker')
@@ -66,8 +133,7 @@ export function buildProgram(io: CliIo, clientFactory: ClientFactory = defaultCl
 
   let client: Promise<Client> | undefined;
   const connect = () => {
-    const { address, namespace } = program.opts<{ address: string; namespace: string }>();
-    client ??= clientFactory({ address, namespace });
+    client ??= (async () => clientFactory(cliConnection(program.opts<ConnectionFlags>(), env)))();
     return client;
   };
   const taskQueue = () => program.opts<{ taskQueue: string }>().taskQueue;
@@ -273,8 +339,13 @@ export function buildProgram(io: CliIo, clientFactory: ClientFactory = defaultCl
 }
 
 /** Runs the CLI; resolves to the exit code (0 done, 1 failed, 2 bad input). */
-export async function runCli(argv: string[], io: CliIo, clientFactory?: ClientFactory): Promise<number> {
-  const program = buildProgram(io, clientFactory);
+export async function runCli(
+  argv: string[],
+  io: CliIo,
+  clientFactory?: ClientFactory,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const program = buildProgram(io, clientFactory, env);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
@@ -282,7 +353,7 @@ export async function runCli(argv: string[], io: CliIo, clientFactory?: ClientFa
     const code = (error as { code?: string }).code;
     if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0;
     if (typeof code === 'string' && code.startsWith('commander.')) return 2;
-    if (error instanceof ValidationError) {
+    if (error instanceof ValidationError || error instanceof ConfigError) {
       io.err(`error: ${error.message}\n`);
       return 2;
     }

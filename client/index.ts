@@ -1,3 +1,5 @@
-// The user-facing facade: start, await, cancel and query the library's workflows.
+// The user-facing facade: connect to Temporal, then start, await, cancel and query the library's
+// workflows.
+export * from './connection';
 export * from './endpoints';
 export * from './jobs';

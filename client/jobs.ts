@@ -162,12 +162,12 @@ export function jobFailureOf(error: unknown): JobFailure | undefined {
 }
 
 export interface LiveJobSnapshot extends JobSnapshot {
-  /** From the wait activity's last heartbeat: status polls so far and the freshest progress update. */
+  /** From the wait activity's latest look: status polls so far and the freshest progress update. */
   live?: { polls: number; progress?: unknown };
 }
 
 /**
- * The workflow's snapshot. With `live`, the progress the wait activity has heartbeated since (the
+ * The workflow's snapshot. With `live`, the progress the wait activity has seen since (the
  * workflow itself learns progress only when the status changes, which keeps its history short).
  */
 export async function getJobSnapshot(
@@ -182,14 +182,22 @@ export async function getJobSnapshot(
   const converter = client.workflow.options.loadedDataConverter.payloadConverter;
   for (const activity of description.raw.pendingActivities ?? []) {
     if (activity.activityType?.name !== 'waitForJobChange') continue;
-    const payload = activity.heartbeatDetails?.payloads?.[0];
-    if (!payload) continue;
-    const beat = waitHeartbeatSchema.safeParse(converter.fromPayload(payload));
-    if (beat.success && beat.data.jobId === snapshot.jobId) {
-      snapshot.live = {
-        polls: beat.data.polls,
-        ...(beat.data.progress !== undefined ? { progress: beat.data.progress } : {}),
-      };
+    // Between looks the wait's news is in its last JobUnchanged failure; inside a fast inline loop,
+    // in its heartbeat. Either is the same shape.
+    const payloads = [
+      activity.lastFailure?.applicationFailureInfo?.details?.payloads?.[0],
+      activity.heartbeatDetails?.payloads?.[0],
+    ];
+    for (const payload of payloads) {
+      if (!payload) continue;
+      const beat = waitHeartbeatSchema.safeParse(converter.fromPayload(payload));
+      if (beat.success && beat.data.jobId === snapshot.jobId) {
+        snapshot.live = {
+          polls: beat.data.polls,
+          ...(beat.data.progress !== undefined ? { progress: beat.data.progress } : {}),
+        };
+        break;
+      }
     }
   }
   return snapshot;

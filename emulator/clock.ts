@@ -19,6 +19,15 @@ export interface Clock {
   runDue(): void;
   /** Moves service time forward (tests); fires what becomes due. */
   advance(ms: number): void;
+  /**
+   * Stops service time from following real time (tests): from now on only `advance` moves it, so
+   * nothing happens between two steps of a test however slow the machine is. Timers already due
+   * still fire. Idempotent.
+   */
+  freeze(): void;
+  /** Lets service time follow real time again, at the time scale, from where it stands. Idempotent. */
+  resume(): void;
+  readonly frozen: boolean;
   /** Number of live timers. */
   pending(): number;
   close(): void;
@@ -45,9 +54,10 @@ export function createClock(
 ): Clock {
   if (!(timeScale > 0) || !Number.isFinite(timeScale))
     throw new RangeError('timeScale must be a positive number');
-  const epoch = Date.now();
-  const realStart = performance.now();
-  let offset = 0;
+  // Service time = base + (real time since baseReal) x timeScale, or just base while frozen.
+  let base = Date.now();
+  let baseReal = performance.now();
+  let frozen = false;
   let virtualNow: number | undefined;
   let heap: Entry[] = [];
   let seq = 0;
@@ -62,7 +72,7 @@ export function createClock(
   // scale, the microseconds one request takes to handle would otherwise be whole seconds of service
   // time between two readings in the same operation.
   let taskNow: number | undefined;
-  const realNow = () => epoch + (performance.now() - realStart) * timeScale + offset;
+  const realNow = () => (frozen ? base : base + (performance.now() - baseReal) * timeScale);
   const now = () => {
     if (virtualNow !== undefined) return virtualNow;
     if (taskNow === undefined) {
@@ -134,7 +144,10 @@ export function createClock(
     }
     if (timeout && armedFor === top.at) return;
     disarm();
-    const delay = Math.min(MAX_REAL_DELAY_MS, Math.max(0, Math.ceil((top.at - realNow()) / timeScale)));
+    const ahead = top.at - realNow();
+    // Frozen, a timer in the future waits for advance(); only one already due is armed.
+    if (frozen && ahead > 0) return;
+    const delay = Math.min(MAX_REAL_DELAY_MS, Math.max(0, Math.ceil(ahead / timeScale)));
     armedFor = top.at;
     timeout = setTimeout(onTimeout, delay);
     // The HTTP server keeps the process alive while the emulator runs; the clock never should.
@@ -196,6 +209,9 @@ export function createClock(
 
   return {
     timeScale,
+    get frozen() {
+      return frozen;
+    },
     now,
     at,
     after: (ms, fn) => at(now() + Math.max(0, ms), fn),
@@ -210,9 +226,24 @@ export function createClock(
     runDue,
     advance(ms) {
       if (!(ms >= 0)) throw new RangeError('advance takes a non-negative number of milliseconds');
-      offset += ms;
+      base += ms;
       taskNow = undefined;
       runDue();
+    },
+    freeze() {
+      if (frozen) return;
+      base = realNow();
+      frozen = true;
+      taskNow = undefined;
+      disarm();
+      arm();
+    },
+    resume() {
+      if (!frozen) return;
+      baseReal = performance.now();
+      frozen = false;
+      taskNow = undefined;
+      arm();
     },
     pending: () => live,
     close() {

@@ -41,6 +41,13 @@ export interface EmulatorControl {
   // Additions to docs/CONTRACTS.md:
   /** Moves service time forward by `ms`, firing every timer that falls due (retention, ttl...). */
   advance(ms: number): void;
+  /**
+   * Stops service time from following real time: from now on only `advance` moves it, so a test
+   * decides when a job starts, finishes or expires (timers already due still fire). Idempotent.
+   */
+  freeze(): void;
+  /** Lets service time follow real time again, at the time scale, from where it stands. */
+  resume(): void;
   /** Changes an endpoint as a GraphQL update would (workersMin/Max, template, flashBootType...). */
   updateEndpoint(endpointId: string, changes: Partial<Omit<EndpointFields, 'id'>>): EndpointState;
   /** The /health body of an endpoint, without going through HTTP or the rate limits. */
@@ -120,6 +127,13 @@ export function createControl(engine: Engine): EmulatorControl {
     },
     advance(ms) {
       clock.advance(ms);
+    },
+    freeze() {
+      clock.runDue();
+      clock.freeze();
+    },
+    resume() {
+      clock.resume();
     },
     updateEndpoint(endpointId, changes) {
       clock.runDue();

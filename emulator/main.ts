@@ -1,9 +1,11 @@
+#!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { startEmulator } from './index';
 import { describeZodError } from './schemas';
 
-// `npm run emulator -- --port 8080 --api-key KEY [--api-key KEY2] [--time-scale N] [--seed file.json]
+// `npx durable-serverless-emulator` (installed) or `npm run emulator --` (in the repo), then
+// `--port 8080 --api-key KEY [--api-key KEY2] [--time-scale N] [--seed file.json]
 // [--stream-shape object]`: serves until SIGINT or SIGTERM. Each --api-key is its own account.
 
 const cliSchema = z.object({

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fastify, {
   type FastifyError,
@@ -13,6 +14,13 @@ import { registerJobRoutes } from './routes/jobs';
 import { registerRestRoutes } from './routes/rest';
 import { endpointParamsSchema, graphqlQuerySchema } from './schemas';
 import type { Account } from './store';
+
+/**
+ * How much of an oversized body is read and thrown away before the 400 goes out. A client that
+ * writes its whole body before reading (most do) would otherwise see the socket closed under it
+ * (a reset) instead of the answer; past this bound the socket is closed anyway.
+ */
+const OVERSIZED_DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 
 // One fastify instance serves the three interfaces: /v2 (job operations), /graphql and /v1 (REST).
 // A request goes: faults -> auth -> endpoint lookup -> rate limit (onRequest, before any body is
@@ -113,7 +121,14 @@ export function buildServer(engine: Engine): FastifyInstance {
     return payload;
   });
 
-  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => sendError(error, request, reply));
+  app.setErrorHandler(async (error: FastifyError | HttpError, request, reply) => {
+    if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // Fastify refuses before reading the body (or stops half-way) and asks for the connection
+      // to close: read the rest first, so the client gets its 400, then keep the connection.
+      if (await drain(request.raw, OVERSIZED_DRAIN_MAX_BYTES)) reply.removeHeader('connection');
+    }
+    return sendError(error, request, reply);
+  });
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: `not found: ${request.method} ${request.url.split('?')[0]}` });
@@ -155,6 +170,32 @@ function sendError(error: FastifyError | HttpError, request: FastifyRequest, rep
   }
   request.log.error({ err: error }, 'emulator error');
   return reply.code(500).send(errorBody(iface, 'internal error'));
+}
+
+/** Reads and discards what is left of a request body, up to `maxBytes`; true when it all came. */
+function drain(raw: IncomingMessage, maxBytes: number): Promise<boolean> {
+  if (raw.complete) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (whole: boolean) => {
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onError);
+      raw.off('close', onError);
+      resolve(whole);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onError = () => finish(raw.complete);
+    raw.on('data', onData);
+    raw.once('end', onEnd);
+    raw.once('error', onError);
+    raw.once('close', onError);
+    raw.resume();
+  });
 }
 
 function authenticate(engine: Engine, iface: Interface, request: FastifyRequest): Account | undefined {

@@ -4,12 +4,12 @@
  * jobs (a completion, a retry of a failed job, a cancellation and a streamed job), prints each
  * outcome and exits.
  *
- * DEMO_UI_PORT (default 8233) moves the web UI; DEMO_KEEP_OPEN=1 keeps everything running after
- * the jobs, until Ctrl-C, so you can look around in the UI.
+ * DEMO_UI_PORT (default 8233) moves the web UI (0: the dev server's own choice, its frontend port
+ * + 1000); DEMO_KEEP_OPEN=1 keeps everything running after the jobs, until Ctrl-C, so you can look
+ * around in the UI.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
@@ -27,17 +27,6 @@ import { ensureServers } from './servers';
 const say = (line: string) => console.log(`[demo] ${line}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 async function main(): Promise<void> {
   const { temporalCli } = await ensureServers(say);
   // The demo prints its own story; the SDK's and core's lines only when something is wrong.
@@ -45,13 +34,14 @@ async function main(): Promise<void> {
     logger: temporalLoggerFor(createLogger({ level: 'error' })),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
   });
-  const uiPort = Number(process.env.DEMO_UI_PORT ?? 8233);
+  const uiPortSetting = Number(process.env.DEMO_UI_PORT ?? 8233);
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
       ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
       ip: '127.0.0.1',
       ui: true,
-      uiPort,
+      // Without a port of ours the Temporal CLI puts the UI at its frontend port + 1000.
+      ...(uiPortSetting ? { uiPort: uiPortSetting } : {}),
       searchAttributes: searchAttributeKeys,
       extraArgs: ['--log-level', 'error'],
     },
@@ -59,6 +49,7 @@ async function main(): Promise<void> {
   // One service minute per real second: the demo's jobs "run" for minutes in a few seconds.
   const apiKey = randomBytes(24).toString('base64url');
   const emulator = await startEmulator({ accounts: [{ apiKey }], timeScale: 60 });
+  const uiPort = uiPortSetting || Number(env.address.split(':').pop()) + 1000;
   const workdir = path.join(os.tmpdir(), `durable-serverless-demo-${process.pid}`);
   const stop = new AbortController();
   let worker: Promise<void> | undefined;
@@ -76,7 +67,7 @@ async function main(): Promise<void> {
     const scripted = endpoint('scripted');
     const streaming = endpoint('stream');
 
-    const gatewayPort = await freePort();
+    // The gateway takes any free port; the worker hands out webhook URLs on the port it got.
     const config = loadWorkerConfig(
       {
         TEMPORAL_ADDRESS: env.address,
@@ -85,25 +76,27 @@ async function main(): Promise<void> {
         SERVERLESS_API_URL: emulator.apiUrl,
         SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
         SERVERLESS_REST_URL: emulator.restUrl,
-        WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
-        WEBHOOK_PORT: String(gatewayPort),
+        WEBHOOK_PORT: '0',
         WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
         RESULT_STORE_DIR: path.join(workdir, 'results'),
         LOG_LEVEL: 'warn',
       },
       workdir,
     );
+    let gatewayUrl: string | undefined;
     const ready = new Promise<void>((resolve) => {
       worker = runWorker(config, {
         signal: stop.signal,
         logger: createLogger({ level: 'warn', secrets: [apiKey] }),
-        onReady: () => resolve(),
+        publicUrlFromGateway: true,
+        onReady: (info) => {
+          gatewayUrl = info.gatewayUrl;
+          resolve();
+        },
       });
     });
     await Promise.race([ready, worker]);
-    say(
-      `worker on task queue ${config.temporal.taskQueue}, webhook gateway at http://127.0.0.1:${gatewayPort}`,
-    );
+    say(`worker on task queue ${config.temporal.taskQueue}, webhook gateway at ${gatewayUrl}`);
 
     const client = env.client;
     const taskQueue = config.temporal.taskQueue;

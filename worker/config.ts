@@ -7,6 +7,11 @@ import path from 'node:path';
 import { z } from 'zod';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError } from '../api/errors';
+import {
+  connectionSecrets,
+  loadTemporalConnection,
+  type TemporalConnectionConfig,
+} from '../client/connection';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 export const MIN_SECRET_LENGTH = 32;
@@ -28,11 +33,7 @@ const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
 /** The variables this module reads besides the api's SERVERLESS_*; values are strings or absent. */
 export const workerEnvSchema = z.object({
-  TEMPORAL_ADDRESS: z
-    .string()
-    .regex(/^[^\s/]+:\d+$/, { error: 'must be host:port' })
-    .default('127.0.0.1:7233'),
-  TEMPORAL_NAMESPACE: z.string().default('default'),
+  // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_* and TEMPORAL_API_KEY: see the section at the end.
   TEMPORAL_TASK_QUEUE: z.string().default('durable-serverless'),
   WEBHOOK_PUBLIC_URL: publicUrlSchema.optional(),
   WEBHOOK_SECRET: z.string().min(MIN_SECRET_LENGTH, { error: secretRule }).optional(),
@@ -61,13 +62,23 @@ export const workerEnvSchema = z.object({
     3_600_000,
   ).default(10_000),
   LOG_LEVEL: z.enum(logLevels, { error: `must be one of ${logLevels.join(', ')}` }).default('info'),
+  // The SDK's slot settings; absent: the SDK's defaults. Waiting jobs hold no slot (see
+  // activities/job-wait.ts), so the defaults serve thousands of jobs in progress.
+  WORKER_MAX_CONCURRENT_ACTIVITIES: integer('must be an integer from 1 to 100000', 1, 100_000).optional(),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: integer('must be an integer from 2 to 100000', 2, 100_000).optional(),
+  WORKER_MAX_CACHED_WORKFLOWS: integer('must be an integer from 0 to 1000000', 0, 1_000_000).optional(),
+  WORKER_MAX_ACTIVITIES_PER_SECOND: integer('must be an integer from 1 to 100000', 1, 100_000).optional(),
+  WORKER_MAX_TASK_QUEUE_ACTIVITIES_PER_SECOND: integer(
+    'must be an integer from 1 to 100000',
+    1,
+    100_000,
+  ).optional(),
 });
 
 type WorkerEnv = z.infer<typeof workerEnvSchema>;
 
-export interface TemporalConfig {
-  address: string;
-  namespace: string;
+/** Address, namespace, TLS and API key (client/connection.ts), and the worker's task queue. */
+export interface TemporalConfig extends TemporalConnectionConfig {
   taskQueue: string;
 }
 
@@ -90,8 +101,20 @@ export interface GatewayConfig {
   logLevel: (typeof logLevels)[number];
 }
 
-export interface WorkerConfig extends GatewayConfig {
+/** Worker.create's slot and rate settings; each one absent leaves the SDK's default. */
+export interface WorkerSlots {
+  maxConcurrentActivityTaskExecutions?: number;
+  maxConcurrentWorkflowTaskExecutions?: number;
+  maxCachedWorkflows?: number;
+  /** This worker's activity starts per second. */
+  maxActivitiesPerSecond?: number;
+  /** The whole task queue's activity starts per second, across every worker: the global bound. */
+  maxTaskQueueActivitiesPerSecond?: number;
+}
+
+export interface WorkerConfig extends GatewayConfig, WorkerPackageConfig {
   service: ServiceConfig;
+  slots?: WorkerSlots;
   /** Absolute: the worker may be started from anywhere. */
   resultStoreDir: string;
   shutdownGraceMs: number;
@@ -107,6 +130,7 @@ export function secretValues(config: Partial<WorkerConfig>): string[] {
   return [
     ...(config.webhook ? acceptedSecrets(config.webhook) : []),
     ...(config.service ? [config.service.apiKey] : []),
+    ...(config.temporal ? connectionSecrets(config.temporal) : []),
   ];
 }
 
@@ -124,7 +148,10 @@ function readEnv(env: NodeJS.ProcessEnv): WorkerEnv {
   throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
 }
 
-function gatewayConfigFrom(parsed: WorkerEnv, options: { requireSecret: boolean }): GatewayConfig {
+function gatewayConfigFrom(
+  parsed: WorkerEnv,
+  options: { requireSecret: boolean; connection: TemporalConnectionConfig },
+): GatewayConfig {
   if (!parsed.WEBHOOK_SECRET) {
     if (parsed.WEBHOOK_PUBLIC_URL) {
       throw new ConfigError('WEBHOOK_SECRET', `is required when WEBHOOK_PUBLIC_URL is set (${secretRule})`);
@@ -139,11 +166,7 @@ function gatewayConfigFrom(parsed: WorkerEnv, options: { requireSecret: boolean 
     }
   }
   return {
-    temporal: {
-      address: parsed.TEMPORAL_ADDRESS,
-      namespace: parsed.TEMPORAL_NAMESPACE,
-      taskQueue: parsed.TEMPORAL_TASK_QUEUE,
-    },
+    temporal: { ...options.connection, taskQueue: parsed.TEMPORAL_TASK_QUEUE },
     webhook: {
       ...(parsed.WEBHOOK_PUBLIC_URL ? { publicUrl: parsed.WEBHOOK_PUBLIC_URL } : {}),
       ...(parsed.WEBHOOK_SECRET ? { secret: parsed.WEBHOOK_SECRET } : {}),
@@ -162,13 +185,29 @@ export function loadWorkerConfig(
   cwd: string = process.cwd(),
 ): WorkerConfig {
   const parsed = readEnv(env);
-  const gateway = gatewayConfigFrom(parsed, { requireSecret: false });
+  const gateway = gatewayConfigFrom(parsed, {
+    requireSecret: false,
+    connection: loadTemporalConnection(env),
+  });
   return {
     ...gateway,
+    ...loadWorkerPackageConfig(env),
     service: loadServiceConfig(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
+    slots: workerSlotsFrom(parsed),
   };
+}
+
+function workerSlotsFrom(parsed: WorkerEnv): WorkerSlots {
+  const pairs: Array<[keyof WorkerSlots, number | undefined]> = [
+    ['maxConcurrentActivityTaskExecutions', parsed.WORKER_MAX_CONCURRENT_ACTIVITIES],
+    ['maxConcurrentWorkflowTaskExecutions', parsed.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS],
+    ['maxCachedWorkflows', parsed.WORKER_MAX_CACHED_WORKFLOWS],
+    ['maxActivitiesPerSecond', parsed.WORKER_MAX_ACTIVITIES_PER_SECOND],
+    ['maxTaskQueueActivitiesPerSecond', parsed.WORKER_MAX_TASK_QUEUE_ACTIVITIES_PER_SECOND],
+  ];
+  return Object.fromEntries(pairs.filter(([, value]) => value !== undefined));
 }
 
 /** Default listener port of the standalone gateway, which exists only to listen. */
@@ -181,6 +220,55 @@ export const DEFAULT_GATEWAY_PORT = 8080;
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig & {
   webhook: WebhookConfig & { port: number };
 } {
-  const gateway = gatewayConfigFrom(readEnv(env), { requireSecret: true });
+  const parsed = readEnv(env);
+  const gateway = gatewayConfigFrom(parsed, { requireSecret: true, connection: loadTemporalConnection(env) });
   return { ...gateway, webhook: { ...gateway.webhook, port: gateway.webhook.port ?? DEFAULT_GATEWAY_PORT } };
+}
+
+// ================================================================================================
+// The package (issue #14): the worker's health endpoint. The Temporal connection's variables
+// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY) are read by
+// client/connection.ts, shared with the gateway, the CLI and the facade. Kept in one section, apart
+// from the settings above, to ease merging.
+// ================================================================================================
+
+export const DEFAULT_HEALTH_HOST = '127.0.0.1';
+
+const healthEnvSchema = z.object({
+  WORKER_HEALTH_PORT: integer(
+    'must be an integer port from 0 to 65535 (0: any free port)',
+    0,
+    65_535,
+  ).optional(),
+  // Loopback unless told otherwise: Kubernetes probes reach the pod's address, so set 0.0.0.0 there.
+  WORKER_HEALTH_HOST: z
+    .string()
+    .min(1, { error: 'must be a host name or address' })
+    .default(DEFAULT_HEALTH_HOST),
+});
+
+export interface WorkerHealthConfig {
+  port: number;
+  host: string;
+}
+
+export interface WorkerPackageConfig {
+  /** The liveness and readiness endpoint (worker/health.ts); absent: none. */
+  health?: WorkerHealthConfig;
+}
+
+/** WORKER_HEALTH_PORT and WORKER_HEALTH_HOST; errors name the variable and the rule. */
+export function loadWorkerPackageConfig(env: NodeJS.ProcessEnv = process.env): WorkerPackageConfig {
+  const given: Record<string, string> = {};
+  for (const key of Object.keys(healthEnvSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') given[key] = value;
+  }
+  const result = healthEnvSchema.safeParse(given);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
+  }
+  const { WORKER_HEALTH_PORT: port, WORKER_HEALTH_HOST: host } = result.data;
+  return port === undefined ? {} : { health: { port, host } };
 }

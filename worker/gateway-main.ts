@@ -1,9 +1,12 @@
+#!/usr/bin/env node
 /**
- * `npm run gateway`: the webhook gateway on its own, in front of the same Temporal cluster as the
- * workers. It needs no API key: it only turns the service's webhook calls into signals.
+ * `npx durable-serverless-gateway` (installed) or `npm run gateway` (in the repo): the webhook
+ * gateway on its own, in front of the same Temporal cluster as the workers. It needs no API key:
+ * it only turns the service's webhook calls into signals.
  */
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError } from '../api/errors';
+import { connectionOptions, connectionSecrets, describeConnection } from '../client/connection';
 import { acceptedSecrets, loadGatewayConfig } from './config';
 import { startWebhookGateway } from './gateway';
 import { createLogger } from './logger';
@@ -22,11 +25,15 @@ function loadConfig(): ReturnType<typeof loadGatewayConfig> {
 async function main(): Promise<void> {
   const config = loadConfig();
   const secrets = acceptedSecrets(config.webhook);
-  const logger = createLogger({ level: config.logLevel, secrets, name: 'webhook-gateway' });
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: [...secrets, ...connectionSecrets(config.temporal)],
+    name: 'webhook-gateway',
+  });
   // Listening from the start, so a signal during start-up still ends in an orderly close.
   const signal = abortOnSignals(logger);
   // Lazy: the gateway starts (and answers 503, which the service retries) while Temporal is still down.
-  const connection = Connection.lazy({ address: config.temporal.address });
+  const connection = Connection.lazy(connectionOptions(config.temporal));
   const gateway = await startWebhookGateway({
     client: new Client({ connection, namespace: config.temporal.namespace }),
     host: config.webhook.host,
@@ -35,7 +42,10 @@ async function main(): Promise<void> {
     bodyLimitBytes: config.webhook.bodyLimitBytes,
     logger,
   });
-  logger.info({ listening: gateway.url, temporal: config.temporal.address }, 'webhook gateway running');
+  logger.info(
+    { listening: gateway.url, temporal: describeConnection(config.temporal) },
+    'webhook gateway running',
+  );
   if (!signal.aborted) {
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   }

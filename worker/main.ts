@@ -1,6 +1,8 @@
+#!/usr/bin/env node
 /**
- * `npm run worker`: the worker process, configured from the environment (see config.ts). Exits 0
- * after a graceful stop on SIGINT/SIGTERM, 1 when the worker fails, 2 on a bad configuration.
+ * `npx durable-serverless-worker` (installed) or `npm run worker` (in the repo): the worker
+ * process, configured from the environment (see config.ts). Exits 0 after a graceful stop on
+ * SIGINT/SIGTERM, 1 when the worker fails, 2 on a bad configuration.
  */
 import { Runtime } from '@temporalio/worker';
 import { ConfigError } from '../api/errors';

@@ -3,6 +3,7 @@
  * worker and (when asked) the webhook gateway beside it, then an orderly shutdown. `main.ts`, the
  * demo and the tests all run workers through here, so all three get the same wiring.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -13,8 +14,10 @@ import {
   type JobActivityDeps,
 } from '../activities';
 import { createServiceClient, type ServiceClient } from '../api';
+import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { startWebhookGateway } from './gateway';
+import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
 import { webhookUrlFactory } from './webhook-token';
 
@@ -45,6 +48,19 @@ export interface WorkerReadyInfo {
   namespace: string;
   /** Where the gateway listens, when it runs in this process. */
   gatewayUrl?: string;
+  /** Where the health endpoint listens (`/livez`, `/readyz`), when configured. */
+  healthUrl?: string;
+  /** How the workflow code was loaded. */
+  workflows: 'prebuilt bundle' | 'bundled at start';
+}
+
+/**
+ * The workflow bundle `npm run build` writes beside the compiled code (dist/workflow-bundle.js):
+ * compiled workers load it instead of bundling at start, as Temporal advises for production. Run
+ * from the TypeScript sources (tsx, vitest) there is none, and the worker bundles at start.
+ */
+export function prebuiltWorkflowBundlePath(): string {
+  return path.resolve(__dirname, '../workflow-bundle.js');
 }
 
 export interface RunWorkerOptions {
@@ -53,10 +69,55 @@ export interface RunWorkerOptions {
   logger?: Logger;
   onReady?: (info: WorkerReadyInfo) => void;
   activityOptions?: ActivityOptions;
+  /**
+   * Hand out webhook URLs on the address the gateway beside this worker actually listens on,
+   * instead of WEBHOOK_PUBLIC_URL (which must then be unset): for setups where the service reaches
+   * the gateway directly, such as the demo and the tests. With WEBHOOK_PORT=0 the gateway takes
+   * any free port, and the URLs follow it.
+   */
+  publicUrlFromGateway?: boolean;
+  /**
+   * The workflow code: a bundle file made by `bundleWorkflowCode` (a path), `false` to bundle the
+   * sources at start, or absent for the default: the prebuilt bundle when there is one
+   * (`prebuiltWorkflowBundlePath()`), else bundling at start.
+   */
+  workflowBundlePath?: string | false;
 }
 
-function webhookUrlForConfig(config: WorkerConfig): ((workflowId: string) => string) | undefined {
+function workflowSource(option: string | false | undefined) {
+  const bundlePath = option === undefined ? prebuiltWorkflowBundlePath() : option;
+  if (bundlePath && (option !== undefined || existsSync(bundlePath))) {
+    return { workflows: 'prebuilt bundle' as const, options: { workflowBundle: { codePath: bundlePath } } };
+  }
+  // The folder (the bundler resolves its index): require.resolve would need an extension that
+  // differs between tsx, vitest and compiled JavaScript.
+  return {
+    workflows: 'bundled at start' as const,
+    options: { workflowsPath: path.resolve(__dirname, '../workflows') },
+  };
+}
+
+const HEALTH_STATES: Record<string, WorkerHealthState> = {
+  INITIALIZED: 'starting',
+  RUNNING: 'running',
+  STOPPING: 'stopping',
+  DRAINING: 'stopping',
+  DRAINED: 'stopping',
+  STOPPED: 'stopped',
+  FAILED: 'failed',
+};
+
+function webhookUrlForConfig(
+  config: WorkerConfig,
+  gatewayUrl: string | undefined,
+  options: RunWorkerOptions,
+): ((workflowId: string) => string) | undefined {
   const { publicUrl, secret } = config.webhook;
+  if (options.publicUrlFromGateway) {
+    if (publicUrl) throw new Error('publicUrlFromGateway needs WEBHOOK_PUBLIC_URL to be unset');
+    if (!gatewayUrl || !secret) throw new Error('publicUrlFromGateway needs the gateway (WEBHOOK_PORT)');
+    return webhookUrlFactory(gatewayUrl, secret);
+  }
   return publicUrl && secret ? webhookUrlFactory(publicUrl, secret) : undefined;
 }
 
@@ -69,7 +130,7 @@ function webhookUrlForConfig(config: WorkerConfig): ((workflowId: string) => str
 export async function runWorker(config: WorkerConfig, options: RunWorkerOptions = {}): Promise<void> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretValues(config) });
   const { signal } = options;
-  const { address, namespace, taskQueue } = config.temporal;
+  const { namespace, taskQueue } = config.temporal;
   const cleanups: Array<{ what: string; close: () => Promise<void> }> = [];
   const cleanUp = async () => {
     // Last opened, first closed; a failure to close one thing must not keep the others open.
@@ -83,25 +144,36 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
   };
 
   try {
+    // First, so that liveness answers while the worker connects; closed last.
+    let worker: Worker | undefined;
+    let connection: NativeConnection | undefined;
+    const health = config.health
+      ? await startHealthServer({
+          ...config.health,
+          probe: {
+            state: () => (worker ? (HEALTH_STATES[worker.getState()] ?? 'starting') : 'starting'),
+            checkTemporal: async () => {
+              if (!connection) throw new Error('not connected');
+              await connection.workflowService.getSystemInfo({});
+            },
+          },
+        })
+      : undefined;
+    if (health) cleanups.push({ what: 'health endpoint', close: () => health.close() });
+
     const client = createServiceClient(config.service);
     cleanups.push({ what: 'service client', close: () => client.close() });
-    const webhookUrlFor = webhookUrlForConfig(config);
-    const activities = createActivities({
-      ...options.activityOptions,
-      client,
-      ...(webhookUrlFor ? { webhookUrlFor } : {}),
-      resultStoreDir: config.resultStoreDir,
-    });
 
-    const connection = await NativeConnection.connect({ address });
-    cleanups.push({ what: 'Temporal connection', close: () => connection.close() });
+    const connected = await NativeConnection.connect(connectionOptions(config.temporal));
+    connection = connected;
+    cleanups.push({ what: 'Temporal connection', close: () => connected.close() });
 
     // Before the worker: a worker that was created must also be run before the connection can close.
     const gateway =
       config.webhook.port === undefined
         ? undefined
         : await startWebhookGateway({
-            client: new Client({ connection, namespace }),
+            client: new Client({ connection: connected, namespace }),
             host: config.webhook.host,
             port: config.webhook.port,
             secrets: acceptedSecrets(config.webhook),
@@ -110,22 +182,31 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
 
-    const worker = await Worker.create({
-      connection,
-      namespace,
-      taskQueue,
-      // The folder (the bundler resolves its index): require.resolve would need an extension that
-      // differs between tsx, vitest and compiled JavaScript.
-      workflowsPath: path.resolve(__dirname, '../workflows'),
-      activities,
-      shutdownGraceTime: config.shutdownGraceMs,
+    const webhookUrlFor = webhookUrlForConfig(config, gateway?.url, options);
+    const activities = createActivities({
+      ...options.activityOptions,
+      client,
+      ...(webhookUrlFor ? { webhookUrlFor } : {}),
+      resultStoreDir: config.resultStoreDir,
     });
 
-    const running = worker.run();
+    const source = workflowSource(options.workflowBundlePath);
+    const created = await Worker.create({
+      connection: connected,
+      namespace,
+      taskQueue,
+      ...source.options,
+      activities,
+      shutdownGraceTime: config.shutdownGraceMs,
+      ...(config.slots ?? {}),
+    });
+    worker = created;
+
+    const running = created.run();
     const stop = () => {
-      if (worker.getState() === 'RUNNING') {
+      if (created.getState() === 'RUNNING') {
         logger.info('shutting down: draining the worker');
-        worker.shutdown();
+        created.shutdown();
       }
     };
     if (signal?.aborted) stop();
@@ -133,15 +214,23 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
 
     logger.info(
       {
-        address,
-        namespace,
+        ...describeConnection(config.temporal),
         taskQueue,
+        slots: config.slots ?? {},
+        workflows: source.workflows,
         gateway: gateway?.url,
+        health: health?.url,
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
       },
       'worker running',
     );
-    options.onReady?.({ taskQueue, namespace, ...(gateway ? { gatewayUrl: gateway.url } : {}) });
+    options.onReady?.({
+      taskQueue,
+      namespace,
+      workflows: source.workflows,
+      ...(gateway ? { gatewayUrl: gateway.url } : {}),
+      ...(health ? { healthUrl: health.url } : {}),
+    });
 
     try {
       await running;

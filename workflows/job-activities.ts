@@ -5,6 +5,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { JobActivities } from '../activities/job';
 import type { Polling } from '../activities/job-types';
+import { INLINE_BUDGET_MS } from '../activities/job-wait-policy';
 
 /**
  * Submits are never retried by Temporal: a timeout (a worker that died mid-submit, or an answer
@@ -30,11 +31,27 @@ export const SUBMIT_RETRY = {
 const HTTP_CALL_MS = 90_000;
 
 /**
- * The long wait and the stream drain: retried by Temporal without limit until the deadline (both
- * are reads; repeating them is harmless), and heartbeat-checked so a dead worker is noticed within
+ * The wait: each attempt looks once (a fast schedule may look a few times inline, for at most
+ * INLINE_BUDGET_MS) and, when nothing changed, fails with JobUnchanged whose nextRetryDelay is the
+ * next polling interval, so between looks the server keeps the timer and no worker slot is held.
+ * Attempts are unlimited until the deadline (reads are harmless to repeat); a real error retries on
+ * the policy's own backoff. A worker that dies mid-attempt is noticed by the start-to-close timeout.
+ */
+export function waitActivities(untilMs: number) {
+  return proxyActivities<JobActivities>({
+    startToCloseTimeout: HTTP_CALL_MS + INLINE_BUDGET_MS,
+    scheduleToCloseTimeout: Math.max(untilMs, 1_000) + HTTP_CALL_MS,
+    heartbeatTimeout: HTTP_CALL_MS,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  });
+}
+
+/**
+ * The stream drain: one activity for the whole stream (it holds one slot while its job runs),
+ * retried without limit until the deadline, heartbeat-checked so a dead worker is noticed within
  * one polling interval plus one HTTP call.
  */
-export function longActivities(polling: Polling, untilMs: number) {
+export function streamActivities(polling: Polling, untilMs: number) {
   const timeout = Math.max(untilMs, 1_000) + HTTP_CALL_MS;
   return proxyActivities<JobActivities>({
     startToCloseTimeout: timeout,

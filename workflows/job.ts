@@ -33,9 +33,16 @@ import {
 } from '@temporalio/workflow';
 import type { SubmitResult } from '../activities/job';
 import type { JobObservation, StreamSink, WaitResult } from '../activities/job-types';
+import { JOB_UNCHANGED } from '../activities/job-wait-policy';
 import type { JobStatusValue } from '../api/schemas/job';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
-import { longActivities, SUBMIT_RETRY, shortActivities, submitActivities } from './job-activities';
+import {
+  SUBMIT_RETRY,
+  shortActivities,
+  streamActivities,
+  submitActivities,
+  waitActivities,
+} from './job-activities';
 import { activityOutcome, JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
 import { type JobWorkflowInput, type ParsedJobInput, parseJobWorkflowInput } from './job-input';
 import type { JobResult, JobSnapshot } from './job-snapshot';
@@ -546,7 +553,7 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
   const checked = new Set<string>();
   scope
     .run(() =>
-      longActivities(run.job.polling, returnBy - Date.now()).waitForJobChange({
+      waitActivities(returnBy - Date.now()).waitForJobChange({
         endpointId: s.endpointId,
         jobId,
         knownStatus: s.status as JobStatusValue,
@@ -631,8 +638,9 @@ function pollerFailed(run: Run, error: unknown): Segment {
           'the service no longer knows it (404): it finished unseen and its results expired',
         );
   }
-  // Out of time (the schedule-to-close timeout is the deadline) is the deadline.
-  if (outcome?.source === 'timeout') return 'deadline';
+  // Out of time (the schedule-to-close timeout is the deadline) is the deadline; so is a last
+  // "unchanged" look that the server could not retry within it.
+  if (outcome?.source === 'timeout' || outcome?.type === JOB_UNCHANGED) return 'deadline';
   // Cancelled by a worker shutting down, not by us: poll again.
   if (outcome?.source === 'cancelled') return 'restart';
   throw error;
@@ -697,7 +705,7 @@ function startStream(run: Run): void {
   const counts = run.s.stream;
   scope
     .run(() =>
-      longActivities(run.job.polling, run.deadline - Date.now()).streamJob({
+      streamActivities(run.job.polling, run.deadline - Date.now()).streamJob({
         endpointId: run.s.endpointId,
         jobId: run.s.jobId as string,
         sink: run.sink as StreamSink,

@@ -220,72 +220,123 @@ describe('job activities', () => {
       ...extra,
     });
 
-    it('polls with growing intervals, heartbeats every poll, and returns on the first change', async () => {
+    // The wait began now (scheduledTimestampMs), unless a test says it began earlier.
+    const waitEnv = (info: Parameters<typeof activityEnv>[0] = {}) =>
+      activityEnv({
+        scheduledTimestampMs: Date.now(),
+        currentAttemptScheduledTimestampMs: Date.now(),
+        ...info,
+      });
+
+    it('returns at once when the first look finds a change', async () => {
       stub.answer(
         'status',
-        status('IN_QUEUE'),
-        status('IN_QUEUE'),
-        status('IN_QUEUE'),
-        status('IN_QUEUE'),
         status('COMPLETED', { output: { text: 'done' }, delayTime: 3, executionTime: 7 }),
       );
-      const env = activityEnv();
-      const beats: Array<{ polls: number; intervalMs: number }> = [];
-      env.on('heartbeat', (details) => beats.push(details));
-      const result = await env.call(activities().waitForJobChange, waitInput());
+      const result = await waitEnv().call(activities().waitForJobChange, waitInput());
       expect(result).toMatchObject({
         reason: 'changed',
         status: 'COMPLETED',
         output: { text: 'done' },
         delayTime: 3,
         executionTime: 7,
-        polls: 5,
+        polls: 1,
       });
-      expect(beats.map((beat) => beat.intervalMs)).toEqual([10, 20, 40, 40]);
-      expect(beats.map((beat) => beat.polls)).toEqual([1, 2, 3, 4]);
+      expect(stub.named('status')).toHaveLength(1);
     });
 
-    it('resumes from the heartbeat of a previous attempt: same schedule, same count', async () => {
-      stub.answer('status', status('IN_QUEUE'), status('IN_PROGRESS'));
-      const env = activityEnv({
-        attempt: 2,
-        heartbeatDetails: { jobId: 'job-1', knownStatus: 'IN_QUEUE', polls: 17, intervalMs: 40 },
+    it('hands the wait to the server: an unchanged look fails with JobUnchanged and the next interval', async () => {
+      stub.answer('status', status('IN_QUEUE'));
+      const slow = { initialIntervalMs: 2_000, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+      const error = failure(
+        await rejection(
+          waitEnv({ attempt: 4 }).call(activities().waitForJobChange, waitInput({ polling: slow })),
+        ),
+      );
+      expect(error).toMatchObject({
+        type: 'JobUnchanged',
+        nonRetryable: false,
+        category: 'BENIGN',
       });
+      // The initial interval, plus the few milliseconds this test took.
+      expect(Number(error.nextRetryDelay)).toBeGreaterThanOrEqual(2_000);
+      expect(Number(error.nextRetryDelay)).toBeLessThan(2_100);
+      expect(error.details?.[0]).toMatchObject({ jobId: 'job-1', knownStatus: 'IN_QUEUE', polls: 4 });
+      // One look per attempt: nothing waits inside the activity.
+      expect(stub.named('status')).toHaveLength(1);
+    });
+
+    it('grows the interval with the time since the wait began, across attempts and restarts', async () => {
+      stub.answer('status', status('IN_QUEUE'));
+      const slow = { initialIntervalMs: 2_000, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+      const delayAfter = async (elapsedMs: number) =>
+        failure(
+          await rejection(
+            waitEnv({ attempt: 9, scheduledTimestampMs: Date.now() - elapsedMs }).call(
+              activities().waitForJobChange,
+              waitInput({ polling: slow }),
+            ),
+          ),
+        ).nextRetryDelay;
+      // initial + elapsed * (coefficient - 1), capped at the maximum.
+      expect(await delayAfter(10_000)).toBeGreaterThanOrEqual(7_000);
+      expect(await delayAfter(10_000)).toBeLessThan(7_200);
+      expect(await delayAfter(3_600_000)).toBe(30_000);
+    });
+
+    it('never asks for a retry past returnBy', async () => {
+      stub.answer('status', status('IN_QUEUE'));
+      const slow = { initialIntervalMs: 20_000, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+      const error = failure(
+        await rejection(
+          waitEnv().call(
+            activities().waitForJobChange,
+            waitInput({ polling: slow, returnBy: Date.now() + 3_000 }),
+          ),
+        ),
+      );
+      expect(Number(error.nextRetryDelay)).toBeLessThanOrEqual(3_000);
+    });
+
+    it('looks inline, heartbeating, while the schedule is fast, then hands over', async () => {
+      stub.answer(
+        'status',
+        status('IN_QUEUE'),
+        status('IN_QUEUE'),
+        status('IN_QUEUE'),
+        status('IN_PROGRESS'),
+      );
+      const env = waitEnv();
       const beats: Array<{ polls: number; intervalMs: number }> = [];
       env.on('heartbeat', (details) => beats.push(details));
       const result = await env.call(activities().waitForJobChange, waitInput());
-      expect(beats[0]).toMatchObject({ polls: 18, intervalMs: 40 });
-      expect(result).toMatchObject({ status: 'IN_PROGRESS', polls: 19 });
+      expect(result).toMatchObject({ reason: 'changed', status: 'IN_PROGRESS', polls: 4 });
+      expect(beats.map((beat) => beat.polls)).toEqual([1, 2, 3]);
+      // A schedule already past the inline limit does not loop.
+      stub.answer('status', status('IN_QUEUE'));
+      const error = failure(
+        await rejection(
+          waitEnv().call(
+            activities().waitForJobChange,
+            waitInput({ polling: { initialIntervalMs: 1_000, maxIntervalMs: 5_000, backoffCoefficient: 2 } }),
+          ),
+        ),
+      );
+      expect(error.type).toBe('JobUnchanged');
     });
 
-    it('starts afresh when the heartbeat was about another wait', async () => {
-      stub.answer('status', status('IN_PROGRESS'), status('COMPLETED'));
-      const env = activityEnv({
-        heartbeatDetails: { jobId: 'job-1', knownStatus: 'IN_QUEUE', polls: 17, intervalMs: 40 },
-      });
-      const beats: Array<{ polls: number; intervalMs: number }> = [];
-      env.on('heartbeat', (details) => beats.push(details));
-      await env.call(activities().waitForJobChange, waitInput({ knownStatus: 'IN_PROGRESS' }));
-      expect(beats[0]).toMatchObject({ polls: 1, intervalMs: 10 });
-    });
-
-    it('heartbeats the latest progress update, and returns it when the status changes', async () => {
+    it('carries the latest progress update in the JobUnchanged details', async () => {
       stub.answer(
         'status',
-        status('IN_PROGRESS', { output: { step: 1 } }),
         status('IN_PROGRESS', { output: 'x'.repeat(20_000) }),
         status('IN_PROGRESS', { output: { step: 3 } }),
-        status('COMPLETED', { output: 'ok' }),
       );
-      const env = activityEnv();
-      const beats: Array<{ progress?: unknown }> = [];
-      env.on('heartbeat', (details) => beats.push(details));
-      await env.call(activities().waitForJobChange, waitInput({ knownStatus: 'IN_PROGRESS' }));
-      expect(beats.map((beat) => beat.progress)).toEqual([
-        { step: 1 },
-        { omitted: true, bytes: 20_002 },
-        { step: 3 },
-      ]);
+      const slow = { initialIntervalMs: 2_000, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+      const input = waitInput({ knownStatus: 'IN_PROGRESS', polling: slow });
+      const big = failure(await rejection(waitEnv().call(activities().waitForJobChange, input)));
+      expect(big.details?.[0]).toMatchObject({ progress: { omitted: true, bytes: 20_002 } });
+      const small = failure(await rejection(waitEnv().call(activities().waitForJobChange, input)));
+      expect(small.details?.[0]).toMatchObject({ progress: { step: 3 } });
     });
 
     it('returns with reason deadline when returnBy comes first', async () => {
@@ -309,6 +360,7 @@ describe('job activities', () => {
         env.call(activities().waitForJobChange, waitInput({ polling: { ...polling, maxIntervalMs: 10 } })),
       );
       expect(error).toBeInstanceOf(CancelledFailure);
+      expect(stub.named('status')).toHaveLength(3);
     });
 
     it('maps a 404 to JobExpired, never retried; a 5xx stays retryable', async () => {

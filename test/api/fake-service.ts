@@ -25,8 +25,11 @@ export type Route =
 
 export interface Fault {
   route: Route | '*';
-  /** drop-before: socket destroyed before handling; drop-after: handled, then destroyed; hang-after: handled, never answered. */
-  kind: 'status' | 'drop-before' | 'drop-after' | 'hang-after' | 'slow';
+  /**
+   * drop-before: socket destroyed before handling; drop-after: handled, then destroyed; hang-after:
+   * handled, never answered; hold: waits before handling until the test calls releaseHeld().
+   */
+  kind: 'status' | 'drop-before' | 'drop-after' | 'hang-after' | 'slow' | 'hold';
   httpStatus?: number;
   body?: unknown;
   headers?: Record<string, string>;
@@ -128,6 +131,10 @@ export interface FakeService {
   volumes: Set<string>;
   streamShape: 'array' | 'object';
   maxInFlight: Partial<Record<Route, number>>;
+  /** Requests a 'hold' fault is keeping from being handled, now. */
+  held(): number;
+  /** Lets every held request go on (the fault keeps holding new ones until cleared). */
+  releaseHeld(): void;
   fault(fault: Fault): void;
   clearFaults(): void;
   reset(): void;
@@ -139,6 +146,11 @@ export async function startFakeService(apiKey = TEST_KEY): Promise<FakeService> 
   const faults: Array<Fault & { left: number }> = [];
   const inFlight: Partial<Record<Route, number>> = {};
   const hanging = new Set<FastifyReply>();
+  const holding = new Set<() => void>();
+  const releaseHeld = () => {
+    for (const release of holding) release();
+    holding.clear();
+  };
 
   const state: FakeService = {
     origin: '',
@@ -152,6 +164,8 @@ export async function startFakeService(apiKey = TEST_KEY): Promise<FakeService> 
     volumes: new Set(['vol-1']),
     streamShape: 'array',
     maxInFlight: {},
+    held: () => holding.size,
+    releaseHeld,
     fault(fault) {
       faults.push({ ...fault, left: fault.times ?? Number.POSITIVE_INFINITY });
     },
@@ -159,6 +173,7 @@ export async function startFakeService(apiKey = TEST_KEY): Promise<FakeService> 
       faults.length = 0;
     },
     reset() {
+      releaseHeld();
       faults.length = 0;
       state.requests.length = 0;
       state.processed.length = 0;
@@ -169,6 +184,7 @@ export async function startFakeService(apiKey = TEST_KEY): Promise<FakeService> 
       state.maxInFlight = {};
     },
     async close() {
+      releaseHeld();
       for (const reply of hanging) reply.raw.destroy();
       await app.close();
     },
@@ -213,6 +229,7 @@ export async function startFakeService(apiKey = TEST_KEY): Promise<FakeService> 
           if (fault) fault.left--;
           if (fault?.kind === 'slow')
             await new Promise((resolve) => setTimeout(resolve, fault.delayMs ?? 20));
+          if (fault?.kind === 'hold') await new Promise<void>((resolve) => holding.add(resolve));
           if (fault?.kind === 'status') {
             return (
               reply

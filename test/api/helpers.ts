@@ -28,6 +28,15 @@ export function clientFor(
   );
 }
 
+/** Polls until `check` holds; the timeout is a safety net for a broken test, never an assertion. */
+export async function waitUntil(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 /** The rejection of a promise that must reject; no error of any test may carry the key. */
 export async function failure(promise: Promise<unknown>): Promise<Error> {
   try {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JOB_LIMITS, type ServiceClient, ServiceError, ValidationError } from '../../api';
 import { type FakeService, startFakeService, TEST_KEY } from './fake-service';
-import { clientFor, failure } from './helpers';
+import { clientFor, failure, waitUntil } from './helpers';
 
 let service: FakeService;
 let client: ServiceClient;
@@ -185,14 +185,27 @@ describe('job operations: checks before sending', () => {
 });
 
 describe('job operations: rate limits and cancellation', () => {
-  it('keeps at most the configured number of requests in flight', async () => {
+  it('keeps the configured number of requests in flight at once, and no more', async () => {
     const limited = clientFor(service, { rateLimits: { cancel: { perTenSeconds: 1000, concurrent: 2 } } });
     try {
-      service.fault({ route: 'cancel', kind: 'slow', delayMs: 30 });
+      // The service holds each cancel unanswered until the test lets it go.
+      service.fault({ route: 'cancel', kind: 'hold' });
       const ids = ['a', 'b', 'c', 'd', 'e'].map((s) => seedJob(`IN_QUEUE_${s}`));
-      await Promise.all(ids.map((id) => limited.jobs.cancel('ep1', id)));
-      expect(service.requests.filter((r) => r.route === 'cancel')).toHaveLength(5);
-      expect(service.maxInFlight.cancel).toBeLessThanOrEqual(2);
+      const cancels = Promise.all(ids.map((id) => limited.jobs.cancel('ep1', id)));
+      const cancelsSeen = () => service.requests.filter((r) => r.route === 'cancel').length;
+      // Two requests reach the service and wait there together; the limiter sends no third while
+      // they are unanswered (it cannot: only an answer frees a slot).
+      await waitUntil(() => service.held() === 2);
+      expect(cancelsSeen()).toBe(2);
+      // Each answer frees a slot for the next request, and never more than two wait together.
+      service.releaseHeld();
+      await waitUntil(() => cancelsSeen() === 4 && service.held() === 2);
+      service.releaseHeld();
+      await waitUntil(() => cancelsSeen() === 5 && service.held() === 1);
+      service.releaseHeld();
+      await cancels;
+      expect(cancelsSeen()).toBe(5);
+      expect(service.maxInFlight.cancel).toBe(2);
     } finally {
       await limited.close();
     }

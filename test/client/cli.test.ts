@@ -13,9 +13,13 @@ import { type Emulator, startEmulator } from '../../emulator';
 import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
+import { eventually, quietTemporalRuntime } from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
 
 const API_KEY = 'cli-test-key-that-must-never-be-printed';
+
+// The failure test fails a workflow on purpose; the SDK would log it at WARN.
+quietTemporalRuntime();
 
 describe('the CLI', () => {
   let emulator: Emulator;
@@ -27,6 +31,7 @@ describe('the CLI', () => {
   const workdir = mkdtempSync(path.join(tmpdir(), 'cli-test-'));
   const address = inject('temporalAddress');
   let echoEndpoint: string;
+  let scriptedEndpoint: string;
 
   /** Runs one command; resolves to its exit code and what it printed. */
   async function cli(...args: string[]) {
@@ -45,6 +50,11 @@ describe('the CLI', () => {
     echoEndpoint = emulator.control.createEndpoint(API_KEY, {
       name: 'cli-echo',
       templateId: 'echo',
+      flashBootType: 'FLASHBOOT',
+    }).id;
+    scriptedEndpoint = emulator.control.createEndpoint(API_KEY, {
+      name: 'cli-scripted',
+      templateId: 'scripted',
       flashBootType: 'FLASHBOOT',
     }).id;
     connection = await Connection.connect({ address });
@@ -133,7 +143,7 @@ describe('the CLI', () => {
       '5',
     );
     expect(badPolicy.code).toBe(2);
-    expect(badPolicy.err).toMatch(/request\.policy\.ttl/);
+    expect(badPolicy.err).toContain('request.policy.ttl: must be an integer between 10000 and 604800000 ms');
     const badJson = await cli('job', 'start', id, '--endpoint', echoEndpoint, '--input', '{nope');
     expect(badJson.code).toBe(2);
     expect(badJson.err).toContain('--input: must be JSON');
@@ -152,7 +162,22 @@ describe('the CLI', () => {
     expect(badMode.err).toContain('--mode: must be one of async, sync, runsync');
     const badTier = await cli('endpoint', 'provision', '--spec', '{"templateId":"echo","gpuIds":"H100"}');
     expect(badTier.code).toBe(2);
-    expect(badTier.err).toContain('gpuIds');
+    expect(badTier.err).toContain(
+      'gpuIds: must be one of AMPERE_16, AMPERE_24, ADA_24, AMPERE_48, ADA_48_PRO, AMPERE_80, ADA_80_PRO',
+    );
+    const badRetries = await cli(
+      'job',
+      'start',
+      id,
+      '--endpoint',
+      echoEndpoint,
+      '--input',
+      '{}',
+      '--max-retries',
+      'many',
+    );
+    expect(badRetries.code).toBe(2);
+    expect(badRetries.err).toContain('--max-retries: must be an integer');
     await expect(temporal.workflow.getHandle(id).describe()).rejects.toThrow(/not found/i);
   });
 
@@ -182,6 +207,160 @@ describe('the CLI', () => {
     expect(emulator.control.endpoints(API_KEY).some((endpoint) => endpoint.id === endpointId)).toBe(false);
     const phase = (await cli('endpoint', 'phase', `endpoint-teardown:${endpointId}`)).json();
     expect(phase.phase).toBe('done');
+  });
+
+  /** Polls fast, so a test never waits on the schedule made for hour-long jobs. */
+  const FAST = JSON.stringify({ polling: { initialIntervalMs: 100, maxIntervalMs: 250 } });
+
+  /** Starts a job that runs until cancelled (a week of executionTimeout) and waits until it runs. */
+  async function startHangingJob(id: string) {
+    const started = await cli(
+      'job',
+      'start',
+      id,
+      '--endpoint',
+      scriptedEndpoint,
+      '--input',
+      '{"hang":true}',
+      '--execution-timeout',
+      '604800000',
+      '--options',
+      FAST,
+    );
+    expect(started.code).toBe(0);
+    return eventually(async () => {
+      const status = await cli('job', 'status', id);
+      return status.code === 0 && status.json().status === 'IN_PROGRESS' ? status.json() : undefined;
+    });
+  }
+
+  it('exits 1 and prints the failure type when the job fails', async () => {
+    const id = uniqueTaskQueue('cli-fail');
+    const failed = await cli(
+      'job',
+      'start',
+      id,
+      '--endpoint',
+      scriptedEndpoint,
+      '--input',
+      '{"fail":"weights not found"}',
+      '--options',
+      FAST,
+      '--wait',
+    );
+    expect(failed.code).toBe(1);
+    expect(failed.out).toBe('');
+    expect(failed.err).toMatch(/^error: JobFailed: .*weights not found/);
+    // The same through `job result`, for a job that already ended.
+    const again = await cli('job', 'result', id);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/^error: JobFailed: /);
+  });
+
+  it('job cancel: cancels the workflow, which cancels the remote job first', async () => {
+    const id = uniqueTaskQueue('cli-cancel');
+    const running = await startHangingJob(id);
+    const cancelled = await cli('job', 'cancel', id);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.json()).toEqual({ workflowId: id, cancelRequested: true });
+
+    const result = await cli('job', 'result', id);
+    expect(result.code).toBe(1);
+    expect((await temporal.workflow.getHandle(id).describe()).status.name).toBe('CANCELLED');
+    expect(emulator.control.job(running.jobId)?.status).toBe('CANCELLED');
+    expect((await cli('job', 'status', id)).json()).toMatchObject({
+      phase: 'cancelled',
+      remoteCancel: { sent: true, status: 'CANCELLED' },
+    });
+  });
+
+  it("job extend-ttl: sets the remote job's ttl through the workflow, or refuses a bad value", async () => {
+    const id = uniqueTaskQueue('cli-ttl');
+    const running = await startHangingJob(id);
+    const TWO_DAYS = 172_800_000;
+
+    const refused = await cli('job', 'extend-ttl', id, '5');
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain('ttl: must be an integer between 10000 and 604800000 ms');
+
+    const extended = await cli('job', 'extend-ttl', id, String(TWO_DAYS));
+    expect(extended.code).toBe(0);
+    expect(extended.json()).toEqual({ workflowId: id, ttlRequested: TWO_DAYS });
+    // The workflow sent /status?ttl=: the service counts the new ttl from submission, and so does
+    // the workflow's own deadline.
+    const job = await eventually(() => {
+      const state = emulator.control.job(running.jobId);
+      return state?.policy.ttl === TWO_DAYS ? state : undefined;
+    });
+    expect(job.ttlDeadline).toBe(job.submittedAt + TWO_DAYS);
+    const snapshot = await eventually(async () => {
+      const now = (await cli('job', 'status', id)).json();
+      return now.timings.ttlDeadline === now.timings.submittedAt + TWO_DAYS ? now : undefined;
+    });
+    expect(snapshot.ttlExtensionError).toBeUndefined();
+
+    expect((await cli('job', 'cancel', id)).code).toBe(0);
+    expect((await cli('job', 'result', id)).code).toBe(1);
+  });
+
+  it('job result --resolve-output: reads a large output back from the result store', async () => {
+    const id = uniqueTaskQueue('cli-large');
+    const large = 'x'.repeat(5_000);
+    const started = await cli(
+      'job',
+      'start',
+      id,
+      '--endpoint',
+      scriptedEndpoint,
+      '--input',
+      JSON.stringify({ output: { large } }),
+      '--options',
+      JSON.stringify({
+        outputInlineMaxBytes: 1_000,
+        polling: { initialIntervalMs: 100, maxIntervalMs: 250 },
+      }),
+      '--wait',
+    );
+    expect(started.code).toBe(0);
+    // Too large to come back inline: a reference to the worker's result store.
+    expect(started.json()).not.toHaveProperty('output');
+    expect(started.json().outputRef).toMatchObject({ kind: 'serverless-result-ref' });
+
+    const resolved = await cli('job', 'result', id, '--resolve-output', path.join(workdir, 'results'));
+    expect(resolved.code).toBe(0);
+    expect(resolved.json().output).toEqual({ large });
+    expect(resolved.json()).not.toHaveProperty('outputRef');
+  });
+
+  it('--address: connects to the Temporal frontend it names', async () => {
+    const id = uniqueTaskQueue('cli-address');
+    expect((await cli('job', 'start', id, '--endpoint', echoEndpoint, '--input', '{}', '--wait')).code).toBe(
+      0,
+    );
+    // The CLI's own connection this time, to the address given on the command line.
+    const dialed: string[] = [];
+    const connections: Connection[] = [];
+    let out = '';
+    let err = '';
+    try {
+      const code = await runCli(
+        ['--address', address, '--task-queue', taskQueue, 'job', 'status', id],
+        { out: (text) => (out += text), err: (text) => (err += text) },
+        async (options) => {
+          dialed.push(options.address);
+          const own = await Connection.connect({ address: options.address });
+          connections.push(own);
+          return new Client({ connection: own, namespace: options.namespace });
+        },
+      );
+      expect(err).toBe('');
+      expect(code).toBe(0);
+      expect(JSON.parse(out)).toMatchObject({ status: 'COMPLETED' });
+      // The flag's value (the dev server's random port), not the default 127.0.0.1:7233.
+      expect(dialed).toEqual([address]);
+    } finally {
+      for (const own of connections) await own.close();
+    }
   });
 
   it('never prints the API key', async () => {

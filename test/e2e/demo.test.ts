@@ -5,14 +5,13 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../support/integration';
 
-function runDemo(uiPort: number): Promise<{ code: number | null; output: string }> {
+function runDemo(uiPort: string): Promise<{ code: number | null; output: string }> {
   const root = path.resolve(__dirname, '../..');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
       cwd: root,
-      env: { ...process.env, DEMO_UI_PORT: String(uiPort) },
+      env: { ...process.env, DEMO_UI_PORT: uiPort },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -25,15 +24,20 @@ function runDemo(uiPort: number): Promise<{ code: number | null; output: string 
 
 describe('npm run demo', () => {
   it('runs a completion, a retried failure, a cancellation and a streamed job, then exits 0', async () => {
-    const uiPort = await freePort();
-    const { code, output } = await runDemo(uiPort);
+    // 0: no port of ours (none is free for sure): the dev server puts the UI at its port + 1000.
+    const { code, output } = await runDemo('0');
     expect(output).toMatch(/1\. completed: job \S+ -> \{"prompt":"hello, durable world"\}/);
     expect(output).toMatch(/2\. failed once, retried: job \S+ COMPLETED after 2 attempts -> \{"ok":true\}/);
     expect(output).toMatch(/3\. cancelled: workflow CANCELLED, remote job \S+ CANCELLED/);
     expect(output).toMatch(
       /4\. streamed: job \S+, 11 chunks to the sink: "once upon a time a job ran durably to the end"/,
     );
-    expect(output).toContain(`web UI at http://127.0.0.1:${uiPort}`);
+    const frontend = Number(/Temporal dev server at 127\.0\.0\.1:(\d+)/.exec(output)?.[1]);
+    expect(output).toContain(`web UI at http://127.0.0.1:${frontend + 1000}`);
+    expect(output).toContain(
+      `in the Temporal UI: http://127.0.0.1:${frontend + 1000}/namespaces/default/workflows`,
+    );
+    expect(output).toMatch(/webhook gateway at http:\/\/127\.0\.0\.1:\d+/);
     expect(output).toContain('[demo] done');
     expect(code).toBe(0);
   }, 180_000);

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Emulator, LIMITS } from '../../emulator';
 import { http, jobsApi, KEY, MINUTE, startTestEmulator, waitFor } from './helpers';
@@ -61,6 +62,68 @@ describe('payload limits', () => {
     expect(beyond.status).toBe(400);
     expect(beyond.body.error).toMatch(/20971520-byte limit of \/runsync/);
     expect(emulator.control.submissions(id)).toBe(1);
+  });
+});
+
+/**
+ * A raw HTTP/1.1 client that writes the request's whole body, waiting for each write to be taken,
+ * and only then reads the answer, as many clients do. Resolves with what came back and the
+ * socket error, if any (a server that closed without reading the body causes EPIPE/ECONNRESET).
+ */
+async function writeWholeBodyThenRead(
+  path: string,
+  bodyBytes: number,
+): Promise<{ answer: string; written: number; error?: string }> {
+  const socket = connect(emulator.port, '127.0.0.1');
+  let answer = '';
+  let error: string | undefined;
+  socket.on('data', (data: Buffer) => {
+    answer += data.toString('utf8');
+  });
+  socket.on('error', (caught: Error) => {
+    error ??= caught.message;
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  const write = (data: string | Buffer) =>
+    new Promise<void>((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve())));
+  let written = 0;
+  try {
+    await write(
+      `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${KEY}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${bodyBytes}\r\nconnection: close\r\n\r\n`,
+    );
+    const chunk = Buffer.alloc(256 * 1024, 'x');
+    while (written < bodyBytes) {
+      const part = chunk.subarray(0, Math.min(chunk.length, bodyBytes - written));
+      await write(part);
+      written += part.length;
+    }
+    socket.end();
+  } catch (caught) {
+    error ??= (caught as Error).message;
+    socket.destroy();
+  }
+  await closed;
+  return { answer, written, ...(error === undefined ? {} : { error }) };
+}
+
+describe('oversized bodies', () => {
+  it('/run reads a body over its limit to the end, then answers 400 (no reset under the client)', async () => {
+    const { id, api } = endpoint();
+    const size = LIMITS.runMaxBytes + 5 * MIB;
+    const { answer, written, error } = await writeWholeBodyThenRead(
+      `${new URL(api.base).pathname}/run`,
+      size,
+    );
+    expect(error).toBeUndefined();
+    expect(written).toBe(size);
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('exceeds the 10485760-byte limit of /run');
+    expect(emulator.control.submissions(id)).toBe(0);
   });
 });
 

@@ -1,6 +1,26 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_RATE_LIMITS } from '../../api';
 import { type Emulator, RATE_LIMITS, type RateOperation } from '../../emulator';
 import { type HttpResult, http, jobsApi, KEY, OTHER_KEY, startTestEmulator, waitFor } from './helpers';
+
+/**
+ * SERVICE_SPEC.md, "Rate limits, per endpoint and operation", copied by hand: every expectation
+ * below comes from this table, never from the emulator's or the client's own table, so a typo in
+ * either shows up here instead of being checked against itself.
+ */
+const SPEC_RATE_LIMITS: Record<RateOperation, { perWindow: number; concurrent: number | null }> = {
+  runsync: { perWindow: 2000, concurrent: 400 }, // POST /runsync: 2000 requests per 10 seconds, 400
+  run: { perWindow: 1000, concurrent: 200 }, // POST /run: 1000 per 10 s, 200
+  status: { perWindow: 2000, concurrent: 400 }, // GET /status: 2000 per 10 s, 400
+  stream: { perWindow: 2000, concurrent: 400 }, // GET /stream: 2000 per 10 s, 400
+  cancel: { perWindow: 100, concurrent: 20 }, // POST /cancel: 100 per 10 s, 20
+  'purge-queue': { perWindow: 2, concurrent: null }, // POST /purge-queue: 2 per 10 s, not applicable
+  openai: { perWindow: 2000, concurrent: 400 }, // POST /openai/*: 2000 per 10 s, 400
+  requests: { perWindow: 10, concurrent: 2 }, // GET /requests: 10 per 10 s, 2
+};
+const specRules = Object.entries(SPEC_RATE_LIMITS) as Array<
+  [RateOperation, (typeof SPEC_RATE_LIMITS)[RateOperation]]
+>;
 
 // The spec's rate-limit table, per endpoint and operation: each window at its bound and one beyond,
 // each concurrency cap, the dynamic rule and Retry-After. The clock is frozen, so the 10-second
@@ -60,10 +80,41 @@ beforeAll(async () => {
 afterAll(() => emulator.close());
 beforeEach(() => emulator.control.reset());
 
+describe("the spec's rate-limit table", () => {
+  it("is the emulator's table, row for row", () => {
+    expect(RATE_LIMITS).toEqual(SPEC_RATE_LIMITS);
+  });
+
+  it("is the client's table for every operation the client calls; retry and health have no limit", () => {
+    // The client names operations in camelCase and has no /openai or /requests calls.
+    const clientName: Partial<Record<RateOperation, string>> = {
+      runsync: 'runSync',
+      run: 'run',
+      status: 'status',
+      stream: 'stream',
+      cancel: 'cancel',
+      'purge-queue': 'purgeQueue',
+    };
+    const expected = Object.fromEntries(
+      specRules.flatMap(([operation, rule]) => {
+        const name = clientName[operation];
+        if (!name) return [];
+        return [
+          [
+            name,
+            rule.concurrent === null
+              ? { perTenSeconds: rule.perWindow }
+              : { perTenSeconds: rule.perWindow, concurrent: rule.concurrent },
+          ],
+        ];
+      }),
+    );
+    expect(DEFAULT_RATE_LIMITS).toEqual(expected);
+  });
+});
+
 describe('rate limits per endpoint and operation', () => {
-  for (const [operation, rule] of Object.entries(RATE_LIMITS) as Array<
-    [RateOperation, (typeof RATE_LIMITS)[RateOperation]]
-  >) {
+  for (const [operation, rule] of specRules) {
     it(`${operation}: ${rule.perWindow} requests per 10 seconds pass, the next answers 429 with Retry-After`, async () => {
       const { id, api } = endpoint(KEY, { workersMin: 1 });
       emulator.control.advance(500);
@@ -119,9 +170,7 @@ describe('rate limits per endpoint and operation', () => {
 });
 
 describe('concurrency caps', () => {
-  const capped = (
-    Object.entries(RATE_LIMITS) as Array<[RateOperation, { concurrent: number | null }]>
-  ).filter(([, rule]) => rule.concurrent !== null);
+  const capped = specRules.filter(([, rule]) => rule.concurrent !== null);
   for (const [operation, rule] of capped) {
     const cap = rule.concurrent as number;
     it(`${operation}: ${cap} requests in flight pass, one more at the same time answers 429`, async () => {

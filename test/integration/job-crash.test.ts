@@ -2,48 +2,57 @@
  * The worker process killed with SIGKILL while its job runs, and started again: the job completes
  * and the service saw exactly one submission. The workers are the real entry point
  * (`npm run worker`, worker/main.ts) in child processes, configured through the environment, each
- * with the webhook gateway beside it on the same public address.
+ * with the webhook gateway beside it on a port of its own, behind one public address (a relay, as
+ * a load balancer would be). The emulator's clock is frozen: the job runs until the test moves it.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob } from '../../client/jobs';
 import {
+  eventually,
   FAST_POLLING,
-  freePort,
   historyText,
   type JobStack,
   spawnWorker,
   startJobStack,
 } from '../support/integration';
+import { type Relay, startRelay } from '../support/relay';
 import { uniqueTaskQueue } from '../support/temporal';
 
 describe('a worker killed mid-job (dev server, emulator over HTTP, worker processes)', () => {
   let stack: JobStack;
+  let relay: Relay;
   beforeAll(async () => {
     // No in-process worker: this file's jobs run on the child processes only.
     stack = await startJobStack({ name: 'job-crash', timeScale: 100, worker: false });
+    relay = await startRelay();
   });
   afterAll(async () => {
+    await relay?.close();
     await stack?.close();
   });
 
   it('SIGKILL while IN_PROGRESS, another worker started: the job completes, submitted once', async () => {
     const taskQueue = uniqueTaskQueue('job-crash');
-    const port = await freePort();
     const secret = randomBytes(32).toString('base64url');
     const { TEMPORAL_ADDRESS: _address, WORKER_SHUTDOWN_GRACE_MS: _grace, ...service } = stack.workerEnv;
     const vars = {
       ...service,
       TEMPORAL_TASK_QUEUE: taskQueue,
-      WEBHOOK_PORT: String(port),
-      WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // Each worker's gateway takes any free port; the service calls the relay in front of them.
+      WEBHOOK_PORT: '0',
+      WEBHOOK_PUBLIC_URL: relay.url,
       WEBHOOK_SECRET: secret,
     };
     const endpointId = stack.endpoint();
+    // Service time moves only when the test says: the job cannot finish while no worker runs.
+    stack.control.freeze();
     const first = spawnWorker(vars);
     const workers = [first];
     try {
       await first.running;
+      relay.target = first.gatewayUrl();
+      expect(relay.target).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       // An hour of service time: it finishes when the test moves the emulator's clock.
       const handle = await stack.start(
         {
@@ -56,6 +65,9 @@ describe('a worker killed mid-job (dev server, emulator over HTTP, worker proces
         },
         { taskQueue },
       );
+      // Submitted; past the worker's cold start it runs.
+      await eventually(() => stack.control.jobs(endpointId).length === 1, 60_000);
+      stack.control.advance(5_000);
       const running = await stack.snapshotWhen(
         handle.workflowId,
         (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
@@ -70,7 +82,8 @@ describe('a worker killed mid-job (dev server, emulator over HTTP, worker proces
       const second = spawnWorker(vars);
       workers.push(second);
       await second.running;
-      // The job finishes now; its webhook reaches the new worker's gateway.
+      relay.target = second.gatewayUrl();
+      // The job finishes now; its webhook reaches the new worker's gateway through the relay.
       stack.control.advance(3_600_000);
       const result = await awaitJob(stack.client, handle);
 
@@ -84,6 +97,10 @@ describe('a worker killed mid-job (dev server, emulator over HTTP, worker proces
       });
       expect(stack.control.submissions(endpointId)).toBe(1);
       expect(stack.control.jobs(endpointId).map((job) => job.id)).toEqual([jobId]);
+      // The webhook, sent to the public address, reached the second worker's gateway.
+      await eventually(() =>
+        stack.control.webhookDeliveries().some((d) => d.jobId === jobId && d.httpStatus === 200),
+      );
       // Both processes worked on this workflow: the one killed, then the one started after it.
       const history = await handle.fetchHistory();
       const identities = new Set(
@@ -92,6 +109,7 @@ describe('a worker killed mid-job (dev server, emulator over HTTP, worker proces
       expect(identities.size).toBe(2);
       expect(historyText(history)).not.toContain(stack.apiKey);
     } finally {
+      stack.control.resume();
       for (const worker of workers) await worker.kill();
     }
   }, 180_000);

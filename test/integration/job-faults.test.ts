@@ -78,6 +78,69 @@ describe('job workflow under injected faults (dev server, emulator over HTTP, re
     expect(stack.control.submissions(endpointId)).toBe(1);
   });
 
+  it("a 429 storm that outlasts the client's retry budget: the workflow retries the submit itself", async () => {
+    const endpointId = stack.endpoint();
+    // Six 429s with Retry-After: 1 s. The client tries once and retries five times (its whole
+    // budget, each wait at least the Retry-After), then gives up with RateLimited; the submit
+    // activity fails certain-not-sent, and the workflow's own retry sends it again.
+    stack.control.injectFault({
+      operation: 'run',
+      endpointId,
+      kind: 'status',
+      httpStatus: 429,
+      retryAfterSeconds: 1,
+      times: 6,
+    });
+    const handle = await stack.start({
+      endpointId,
+      request: { input: { sleepMs: 1_000, output: 'after the storm' } },
+      polling: FAST_POLLING,
+    });
+    const result = await awaitJob(stack.client, handle);
+
+    expect(result).toMatchObject({ output: 'after the storm', submissions: 1, uncertainSubmits: 0 });
+    expect(stack.control.submissions(endpointId)).toBe(1);
+    expect(stack.control.jobs(endpointId)).toHaveLength(1);
+    // The storm is spent: all six 429s went to the workflow's calls.
+    expect(await probe('POST', `/${endpointId}/run`)).toBe(400);
+
+    // Two submit activities: the first failed RateLimited (with the Retry-After), the second made
+    // the job; Temporal never retried either (each ran once), and a timer paced them.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const submits = events.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'submitJob',
+    );
+    expect(submits).toHaveLength(2);
+    const outcomeOf = (scheduled: (typeof submits)[number]) =>
+      events.find(
+        (e) =>
+          (
+            e.activityTaskFailedEventAttributes?.scheduledEventId ??
+            e.activityTaskCompletedEventAttributes?.scheduledEventId
+          )?.toString() === scheduled.eventId?.toString(),
+      );
+    const first = outcomeOf(submits[0]!)?.activityTaskFailedEventAttributes?.failure;
+    expect(first?.applicationFailureInfo?.type).toBe('RateLimited');
+    expect(first?.message).toContain('429');
+    expect(outcomeOf(submits[1]!)?.activityTaskCompletedEventAttributes).toBeTruthy();
+    const startsOf = (scheduled: (typeof submits)[number]) =>
+      events.filter(
+        (e) =>
+          e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() ===
+          scheduled.eventId?.toString(),
+      );
+    for (const scheduled of submits) {
+      expect(startsOf(scheduled).map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
+    }
+    const between = events.filter(
+      (e) =>
+        Number(e.eventId) > Number(submits[0]?.eventId) &&
+        Number(e.eventId) < Number(submits[1]?.eventId) &&
+        e.timerStartedEventAttributes,
+    );
+    expect(between).toHaveLength(1);
+  });
+
   it('5xx on /status and /retry: the job still completes, submitted exactly once', async () => {
     const endpointId = stack.endpoint();
     stack.control.injectFault({ operation: 'status', endpointId, kind: 'status', httpStatus: 500, times: 1 });

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { awaitJob } from '../../client/jobs';
+import { awaitJob, getJobSnapshot } from '../../client/jobs';
 import { signWebhookToken, webhookUrlFor } from '../../worker/webhook-token';
 import {
   eventually,
@@ -29,6 +29,7 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
   afterEach(() => {
     removeFault?.();
     removeFault = undefined;
+    stack.control.resume();
   });
   afterAll(async () => {
     await stack?.close();
@@ -76,11 +77,23 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
   it('duplicated (the service calls twice): harmless, one look at /status and one result', async () => {
     removeFault = stack.control.webhookFaults({ duplicate: 1 });
     const endpointId = stack.endpoint();
+    // Service time stands still until the poller has had its one look (then sleeps a minute): the
+    // job cannot finish before that look, so only the webhook can tell the workflow it did.
+    stack.control.freeze();
     const handle = await stack.start({
       endpointId,
       request: { input: { sleepMs: 1_000, output: 'once' } },
       polling: SLOW_POLLING,
     });
+    const looked = await eventually(async () => {
+      const snapshot = await getJobSnapshot(stack.client, handle.workflowId, { live: true }).catch(
+        () => undefined,
+      );
+      return snapshot?.live && snapshot.live.polls >= 1 ? snapshot : undefined;
+    });
+    expect(looked).toMatchObject({ status: 'IN_QUEUE', phase: 'waiting' });
+    // Cold start (5 s) and the run (1 s): the job completes and the service calls twice.
+    stack.control.advance(6_000);
     const result = await awaitJob(stack.client, handle);
 
     expect(result).toMatchObject({ output: 'once', submissions: 1, jobIds: [result.jobId] });
@@ -101,13 +114,16 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
 
   it('forged: a bad token gets 401 and changes nothing; a signed claim is never trusted without /status', async () => {
     const endpointId = stack.endpoint();
-    // An hour of service time: it finishes when the test moves the emulator's clock.
+    // An hour of service time, on a frozen clock: it finishes when the test moves the clock.
+    stack.control.freeze();
     const handle = await stack.start({
       endpointId,
       request: { input: { sleepMs: 3_600_000, output: 'genuine' }, policy: { executionTimeout: 7_200_000 } },
       polling: FAST_POLLING,
     });
     const { workflowId } = handle;
+    await eventually(() => stack.control.jobs(endpointId).length === 1);
+    stack.control.advance(5_000); // the worker's cold start: the job runs
     const running = await stack.snapshotWhen(workflowId, (s) => s.status === 'IN_PROGRESS');
     const jobId = running.jobId as string;
     const gateway = stack.gatewayUrl as string;

@@ -8,7 +8,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -24,6 +23,8 @@ import { runWorker } from '../../worker/run-worker';
 import type { JobWorkflowInput } from '../../workflows/job-input';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 
+export { historyText, scheduledActivities } from './history';
+
 const repoRoot = path.resolve(__dirname, '../..');
 
 /** Polls `check` until it holds (or throws after `timeoutMs`); for waiting on outside state. */
@@ -38,16 +39,6 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/** A port nothing listens on now, for a listener that must keep its address across restarts. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**
@@ -113,36 +104,19 @@ export function spawnWorker(vars: Record<string, string>) {
       await exited;
     },
     output: () => output,
+    /** Where its gateway listens, from its 'worker running' line (once `running` has resolved). */
+    gatewayUrl(): string | undefined {
+      for (const line of output.split('\n')) {
+        try {
+          const parsed = JSON.parse(line) as { msg?: string; gateway?: string };
+          if (parsed.msg === 'worker running') return parsed.gateway;
+        } catch {
+          // not a log line
+        }
+      }
+      return undefined;
+    },
   };
-}
-
-/**
- * A workflow history as text with every payload decoded. Payload data are bytes (JSON as UTF-8),
- * which JSON.stringify would print as base64 (protobufjs' toJSON) or as arrays of numbers, either
- * way hiding any string inside them; here every byte field is decoded as UTF-8 instead.
- */
-export function historyText(history: unknown): string {
-  const plain = (value: unknown): unknown => {
-    if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-    if (Array.isArray(value)) return value.map(plain);
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, plain(inner)]));
-    }
-    return value;
-  };
-  return JSON.stringify(plain(history));
-}
-
-/** Types of the activities a history scheduled, in order. */
-export function scheduledActivities(history: {
-  events?: Array<{
-    activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
-  }> | null;
-}): string[] {
-  return (history.events ?? []).flatMap((event) => {
-    const name = event.activityTaskScheduledEventAttributes?.activityType?.name;
-    return name ? [name] : [];
-  });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -209,7 +183,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
   const resultDir = mkdtempSync(path.join(tmpdir(), `${options.name}-`));
 
   let webhookSecret: string | undefined;
-  let gatewayPort: number | undefined;
+  let gatewayUrl: string | undefined;
   const workerEnv: Record<string, string> = {
     ...serviceEnv(emulator, apiKey),
     TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -219,11 +193,10 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     WORKER_SHUTDOWN_GRACE_MS: '500',
   };
   if (options.webhooks) {
+    // The gateway takes any free port (0) and the worker hands out URLs on the port it got.
     webhookSecret = randomBytes(32).toString('base64url');
-    gatewayPort = await freePort();
     workerEnv.WEBHOOK_SECRET = webhookSecret;
-    workerEnv.WEBHOOK_PORT = String(gatewayPort);
-    workerEnv.WEBHOOK_PUBLIC_URL = `http://127.0.0.1:${gatewayPort}`;
+    workerEnv.WEBHOOK_PORT = '0';
   }
 
   const controller = new AbortController();
@@ -237,7 +210,11 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     running = runWorker(config, {
       signal: controller.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
-      onReady: () => ready(),
+      publicUrlFromGateway: options.webhooks === true,
+      onReady: (info) => {
+        gatewayUrl = info.gatewayUrl;
+        ready();
+      },
     });
     running.catch(() => undefined); // awaited in close(); a failure before ready is raised below
     await Promise.race([isReady, running.then(() => Promise.reject(new Error('the worker stopped early')))]);
@@ -251,7 +228,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     client: env.client,
     taskQueue,
     apiKey,
-    ...(webhookSecret ? { webhookSecret, gatewayUrl: `http://127.0.0.1:${gatewayPort}` } : {}),
+    ...(webhookSecret && gatewayUrl ? { webhookSecret, gatewayUrl } : {}),
     workerEnv,
     endpoint(fields = {}) {
       return emulator.control.createEndpoint(apiKey, {

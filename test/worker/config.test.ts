@@ -48,6 +48,37 @@ describe('worker configuration', () => {
     expect(DEFAULT_BODY_LIMIT_BYTES).toBe(16 * 1024 * 1024);
   });
 
+  it('leaves the SDK slot settings at their defaults unless set, and reads each one', () => {
+    expect(loadWorkerConfig(service).slots).toEqual({});
+    const config = loadWorkerConfig({
+      ...service,
+      WORKER_MAX_CONCURRENT_ACTIVITIES: '250',
+      WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '40',
+      WORKER_MAX_CACHED_WORKFLOWS: '5000',
+      WORKER_MAX_ACTIVITIES_PER_SECOND: '300',
+      WORKER_MAX_TASK_QUEUE_ACTIVITIES_PER_SECOND: '200',
+    });
+    expect(config.slots).toEqual({
+      maxConcurrentActivityTaskExecutions: 250,
+      maxConcurrentWorkflowTaskExecutions: 40,
+      maxCachedWorkflows: 5000,
+      maxActivitiesPerSecond: 300,
+      maxTaskQueueActivitiesPerSecond: 200,
+    });
+  });
+
+  it('refuses a bad slot setting, naming the variable and the rule', () => {
+    const error = configError(() =>
+      loadWorkerConfig({ ...service, WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '1' }),
+    );
+    expect(error.message).toContain('WORKER_MAX_CONCURRENT_WORKFLOW_TASKS');
+    expect(error.message).toContain('must be an integer from 2 to 100000');
+    const word = configError(() =>
+      loadWorkerConfig({ ...service, WORKER_MAX_CONCURRENT_ACTIVITIES: 'lots' }),
+    );
+    expect(word.message).toContain('WORKER_MAX_CONCURRENT_ACTIVITIES');
+  });
+
   it('reads every variable', () => {
     const config = loadWorkerConfig(
       {

@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NativeConnection } from '@temporalio/worker';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
@@ -101,11 +103,71 @@ describe('runWorker', () => {
     expect(logs.text()).toContain('worker stopped');
   });
 
-  it('fails, and closes what it opened, when Temporal cannot be reached', async () => {
-    const config = loadWorkerConfig({ ...baseEnv(), TEMPORAL_ADDRESS: '127.0.0.1:1' });
-    await expect(
+  /**
+   * Watches what runWorker opens while `body` runs: the listeners it starts (the gateway), the
+   * Temporal connections it makes and whether each is closed, and the service client's HTTP agent.
+   */
+  async function watchingResources<T>(body: () => Promise<T>) {
+    const listen = vi.spyOn(Server.prototype, 'listen');
+    const connect = vi.spyOn(NativeConnection, 'connect');
+    const closeConnection = vi.spyOn(NativeConnection.prototype, 'close');
+    const closeAgent = vi.spyOn(Agent.prototype, 'close');
+    try {
+      const outcome = await body().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const connections = await Promise.all(
+        connect.mock.results.map((result) =>
+          (result.value as Promise<NativeConnection>).catch(() => undefined),
+        ),
+      );
+      return {
+        outcome,
+        listeners: listen.mock.contexts as Server[],
+        connections: connections.filter((c): c is NativeConnection => c !== undefined),
+        closedConnections: closeConnection.mock.contexts as NativeConnection[],
+        // Distinct agents: undici's promise form of close() calls close() again with a callback.
+        agentsClosed: new Set(closeAgent.mock.contexts).size,
+      };
+    } finally {
+      vi.restoreAllMocks();
+    }
+  }
+
+  it('fails, and closes what it opened, when the worker cannot start after the gateway is up', async () => {
+    // The namespace does not exist: the connection is made and the gateway listens, then
+    // Worker.create fails.
+    const config = loadWorkerConfig({
+      ...baseEnv(),
+      TEMPORAL_NAMESPACE: `no-such-namespace-${Date.now()}`,
+      TEMPORAL_TASK_QUEUE: uniqueTaskQueue('no-namespace'),
+      WEBHOOK_PORT: '0',
+    });
+    const seen = await watchingResources(() =>
       runWorker(config, { logger: createLogger({ destination: captureLines() }) }),
-    ).rejects.toThrow();
+    );
+    expect(seen.outcome).toBeInstanceOf(Error);
+    expect(String(seen.outcome)).toMatch(/namespace/i);
+    // It had opened a connection and a listener...
+    expect(seen.connections).toHaveLength(1);
+    expect(seen.listeners.length).toBeGreaterThanOrEqual(1);
+    // ...and closed them, and the service client.
+    expect(seen.closedConnections).toEqual(seen.connections);
+    for (const listener of seen.listeners) expect(listener.listening).toBe(false);
+    expect(seen.agentsClosed).toBe(1);
+  });
+
+  it('fails, and closes what it opened, when Temporal cannot be reached', async () => {
+    const config = loadWorkerConfig({ ...baseEnv(), TEMPORAL_ADDRESS: '127.0.0.1:1', WEBHOOK_PORT: '0' });
+    const seen = await watchingResources(() =>
+      runWorker(config, { logger: createLogger({ destination: captureLines() }) }),
+    );
+    expect(seen.outcome).toBeInstanceOf(Error);
+    // No connection, so no gateway either; the service client it had made is closed.
+    expect(seen.connections).toHaveLength(0);
+    expect(seen.listeners).toHaveLength(0);
+    expect(seen.agentsClosed).toBe(1);
   });
 });
 

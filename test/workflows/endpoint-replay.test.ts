@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, it } from 'vitest';
 import { quietRuntime } from '../support/workflow-harness';
 
@@ -15,12 +16,14 @@ quietRuntime();
 const recorded = (name: string) =>
   historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, `../fixtures/${name}.history.json`), 'utf8')));
 
+const RECORDED = [
+  ['endpoint-provision', 'endpoint-provision-recorded'],
+  ['endpoint-update', 'endpoint-update-recorded'],
+  ['endpoint-teardown', 'endpoint-teardown-recorded'],
+];
+
 describe('replay of recorded endpoint lifecycle runs', () => {
-  it.each([
-    ['endpoint-provision', 'endpoint-provision-recorded'],
-    ['endpoint-update', 'endpoint-update-recorded'],
-    ['endpoint-teardown', 'endpoint-teardown-recorded'],
-  ])('%s replays against the current workflow code', async (name, workflowId) => {
+  it.each(RECORDED)('%s replays against the current workflow code', async (name, workflowId) => {
     const history = recorded(name);
     expect(history.events?.length).toBeGreaterThan(10);
     await expect(
@@ -30,5 +33,15 @@ describe('replay of recorded endpoint lifecycle runs', () => {
         workflowId,
       ),
     ).resolves.toBeUndefined();
+  });
+
+  it.each(RECORDED)('%s fails replay against a version whose commands changed', async (name, workflowId) => {
+    await expect(
+      Worker.runReplayHistory(
+        { workflowsPath: require.resolve('./endpoint-variant-reordered.ts') },
+        recorded(name),
+        workflowId,
+      ),
+    ).rejects.toBeInstanceOf(DeterminismViolationError);
   });
 });

@@ -137,6 +137,47 @@ describe('job client facade', () => {
     });
   });
 
+  it('shows live progress from the wait`s last JobUnchanged look, between two looks', async () => {
+    const fake = fakeJob({
+      waitForJobChange: async (req) => {
+        const { attempt } = Context.current().info;
+        if (req.knownStatus === 'IN_QUEUE')
+          return waitResult(req.jobId, 'IN_PROGRESS', { progress: { step: 1 } });
+        if (attempt === 1) {
+          // As activities/job-wait.ts does: nothing new, look again later (the server's timer).
+          throw ApplicationFailure.create({
+            type: 'JobUnchanged',
+            message: 'still IN_PROGRESS',
+            nextRetryDelay: '3 seconds',
+            details: [
+              {
+                jobId: req.jobId,
+                knownStatus: req.knownStatus,
+                polls: 3,
+                intervalMs: 3_000,
+                progress: { step: 9 },
+              },
+            ],
+          });
+        }
+        return waitResult(req.jobId, 'COMPLETED');
+      },
+    });
+    await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const workflowId = uniqueTaskQueue('live-retry');
+      await startJob(env.client, input(), { workflowId, taskQueue });
+      let snapshot = await getJobSnapshot(env.client, workflowId, { live: true });
+      for (let i = 0; i < 200 && snapshot.live === undefined; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        snapshot = await getJobSnapshot(env.client, workflowId, { live: true });
+      }
+      expect(snapshot).toMatchObject({ status: 'IN_PROGRESS', live: { polls: 3, progress: { step: 9 } } });
+      // The second look, when the server's timer fires, sees it finished.
+      await awaitJob(env.client, workflowId);
+      expect(fake.named('waitForJobChange').map((call) => call.attempt)).toEqual([1, 1, 2]);
+    });
+  });
+
   it('shows live progress from the poller`s heartbeat in the snapshot', async () => {
     let release = false;
     const fake = fakeJob({

@@ -45,6 +45,15 @@ const uncertain = () =>
 
 const sleepReal = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A gate a fake activity waits at until the test opens it: the test decides when it answers. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
 describe('job workflow: submission and cancellation', () => {
   let env: TestWorkflowEnvironment;
   let bundle: WorkflowBundleWithSourceMap;
@@ -173,19 +182,27 @@ describe('job workflow: submission and cancellation', () => {
     });
 
     it('adopts a webhook that arrived while the submit was still in flight', async () => {
+      const submit = gate();
       const fake = fakeJob({
         submitJob: async () => {
-          await sleepReal(1_500);
+          await submit.opened;
           throw uncertain();
         },
         waitForJobChange: pollerScript(['COMPLETED']),
         fetchJobStatus: async (req) => observation(req.jobId, 'IN_PROGRESS'),
       });
       const result = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-        const handle = await start(taskQueue, input());
-        await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
-        await handle.signal(jobWebhookSignal, { jobId: 'orphan-8', status: 'IN_PROGRESS' });
-        return handle.result();
+        try {
+          const handle = await start(taskQueue, input());
+          await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
+          // The signal is in the history before the submit can answer: it arrived mid-submit.
+          await handle.signal(jobWebhookSignal, { jobId: 'orphan-8', status: 'IN_PROGRESS' });
+          expect((await handle.query(jobSnapshotQuery)).phase).toBe('submitting');
+          submit.open();
+          return await handle.result();
+        } finally {
+          submit.open();
+        }
       });
       expect(result).toMatchObject({ jobId: 'orphan-8', status: 'COMPLETED', uncertainSubmits: 1 });
     });
@@ -326,17 +343,25 @@ describe('job workflow: submission and cancellation', () => {
     });
 
     it('lets a submit in flight finish, then cancels the job it created', async () => {
+      const submit = gate();
       const fake = fakeJob({
         submitJob: async () => {
-          await sleepReal(1_500);
+          await submit.opened;
           return submitted('job-9');
         },
       });
       await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-        const handle = await start(taskQueue, input());
-        await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
-        await handle.cancel();
-        await cancelled(handle.result());
+        try {
+          const handle = await start(taskQueue, input());
+          await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
+          // The cancellation is recorded while the submit still holds the answer back.
+          await handle.cancel();
+          expect((await handle.query(jobSnapshotQuery)).phase).toBe('submitting');
+          submit.open();
+          await cancelled(handle.result());
+        } finally {
+          submit.open();
+        }
       });
       expect(fake.named('cancelJob').map((call) => call.input)).toEqual([
         { endpointId: 'ep-1', jobId: 'job-9' },

@@ -3,13 +3,20 @@
  * of waiting (webhook and polling), the snapshot, search attributes, modes, streaming, the result
  * store and input validation. Retries/expiry and submission/cancellation have files of their own.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJobActivities } from '../../activities/job';
+import type { ServiceClient } from '../../api/client';
+import { signWebhookToken, webhookUrlFactory } from '../../worker/webhook-token';
 import type { JobResult } from '../../workflows/definitions';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
 import type { JobWorkflowInput } from '../../workflows/job-input';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/search-attributes';
+import { historyText } from '../support/history';
 import {
   bundleJobWorkflow,
   eventually,
@@ -19,7 +26,6 @@ import {
   observation,
   pollerScript,
   quietRuntime,
-  submitted,
   waitResult,
   withWorker,
 } from './job-harness';
@@ -323,26 +329,52 @@ describe('job workflow: completion and waiting', () => {
   });
 
   it('streams into the chosen sink beside the wait; chunks never reach the workflow', async () => {
+    // The real stream activity over a stubbed /stream that hands out chunks in two batches: had
+    // the activity returned them (or the workflow kept them), their text would be in the history.
+    const chunkText = (i: number) => `streamed-chunk-${i}-that-stays-out-of-history`;
+    const batches = [[0, 1, 2], [3, 4], []].map((batch) =>
+      batch.map((i) => ({ output: { text: [chunkText(i)] } })),
+    );
+    let streamCalls = 0;
+    const service = {
+      jobs: {
+        stream: async () => ({ chunks: batches[Math.min(streamCalls++, batches.length - 1)] ?? [] }),
+        status: async (_endpointId: string, jobId: string) => ({ id: jobId, status: 'COMPLETED' as const }),
+      },
+    } as unknown as Pick<ServiceClient, 'jobs'>;
+    const streamDir = mkdtempSync(path.join(tmpdir(), 'job-stream-'));
+    const real = createJobActivities({ client: service, streamDir });
     const fake = fakeJob({
       waitForJobChange: pollerScript(['IN_PROGRESS', 'COMPLETED']),
-      streamJob: async () => ({ chunks: 7, batches: 3, finalStatus: 'COMPLETED' }),
+      streamJob: (req) => real.streamJob(req),
     });
-    const { result, events } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-      const handle = await start(
-        taskQueue,
-        input({ stream: { sink: { kind: 'file', name: 'job-1.jsonl' } } }),
-      );
-      const result = await handle.result();
-      return { result, events: JSON.stringify(await handle.fetchHistory()) };
-    });
-    expect(result.stream).toEqual({ chunks: 7 });
-    expect(fake.named('streamJob')[0]?.input).toMatchObject({
-      endpointId: 'ep-1',
-      jobId: 'job-1',
-      sink: { kind: 'file', name: 'job-1.jsonl' },
-      firstIndex: 0,
-    });
-    expect(events).not.toContain('"chunks":[');
+    try {
+      const { result, history } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(
+          taskQueue,
+          input({ stream: { sink: { kind: 'file', name: 'job-1.jsonl' } } }),
+        );
+        const result = await handle.result();
+        return { result, history: historyText(await handle.fetchHistory()) };
+      });
+      expect(result.stream).toEqual({ chunks: 5 });
+      expect(fake.named('streamJob')[0]?.input).toMatchObject({
+        endpointId: 'ep-1',
+        jobId: 'job-1',
+        sink: { kind: 'file', name: 'job-1.jsonl' },
+        firstIndex: 0,
+      });
+      // Every chunk reached the sink, in order...
+      const lines = readFileSync(path.join(streamDir, 'job-1.jsonl'), 'utf8').trim().split('\n');
+      expect(lines.map((line) => JSON.parse(line).output.text[0])).toEqual([0, 1, 2, 3, 4].map(chunkText));
+      // ...and none of them the history, whose payloads (decoded) do hold the job's own values.
+      expect(history).toContain('"prompt":"hello"');
+      expect(history).toContain('job-1.jsonl');
+      for (const i of [0, 1, 2, 3, 4]) expect(history).not.toContain(chunkText(i));
+      expect(history).not.toContain('"chunks":[');
+    } finally {
+      rmSync(streamDir, { recursive: true, force: true });
+    }
   });
 
   it('a signal sink without a workflow id signals the parent workflow', async () => {
@@ -431,13 +463,39 @@ describe('job workflow: completion and waiting', () => {
   });
 
   it('submits with the workflow id only: the webhook URL is made in the worker', async () => {
-    const fake = fakeJob({ submitJob: async () => submitted('job-1', { webhookArmed: true }) });
-    const history = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-      const handle = await start(taskQueue, input());
-      await handle.result();
-      return JSON.stringify(await handle.fetchHistory());
+    // The real submit activity, with the worker's webhook URLs, over a stubbed /run.
+    const secret = 'job-test-webhook-secret-0123456789abcdef';
+    const sent: Array<{ webhook?: string }> = [];
+    const service = {
+      jobs: {
+        run: async (_endpointId: string, body: { webhook?: string }) => {
+          sent.push(body);
+          return { id: 'job-1', status: 'IN_QUEUE' as const };
+        },
+      },
+    } as unknown as Pick<ServiceClient, 'jobs'>;
+    const real = createJobActivities({
+      client: service,
+      webhookUrlFor: webhookUrlFactory('https://hooks.example.test', secret),
     });
+    const fake = fakeJob({ submitJob: (req) => real.submitJob(req) });
+    const wid = workflowId();
+    const history = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input(), wid);
+      await handle.result();
+      return historyText(await handle.fetchHistory());
+    });
+    // The request that went out did carry this workflow's webhook URL and its token...
+    const token = signWebhookToken(secret, wid);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.webhook).toBe(`https://hooks.example.test/webhooks/${wid}?token=${token}`);
+    // ...the decoded history holds the request as given, and none of the webhook.
+    expect(history).toContain('"prompt":"hello"');
+    expect(history).toContain('"webhookArmed":true');
     expect(history).not.toContain('webhook"');
+    expect(history).not.toContain('hooks.example.test');
     expect(history).not.toContain('token=');
+    expect(history).not.toContain(token);
+    expect(history).not.toContain(secret);
   });
 });

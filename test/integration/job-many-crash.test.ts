@@ -1,0 +1,87 @@
+/**
+ * A worker process SIGKILLed while 200 jobs wait on it: a new worker process finishes them all,
+ * each job submitted exactly once. Between two looks the waits live on the Temporal server (as
+ * activity retry timers), so the new worker simply picks up the next attempts. Polling only: the
+ * worker processes hand out no webhook URLs, so every job ends by a look at /status.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitJob, type JobHandle } from '../../client/jobs';
+import { eventually, type JobStack, spawnWorker, startJobStack } from '../support/integration';
+import { uniqueTaskQueue } from '../support/temporal';
+
+const JOBS = 200;
+const HOUR_MS = 3_600_000;
+const WEEK_MS = 7 * 24 * HOUR_MS;
+const POLLING = { initialIntervalMs: 1_000, maxIntervalMs: 2_000, backoffCoefficient: 1.5 };
+
+describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, worker processes)', () => {
+  let stack: JobStack;
+  beforeAll(async () => {
+    stack = await startJobStack({ name: 'many-crash', timeScale: 1, worker: false });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('a new worker finishes them all, each submitted once', async () => {
+    const taskQueue = uniqueTaskQueue('many-crash');
+    const { TEMPORAL_ADDRESS: _address, WORKER_SHUTDOWN_GRACE_MS: _grace, ...service } = stack.workerEnv;
+    const vars = { ...service, TEMPORAL_TASK_QUEUE: taskQueue };
+    const endpointId = stack.endpoint({ workersMin: 0, workersMax: JOBS });
+    const first = spawnWorker(vars);
+    const workers = [first];
+    try {
+      await first.running;
+      const handles: JobHandle[] = [];
+      for (let start = 0; start < JOBS; start += 50) {
+        handles.push(
+          ...(await Promise.all(
+            Array.from({ length: 50 }, (_, k) =>
+              stack.start(
+                {
+                  endpointId,
+                  request: {
+                    input: { sleepMs: HOUR_MS, output: { index: start + k } },
+                    policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
+                  },
+                  polling: POLLING,
+                },
+                { taskQueue, label: `wait-${start + k}` },
+              ),
+            ),
+          )),
+        );
+      }
+      // All 200 running, and each workflow waiting on its job (not still submitting).
+      await eventually(
+        () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === JOBS,
+        180_000,
+      );
+      for (const handle of handles) {
+        await stack.snapshotWhen(
+          handle.workflowId,
+          (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
+        );
+      }
+
+      await first.kill();
+      expect(first.child.signalCode).toBe('SIGKILL');
+
+      const second = spawnWorker(vars);
+      workers.push(second);
+      await second.running;
+      stack.control.advance(HOUR_MS);
+
+      const results = await Promise.all(handles.map((handle) => awaitJob(stack.client, handle)));
+      results.forEach((result, index) => {
+        expect(result.output).toEqual({ index });
+        expect(result.submissions).toBe(1);
+        expect(result.uncertainSubmits).toBe(0);
+      });
+      expect(stack.control.submissions(endpointId)).toBe(JOBS);
+      expect(new Set(results.map((result) => result.jobId)).size).toBe(JOBS);
+    } finally {
+      for (const worker of workers) await worker.kill();
+    }
+  }, 600_000);
+});

@@ -1,0 +1,109 @@
+/**
+ * Waiting holds no worker slot: one real worker with the SDK's default slots (100 activity slots)
+ * follows 1,000 jobs in progress at once, and while they wait a short job completes, a cancel of
+ * one of the 1,000 reaches the service and an endpoint teardown runs to its end. Then the service's
+ * clock moves past the 1,000 and every one completes, each submitted once. With webhooks and with
+ * polling only (every job then ends by a look at /status).
+ *
+ * Service time runs at scale 1 and the jobs sleep an hour: they finish only when the test moves the
+ * emulator's clock, however slow the machine.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { teardownEndpoint } from '../../client/endpoints';
+import { awaitJob, cancelJob, type JobHandle } from '../../client/jobs';
+import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
+
+const JOBS = 1_000;
+const HOUR_MS = 3_600_000;
+const WEEK_MS = 7 * 24 * HOUR_MS;
+// 1,000 jobs look at /status at most about 1,000 / 5 s = 200 times a second: the spec's /status rate.
+const SLOW_POLLING = { initialIntervalMs: 5_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
+
+async function inBatches<T>(count: number, size: number, make: (index: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (let start = 0; start < count; start += size) {
+    const batch = Array.from({ length: Math.min(size, count - start) }, (_, k) => make(start + k));
+    out.push(...(await Promise.all(batch)));
+  }
+  return out;
+}
+
+function manyJobsSuite(webhooks: boolean) {
+  const how = webhooks ? 'webhooks and polling' : 'polling only';
+  describe(`1,000 jobs in progress on one worker with default slots (${how})`, () => {
+    let stack: JobStack;
+    beforeAll(async () => {
+      stack = await startJobStack({ name: webhooks ? 'many-hooks' : 'many-polls', timeScale: 1, webhooks });
+    });
+    afterAll(async () => {
+      await stack?.close();
+    });
+
+    it('submits, cancels and tears down beside them, then completes all 1,000, each submitted once', async () => {
+      const { control } = stack;
+      const endpointId = stack.endpoint({ workersMin: 0, workersMax: JOBS });
+      const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
+        stack.start(
+          {
+            endpointId,
+            request: {
+              input: { sleepMs: HOUR_MS, output: { index } },
+              policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
+            },
+            polling: SLOW_POLLING,
+          },
+          { label: `long-${index}` },
+        ),
+      );
+      // All 1,000 submitted and running: far more waits than the worker has activity slots.
+      await eventually(
+        () => control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === JOBS,
+        300_000,
+      );
+
+      // A short job beside them completes.
+      const shortEndpoint = stack.endpoint();
+      const short = await stack.start(
+        { endpointId: shortEndpoint, request: { input: { output: { quick: true } } }, polling: FAST_POLLING },
+        { label: 'short' },
+      );
+      expect(await awaitJob(stack.client, short)).toMatchObject({ output: { quick: true }, submissions: 1 });
+
+      // A cancel of one of the 1,000 reaches the service.
+      const victim = handles[0] as JobHandle;
+      const victimJob = await stack.snapshotWhen(victim.workflowId, (s) => s.status === 'IN_PROGRESS');
+      await cancelJob(stack.client, victim.workflowId);
+      await eventually(() => control.job(victimJob.jobId as string)?.status === 'CANCELLED', 120_000);
+
+      // An endpoint teardown runs to its end.
+      const doomed = stack.endpoint({ workersMin: 1, workersMax: 2 });
+      const teardown = await teardownEndpoint(
+        stack.client,
+        { endpointId: doomed, pollInterval: 200 },
+        { taskQueue: stack.taskQueue },
+      );
+      expect(teardown).toMatchObject({ drained: true });
+      expect(control.endpoints(stack.apiKey).some((endpoint) => endpoint.id === doomed)).toBe(false);
+
+      // All of that happened while the 999 others were still running.
+      const stillRunning = control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS');
+      expect(stillRunning).toHaveLength(JOBS - 1);
+
+      // The hour passes: every one of the 999 completes with its own output.
+      control.advance(HOUR_MS);
+      const results = await inBatches(JOBS - 1, 100, (k) =>
+        awaitJob(stack.client, handles[k + 1] as JobHandle),
+      );
+      results.forEach((result, k) => {
+        expect(result.output).toEqual({ index: k + 1 });
+        expect(result.submissions).toBe(1);
+      });
+      expect(control.submissions(endpointId)).toBe(JOBS);
+      const ids = new Set(results.map((result) => result.jobId));
+      expect(ids.size).toBe(JOBS - 1);
+    }, 900_000);
+  });
+}
+
+manyJobsSuite(true);
+manyJobsSuite(false);

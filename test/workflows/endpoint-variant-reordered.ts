@@ -1,0 +1,33 @@
+/**
+ * The endpoint lifecycle workflows as a careless change might leave them: a timer now comes before
+ * everything else. Replaying the recorded histories against these must fail, which proves the
+ * endpoint replay test guards their determinism.
+ */
+import { sleep } from '@temporalio/workflow';
+import type { Endpoint } from '../../api/schemas/endpoint';
+import type { ProvisionResult, TeardownResult } from '../../workflows/endpoint-definitions';
+import type {
+  ProvisionEndpointInput,
+  TeardownEndpointInput,
+  UpdateEndpointInput,
+} from '../../workflows/endpoint-input';
+import {
+  provisionEndpointWorkflow as recordedProvision,
+  teardownEndpointWorkflow as recordedTeardown,
+  updateEndpointWorkflow as recordedUpdate,
+} from '../../workflows/endpoint-lifecycle';
+
+export async function provisionEndpointWorkflow(input: ProvisionEndpointInput): Promise<ProvisionResult> {
+  await sleep(1);
+  return recordedProvision(input);
+}
+
+export async function updateEndpointWorkflow(input: UpdateEndpointInput): Promise<Endpoint> {
+  await sleep(1);
+  return recordedUpdate(input);
+}
+
+export async function teardownEndpointWorkflow(input: TeardownEndpointInput): Promise<TeardownResult> {
+  await sleep(1);
+  return recordedTeardown(input);
+}
