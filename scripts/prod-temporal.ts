@@ -781,14 +781,14 @@ async function stopTemporalServer(instance: ProdTemporalInstance): Promise<void>
 
 /**
  * PostgreSQL stopped as a crash would (`pg_ctl stop -m immediate`: every backend quits at once, no
- * checkpoint; the next start replays the WAL), then started again on the same port.
+ * checkpoint; the next start replays the WAL).
  */
-export async function restartPostgres(
-  instance: ProdTemporalInstance,
-  options: { downMs?: number } = {},
-): Promise<void> {
+export function stopPostgresAsInACrash(instance: ProdTemporalInstance): void {
   stopPostgres(instance.pg, 'immediate');
-  if (options.downMs) await new Promise((resolve) => setTimeout(resolve, options.downMs));
+}
+
+/** PostgreSQL started again on the same port, after stopPostgresAsInACrash. */
+export async function startPostgresAgain(instance: ProdTemporalInstance): Promise<void> {
   await startPostgres(instance.pg);
 }
 

@@ -1,8 +1,10 @@
 /**
  * Plumbing of the reliability suite: the production-shaped Temporal of global-setup.ts, the
- * emulator over HTTP, the webhook gateway and the worker as real processes (worker/gateway-main.ts
- * and worker/main.ts, configured through the environment, as docker-compose.yml deploys them), a
- * driver that keeps a fixed number of jobs in flight, and the tally every case prints.
+ * emulator over HTTP, the webhook gateway and the worker as real processes of the built package
+ * (dist/worker/gateway-main.js and dist/worker/main.js with the prebuilt workflow bundle,
+ * configured through the environment, as docker-compose.yml and the Dockerfile deploy them), a
+ * driver that keeps a fixed number of jobs in flight, the events the cases wait for, and the
+ * tally every case prints.
  *
  * Every job runs on an endpoint of its own, so the emulator's submission counter of that endpoint
  * is that job's count of /run requests the service acted on: 1 for a job done right, 2 or more for
@@ -11,7 +13,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -46,8 +48,23 @@ export interface ManagedProcess {
   output(): string;
 }
 
+/**
+ * The built package's entry points (npm run build; npm run test:reliability builds first). Built,
+ * a worker loads the prebuilt workflow bundle and runs in about a second; from the sources it would
+ * bundle the workflows at every start (about 8 s here), which is not how a worker is deployed.
+ */
+export function builtEntry(name: 'worker/main.js' | 'worker/gateway-main.js'): string {
+  const entry = path.join(repoRoot, 'dist', name);
+  if (!existsSync(entry) || !existsSync(path.join(repoRoot, 'dist/workflow-bundle.js'))) {
+    throw new Error(
+      `${entry} or dist/workflow-bundle.js is missing: run npm run build (npm run test:reliability does)`,
+    );
+  }
+  return entry;
+}
+
 function spawnEntry(entry: string, readyLine: string, vars: Record<string, string>): ManagedProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [entry], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...vars },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -72,7 +89,7 @@ function spawnEntry(entry: string, readyLine: string, vars: Record<string, strin
   child.stderr?.on('data', take);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const output = () => lines.join('');
-  const running = Promise.race([
+  const running: Promise<void> = Promise.race([
     readyOnce,
     exited.then(() => {
       if (!ready) throw new Error(`${entry} exited before it ran:\n${output()}`);
@@ -84,6 +101,9 @@ function spawnEntry(entry: string, readyLine: string, vars: Record<string, strin
       ).unref(),
     ),
   ]);
+  // A process stopped before it ran (the run ended first) is no failure of its own: whoever awaits
+  // `running` still sees the rejection.
+  running.catch(() => undefined);
   const gone = () => child.exitCode !== null || child.signalCode !== null;
   return {
     child,
@@ -106,6 +126,8 @@ function spawnEntry(entry: string, readyLine: string, vars: Record<string, strin
 // ------------------------------------------------------------------------------------------------
 // The stack
 
+const FINAL_STATUSES = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+
 export interface StackOptions {
   name: string;
   /** Service time runs this many times faster than real time. */
@@ -125,6 +147,10 @@ export interface Stack {
   startWorker(): ManagedProcess;
   /** A fresh endpoint on the scripted handler: one per job. */
   endpoint(): string;
+  /** /run requests the service acted on, over all of this stack's endpoints (the emulator's count). */
+  submissions(): number;
+  /** Jobs the service has and has not finished: queued or running there. */
+  runningAtService(): number;
   close(): Promise<void>;
 }
 
@@ -150,7 +176,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     WEBHOOK_SECRET: secret,
     LOG_LEVEL: 'info',
   };
-  const gateway = spawnEntry('worker/gateway-main.ts', 'webhook gateway running', {
+  const gateway = spawnEntry(builtEntry('worker/gateway-main.js'), 'webhook gateway running', {
     ...common,
     WEBHOOK_PORT: String(gatewayPort),
   });
@@ -168,7 +194,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     WORKER_SHUTDOWN_GRACE_MS: '500',
   };
   const workers: ManagedProcess[] = [];
-  let endpoints = 0;
+  const endpointIds: string[] = [];
   return {
     emulator,
     control: emulator.control,
@@ -176,18 +202,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     taskQueue,
     gateway,
     startWorker() {
-      const worker = spawnEntry('worker/main.ts', 'worker running', workerVars);
+      const worker = spawnEntry(builtEntry('worker/main.js'), 'worker running', workerVars);
       workers.push(worker);
       return worker;
     },
     endpoint() {
-      endpoints += 1;
-      return emulator.control.createEndpoint(apiKey, {
-        name: `${options.name}-${endpoints}`,
+      const { id } = emulator.control.createEndpoint(apiKey, {
+        name: `${options.name}-${endpointIds.length + 1}`,
         templateId: 'scripted',
         workersMax: 1,
-      }).id;
+      });
+      endpointIds.push(id);
+      return id;
     },
+    submissions: () => endpointIds.reduce((sum, id) => sum + emulator.control.submissions(id), 0),
+    runningAtService: () => emulator.control.jobs().filter((job) => !FINAL_STATUSES.has(job.status)).length,
     async close() {
       try {
         await Promise.all(workers.map((worker) => worker.stop()));
@@ -199,6 +228,45 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       }
     },
   };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Outages
+
+export interface Outage {
+  /** Jobs started and not settled (the driver's count) when the outage began. */
+  inFlight: number;
+  /** Jobs queued or running at the service when it began: they all finished during it. */
+  runningAtService: number;
+  downMs: number;
+}
+
+/**
+ * An outage mid-run, placed and ended by events: it begins once the service has acted on
+ * `afterSubmissions` submissions and has jobs running, and lasts until every job the service has
+ * is finished, so their results arrive while nothing can record them (the gateway cannot signal,
+ * polls cannot report).
+ */
+export async function outage(
+  stack: Stack,
+  run: JobRun,
+  afterSubmissions: number,
+  cause: { begin(): Promise<void>; end(): Promise<void> },
+): Promise<Outage> {
+  await until(
+    `${afterSubmissions} submissions and jobs running at the service`,
+    () => stack.submissions() >= afterSubmissions && stack.runningAtService() > 0,
+  );
+  const inFlight = run.started() - run.settled();
+  const runningAtService = stack.runningAtService();
+  const began = Date.now();
+  await cause.begin();
+  try {
+    await until('every job at the service finished during the outage', () => stack.runningAtService() === 0);
+  } finally {
+    await cause.end();
+  }
+  return { inFlight, runningAtService, downMs: Date.now() - began };
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -222,6 +290,8 @@ export interface Outcome {
 }
 
 export interface JobRun {
+  /** Jobs whose workflow start was asked for so far (the driver's side). */
+  started(): number;
   /** Jobs with an outcome so far. */
   settled(): number;
   /** Resolves once `count` jobs have an outcome. */
@@ -230,6 +300,19 @@ export interface JobRun {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Resolves once `reached()` holds: the event a case waits for (a count of the emulator's, which
+ * lives in this process). It looks every 20 ms; nothing is assumed about when the event comes,
+ * and its absence fails the case after `timeoutMs`.
+ */
+export async function until(what: string, reached: () => boolean, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!reached()) {
+    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms: ${what}`);
+    await pause(20);
+  }
+}
 
 /**
  * Calls `attempt` until it gives an answer: while the server (or its database) is down, the client
@@ -264,6 +347,7 @@ export function runJobs(
 ): JobRun {
   const deadline = Date.now() + options.timeoutMs;
   const outcomes: Outcome[] = [];
+  let started = 0;
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const settle = (outcome: Outcome) => {
     outcomes.push(outcome);
@@ -271,6 +355,7 @@ export function runJobs(
   };
 
   const one = async (index: number): Promise<void> => {
+    started += 1;
     const endpointId = stack.endpoint();
     const { input, expected } = options.spec(index, endpointId);
     const workflowId = `${options.name}-${index}-${randomUUID()}`;
@@ -299,6 +384,7 @@ export function runJobs(
   })();
 
   return {
+    started: () => started,
     settled: () => outcomes.length,
     whenSettled(count, timeoutMs = options.timeoutMs) {
       if (outcomes.length >= count) return Promise.resolve();
@@ -336,6 +422,12 @@ export function scriptedJob(
      * longer than its run and the webhook's retries was never created. 'fail' is the default.
      */
     onUncertainSubmit?: 'fail' | 'resubmit';
+    /**
+     * A submit whose answer never came (a worker killed mid-call) is uncertain after this long;
+     * the library's default (2 minutes) when absent. Short only where a kill makes it matter: on
+     * a loaded machine a live worker's submit can take seconds.
+     */
+    submitTimeoutMs?: number;
   },
 ): JobSpec {
   const expected = { job: index, tag: `out-${index}` };
@@ -348,8 +440,7 @@ export function scriptedJob(
       },
       ...(options.failOnce ? { retry: { maxRetries: 2, initialInterval: 200 } } : {}),
       polling: options.polling,
-      // A submit whose answer never came (a worker killed mid-call) is uncertain after this long.
-      submitTimeout: 10_000,
+      ...(options.submitTimeoutMs ? { submitTimeout: options.submitTimeoutMs } : {}),
       uncertainSubmitWait: options.uncertainSubmitWaitMs,
       ...(options.onUncertainSubmit ? { onUncertainSubmit: options.onUncertainSubmit } : {}),
     },
@@ -420,17 +511,18 @@ export function report(name: string, figures: Tally, extra: string, startedAt: n
   const failures = Object.entries(figures.failures)
     .map(([type, count]) => `${count} ${type}`)
     .join(', ');
+  const seconds = ((Date.now() - startedAt) / 1000).toFixed(0);
   const line =
-    `reliability: ${name} ${figures.jobs} jobs: ${figures.completed} completed, ${figures.lost} lost, ` +
-    `${figures.submittedTwice} submitted twice` +
-    (failures ? ` (failures: ${failures})` : '') +
+    `RELIABILITY ${name}: ${figures.jobs} jobs, ${figures.lost} lost, ${figures.submittedTwice} submitted twice, ` +
+    `${seconds} s (${figures.completed} completed with the right output and one /run` +
+    (failures ? `; failures: ${failures}` : '') +
     (figures.recoveredUncertain
-      ? `, ${figures.recoveredUncertain} completed after an uncertain submit`
+      ? `; ${figures.recoveredUncertain} completed after an uncertain submit`
       : '') +
-    (figures.wrong ? `, ${figures.wrong} wrong results` : '') +
-    (figures.noOutcome ? `, ${figures.noOutcome} without outcome` : '') +
+    (figures.wrong ? `; ${figures.wrong} wrong results` : '') +
+    (figures.noOutcome ? `; ${figures.noOutcome} without outcome` : '') +
     (extra ? `; ${extra}` : '') +
-    `; ${((Date.now() - startedAt) / 1000).toFixed(0)} s`;
+    ')';
   console.log(line);
   return line;
 }

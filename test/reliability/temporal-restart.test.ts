@@ -8,6 +8,7 @@ import {
   examples,
   instance,
   type ManagedProcess,
+  outage,
   report,
   runJobs,
   type Stack,
@@ -17,6 +18,7 @@ import {
 } from './support';
 
 const JOBS = 200;
+const KILL_AFTER_SUBMISSIONS = 100;
 
 describe('reliability: the Temporal server killed mid-run (real server on PostgreSQL)', () => {
   let stack: Stack;
@@ -44,23 +46,24 @@ describe('reliability: the Temporal server killed mid-run (real server on Postgr
           // out as uncertain, no orphan reports itself, and it is sent again (see support.ts).
           uncertainSubmitWaitMs: 30_000,
           onUncertainSubmit: 'resubmit',
+          submitTimeoutMs: 30_000,
         }),
       timeoutMs: 240_000,
     });
-    // Mid-run: some jobs done, a full window in flight.
-    await run.whenSettled(60);
-    const killedAt = Date.now();
-    await killTemporalServer(instance());
-    const inFlightAtKill = Math.min(JOBS - run.settled(), 80);
-    await startTemporalServer(instance());
-    const downMs = Date.now() - killedAt;
+    // Mid-run, chosen by the service's count: half the jobs sent, a full window in flight.
+    const down = await outage(stack, run, KILL_AFTER_SUBMISSIONS, {
+      begin: () => killTemporalServer(instance()),
+      end: () => startTemporalServer(instance()),
+    });
+    expect(down.inFlight).toBeGreaterThan(0);
 
     const outcomes = await run.done;
     const figures = tally(stack, outcomes);
     report(
       'temporal-restart',
       figures,
-      `server SIGKILLed with ${inFlightAtKill} jobs in flight, serving again after ${(downMs / 1000).toFixed(1)} s`,
+      `server SIGKILLed after ${KILL_AFTER_SUBMISSIONS} submissions with ${down.inFlight} jobs in flight, ` +
+        `down ${(down.downMs / 1000).toFixed(1)} s while the ${down.runningAtService} running at the service finished`,
       startedAt,
     );
     expect(figures.submittedTwice, examples(outcomes, stack)).toBe(0);

@@ -1,8 +1,9 @@
 /**
- * The worker process SIGKILLed 20 times in a row while 200 jobs run: each worker is killed once it
- * has finished a few jobs, the next one started after it. Every job completes with its output and
- * the service acted on exactly one /run per job. The webhook gateway is its own process (as in
- * docker-compose.yml), so webhooks still turn into signals while no worker runs.
+ * The worker process SIGKILLed 20 times in a row while 200 jobs run. Each worker is killed once
+ * the service has acted on a few more submissions since it came up (it did work, and more is in
+ * its hands: submits, polls, workflow tasks), then the next one is started. Every job completes
+ * with its output and the service acted on exactly one /run per job. The webhook gateway is its
+ * own process (as in docker-compose.yml), so webhooks still turn into signals while no worker runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -14,12 +15,16 @@ import {
   scriptedJob,
   startStack,
   tally,
+  until,
 } from './support';
 
 const JOBS = 200;
 const KILLS = 20;
-/** Jobs each worker finishes before it is killed: the kills spread over the first half of the run. */
-const JOBS_PER_WORKER = 5;
+/**
+ * Submissions each worker gets the service to act on before it is killed: the first window sends
+ * about 80 at once, then one goes out per finished job, so 20 kills land within the first ~160.
+ */
+const SUBMISSIONS_PER_WORKER = 6;
 
 describe('reliability: the worker killed again and again (real server on PostgreSQL)', () => {
   let stack: Stack;
@@ -43,26 +48,28 @@ describe('reliability: the worker killed again and again (real server on Postgre
           polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
           // A submit cut off by the kill is uncertain: its orphan reports itself through the
           // gateway and is adopted, or (none existing) it is sent again (see support.ts).
-          uncertainSubmitWaitMs: 30_000,
+          // Jobs run at most 3 s and their webhook goes out at once: 15 s is ample for an orphan.
+          uncertainSubmitWaitMs: 15_000,
           onUncertainSubmit: 'resubmit',
+          submitTimeoutMs: 15_000,
         }),
       timeoutMs: 480_000,
     });
-    let killedWithInFlight = 0;
+    const inFlightAtKills: number[] = [];
     let startingMs = 0;
     for (let kill = 1; kill <= KILLS; kill++) {
       const worker = workers.at(-1) as ManagedProcess;
       const spawnedAt = Date.now();
       await worker.running;
       startingMs += Date.now() - spawnedAt;
-      // This worker has done work: jobs finished since it came up (a job only finishes on a worker).
-      await run.whenSettled(Math.min(run.settled() + JOBS_PER_WORKER, JOBS), 180_000);
-      killedWithInFlight += Math.min(JOBS - run.settled(), 80);
+      const target = stack.submissions() + SUBMISSIONS_PER_WORKER;
+      await until(
+        `worker ${kill}: the service acted on ${target} submissions`,
+        () => stack.submissions() >= target,
+      );
+      inFlightAtKills.push(run.started() - run.settled());
       await worker.kill();
       expect(worker.child.signalCode).toBe('SIGKILL');
-      if (process.env.RELIABILITY_VERBOSE === '1') {
-        console.log(`kill ${kill} at ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${run.settled()} jobs finished`);
-      }
       workers.push(stack.startWorker());
     }
     const killsDoneAt = Date.now();
@@ -70,14 +77,18 @@ describe('reliability: the worker killed again and again (real server on Postgre
 
     const outcomes = await run.done;
     const figures = tally(stack, outcomes);
+    const average = inFlightAtKills.reduce((sum, n) => sum + n, 0) / KILLS;
     report(
       'worker-kill',
       figures,
-      `${KILLS} SIGKILLs in ${((killsDoneAt - startedAt) / 1000).toFixed(0)} s, ` +
-        `${(killedWithInFlight / KILLS).toFixed(0)} jobs in flight per kill on average, ${settledAtLastKill} finished by the last; ` +
-        `a worker takes ${(startingMs / KILLS / 1000).toFixed(1)} s to start`,
+      `${KILLS} SIGKILLs in ${((killsDoneAt - startedAt) / 1000).toFixed(0)} s, each after ${SUBMISSIONS_PER_WORKER} more submissions, ` +
+        `${average.toFixed(0)} jobs in flight per kill on average (fewest ${Math.min(...inFlightAtKills)}), ` +
+        `${settledAtLastKill} finished by the last; a worker takes ${(startingMs / KILLS / 1000).toFixed(1)} s to start`,
       startedAt,
     );
+    // Every kill hit a worker with jobs in its hands.
+    expect(Math.min(...inFlightAtKills)).toBeGreaterThan(0);
+    expect(settledAtLastKill).toBeLessThan(JOBS);
     expect(figures.submittedTwice, examples(outcomes, stack)).toBe(0);
     expect(figures.completed, examples(outcomes, stack)).toBe(JOBS);
   }, 600_000);
