@@ -9,6 +9,7 @@ import {
   startProdTemporal,
   stopProdTemporal,
 } from '../../scripts/prod-temporal';
+import { ensureBuilt } from '../support/built';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,6 +20,8 @@ declare module 'vitest' {
 type ProvidingProject = { provide(key: 'prodTemporal', value: ProdTemporalInstance): void };
 
 export default async function setup(project: ProvidingProject): Promise<() => Promise<void>> {
+  // Workers and the gateway run from dist/ (support.ts): built now unless fresh.
+  await ensureBuilt('reliability');
   const started = Date.now();
   const instance = await startProdTemporal(provisionedProdTemporal());
   console.log(

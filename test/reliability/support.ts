@@ -27,8 +27,8 @@ import type { JobWorkflowInput } from '../../workflows/job-input';
 const repoRoot = path.resolve(__dirname, '../..');
 
 /**
- * Jobs in flight at once. A worker holds one activity slot per waiting job while the wait is one
- * long activity, and has 100 slots by default; 80 leaves room for submits and workflow tasks.
+ * Jobs in flight at once: a load choice, not a limit (a waiting job holds no worker slot). On this
+ * machine's 2 cores the worker and the server are the bottleneck well before 80.
  */
 export const IN_FLIGHT = 80;
 
@@ -49,16 +49,14 @@ export interface ManagedProcess {
 }
 
 /**
- * The built package's entry points (npm run build; npm run test:reliability builds first). Built,
+ * The built package's entry points (global-setup.ts builds it when missing or stale). Built,
  * a worker loads the prebuilt workflow bundle and runs in about a second; from the sources it would
  * bundle the workflows at every start (about 8 s here), which is not how a worker is deployed.
  */
 export function builtEntry(name: 'worker/main.js' | 'worker/gateway-main.js'): string {
   const entry = path.join(repoRoot, 'dist', name);
   if (!existsSync(entry) || !existsSync(path.join(repoRoot, 'dist/workflow-bundle.js'))) {
-    throw new Error(
-      `${entry} or dist/workflow-bundle.js is missing: run npm run build (npm run test:reliability does)`,
-    );
+    throw new Error(`${entry} or dist/workflow-bundle.js is missing: run npm run build`);
   }
   return entry;
 }
