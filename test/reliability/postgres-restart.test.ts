@@ -47,7 +47,7 @@ describe('reliability: PostgreSQL restarted mid-run under the real server', () =
           // its orphan reports itself, or (none existing) it is sent again (see support.ts).
           uncertainSubmitWaitMs: 30_000,
           onUncertainSubmit: 'resubmit',
-          submitTimeoutMs: 30_000,
+          submitTimeoutMs: 15_000,
         }),
       timeoutMs: 240_000,
     });

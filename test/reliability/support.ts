@@ -426,6 +426,8 @@ export function scriptedJob(
      * a loaded machine a live worker's submit can take seconds.
      */
     submitTimeoutMs?: number;
+    /** Fresh submissions allowed in total; the library's default (3) when absent. */
+    maxSubmissions?: number;
   },
 ): JobSpec {
   const expected = { job: index, tag: `out-${index}` };
@@ -439,6 +441,7 @@ export function scriptedJob(
       ...(options.failOnce ? { retry: { maxRetries: 2, initialInterval: 200 } } : {}),
       polling: options.polling,
       ...(options.submitTimeoutMs ? { submitTimeout: options.submitTimeoutMs } : {}),
+      ...(options.maxSubmissions ? { maxSubmissions: options.maxSubmissions } : {}),
       uncertainSubmitWait: options.uncertainSubmitWaitMs,
       ...(options.onUncertainSubmit ? { onUncertainSubmit: options.onUncertainSubmit } : {}),
     },

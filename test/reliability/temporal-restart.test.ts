@@ -46,7 +46,7 @@ describe('reliability: the Temporal server killed mid-run (real server on Postgr
           // out as uncertain, no orphan reports itself, and it is sent again (see support.ts).
           uncertainSubmitWaitMs: 30_000,
           onUncertainSubmit: 'resubmit',
-          submitTimeoutMs: 30_000,
+          submitTimeoutMs: 15_000,
         }),
       timeoutMs: 240_000,
     });
