@@ -11,7 +11,8 @@ export default defineConfig({
     fileParallelism: false,
     include: ['test/reliability/**/*.test.ts'],
     globalSetup: ['test/reliability/global-setup.ts'],
-    testTimeout: 300_000,
+    // A generous bound for a loaded 2-core machine; each case has its own deadline below it.
+    testTimeout: 600_000,
     hookTimeout: 180_000,
   },
 });

@@ -93,7 +93,7 @@ describe('reliability: 20% injected faults on every job operation (real server o
           // A lost answer's orphan is adopted when its webhook comes; otherwise SubmitUncertain.
           uncertainSubmitWaitMs: 10_000,
         }),
-      timeoutMs: 420_000,
+      timeoutMs: 540_000,
     });
     const outcomes = await run.done;
     const figures = tally(stack, outcomes, [JOB_FAILURE.submitUncertain]);

@@ -49,7 +49,7 @@ describe('reliability: PostgreSQL restarted mid-run under the real server', () =
           onUncertainSubmit: 'resubmit',
           submitTimeoutMs: 15_000,
         }),
-      timeoutMs: 240_000,
+      timeoutMs: 400_000,
     });
     // Mid-run, chosen by the service's count: half the jobs sent, a full window in flight. The
     // server's persistence calls fail during the outage, and so do the gateway's signals and the

@@ -48,7 +48,7 @@ describe('reliability: the Temporal server killed mid-run (real server on Postgr
           onUncertainSubmit: 'resubmit',
           submitTimeoutMs: 15_000,
         }),
-      timeoutMs: 240_000,
+      timeoutMs: 400_000,
     });
     // Mid-run, chosen by the service's count: half the jobs sent, a full window in flight.
     const down = await outage(stack, run, KILL_AFTER_SUBMISSIONS, {

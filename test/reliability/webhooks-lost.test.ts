@@ -46,7 +46,7 @@ describe('reliability: every webhook lost (real server on PostgreSQL)', () => {
           onUncertainSubmit: 'resubmit',
           submitTimeoutMs: 30_000,
         }),
-      timeoutMs: 300_000,
+      timeoutMs: 540_000,
     });
     const outcomes = await run.done;
     const figures = tally(stack, outcomes);

@@ -98,5 +98,5 @@ describe('reliability: the worker killed again and again (real server on Postgre
     expect(settledAtLastKill).toBeLessThan(JOBS);
     expect(figures.submittedTwice, examples(outcomes, stack)).toBe(0);
     expect(figures.completed, examples(outcomes, stack)).toBe(JOBS);
-  }, 600_000);
+  });
 });
