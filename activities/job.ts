@@ -226,6 +226,11 @@ export function createJobActivities(deps: JobActivityDeps) {
     /**
      * POST /retry (same id, original input). A repeated call after a lost answer finds the job
      * already re-queued and is refused; a look at /status tells that apart from a real refusal.
+     * On a repeated attempt the re-queued job may even have run again already (COMPLETED, or
+     * FAILED once more): the workflow asks for /retry only of a FAILED or TIMED_OUT job, which
+     * the service never refuses, so a refusal on a repeated attempt means an earlier attempt
+     * reached the service, and what /status says now is the retried job's state. (Its output is
+     * inlined by the worker's limit: the job's own limit is not in this activity's input.)
      */
     async retryJob(input: JobRefInput): Promise<JobObservation> {
       const { endpointId, jobId } = parsed(jobRefInputSchema, input, 'input');
@@ -239,6 +244,7 @@ export function createJobActivities(deps: JobActivityDeps) {
           if (now.status === 'IN_QUEUE' || now.status === 'IN_PROGRESS') {
             return { jobId, status: now.status, observedAt: Date.now() };
           }
+          if (Context.current().info.attempt > 1) return observe(jobId, now, observeOptions(undefined));
         }
         throw toApplicationFailure(error, { jobOperation: true, signal });
       }

@@ -30,7 +30,7 @@ export function cacheDir(): string {
 const binDir = () => path.join(cacheDir(), 'bin');
 const testServerDir = () => path.join(cacheDir(), 'test-server');
 
-function onPath(command: string): string | undefined {
+export function onPath(command: string): string | undefined {
   try {
     return execFileSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' }).trim() || undefined;
   } catch {
@@ -46,7 +46,7 @@ export class MissingToolError extends Error {
 }
 
 /** Runs a build step, streaming its output with a prefix so a long first build shows progress. */
-async function run(
+export async function run(
   command: string,
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv; log: Log },

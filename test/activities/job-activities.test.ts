@@ -440,6 +440,28 @@ describe('job activities', () => {
       expect(result).toMatchObject({ jobId: 'job-1', status: 'IN_QUEUE' });
     });
 
+    it('a refusal on a repeated attempt whose job already ran again is that run (COMPLETED, or FAILED again)', async () => {
+      // Found by the reliability suite (test/reliability/faults.test.ts): the first /retry's answer
+      // was lost, the re-queued job finished before the activity's next attempt, and the workflow
+      // failed with BadRequest although the job had completed.
+      stub.answer(
+        'retry',
+        serviceError({ kind: 'BadRequest', status: 400, operation: 'retry' }),
+        serviceError({ kind: 'BadRequest', status: 400, operation: 'retry' }),
+      );
+      stub.answer('status', status('COMPLETED', { output: { ok: 1 } }), status('FAILED', { error: 'again' }));
+      const completed = await activityEnv({ attempt: 3 }).call(activities().retryJob, {
+        endpointId: 'ep',
+        jobId: 'job-1',
+      });
+      expect(completed).toMatchObject({ jobId: 'job-1', status: 'COMPLETED', output: { ok: 1 } });
+      const failedAgain = await activityEnv({ attempt: 2 }).call(activities().retryJob, {
+        endpointId: 'ep',
+        jobId: 'job-1',
+      });
+      expect(failedAgain).toMatchObject({ jobId: 'job-1', status: 'FAILED', error: 'again' });
+    });
+
     it('keeps a real refusal of /retry, and maps its 404 to JobExpired', async () => {
       stub.answer(
         'retry',

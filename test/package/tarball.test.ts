@@ -10,42 +10,19 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../emulator';
+import { ensureBuilt } from '../support/built';
 import { eventually } from '../support/integration';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(__dirname, '../..');
 const ENTRY_POINTS = ['api', 'client', 'worker', 'emulator', 'activities', 'workflows'] as const;
-const LIBRARY_FOLDERS = ['api', 'activities', 'workflows', 'worker', 'client', 'emulator'];
-
-/** The newest modification time under `target` (a file or a folder). */
-function newest(target: string): number {
-  const stat = statSync(target);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(target).map((name) => newest(path.join(target, name))));
-}
-
-/** dist/workflow-bundle.js is written last by the build: older than any input means stale. */
-async function ensureBuilt(): Promise<void> {
-  const stamp = path.join(repoRoot, 'dist', 'workflow-bundle.js');
-  const inputs = [
-    ...LIBRARY_FOLDERS,
-    'package.json',
-    'tsconfig.json',
-    'tsconfig.build.json',
-    'scripts/build.mjs',
-  ].map((name) => path.join(repoRoot, name));
-  if (existsSync(stamp) && statSync(stamp).mtimeMs >= Math.max(...inputs.map(newest))) return;
-  console.log('[tarball] dist/ is missing or older than the sources: npm run build');
-  await run(process.execPath, ['scripts/build.mjs'], { cwd: repoRoot, maxBuffer: 16 << 20 });
-}
-
 interface PackResult {
   filename: string;
   size: number;
@@ -68,7 +45,7 @@ describe('the npm package, installed from its tarball', () => {
   let pack: PackResult;
 
   beforeAll(async () => {
-    await ensureBuilt();
+    await ensureBuilt('tarball');
     work = mkdtempSync(path.join(tmpdir(), 'package-test-'));
     const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
       cwd: repoRoot,

@@ -1,0 +1,102 @@
+/**
+ * The worker process SIGKILLed 20 times in a row while 200 jobs run. Each worker is killed once
+ * the service has acted on a few more submissions since it came up (it did work, and more is in
+ * its hands: submits, polls, workflow tasks), then the next one is started. Every job completes
+ * with its output and the service acted on exactly one /run per job. The webhook gateway is its
+ * own process (as in docker-compose.yml), so webhooks still turn into signals while no worker runs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  examples,
+  type ManagedProcess,
+  report,
+  runJobs,
+  type Stack,
+  scriptedJob,
+  startStack,
+  tally,
+  until,
+} from './support';
+
+const JOBS = 200;
+const KILLS = 20;
+/**
+ * Submissions each worker gets the service to act on before it is killed: the first window sends
+ * about 80 at once, then one goes out per finished job, so 20 kills land within the first ~160.
+ */
+const SUBMISSIONS_PER_WORKER = 6;
+const MAX_SUBMISSIONS = 10;
+
+describe('reliability: the worker killed again and again (real server on PostgreSQL)', () => {
+  let stack: Stack;
+  const workers: ManagedProcess[] = [];
+  beforeAll(async () => {
+    stack = await startStack({ name: 'worker-kill', timeScale: 1 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it(`${KILLS} SIGKILLs of the worker during ${JOBS} jobs: none lost, none submitted twice`, async () => {
+    const startedAt = Date.now();
+    workers.push(stack.startWorker());
+    const run = runJobs(stack, {
+      name: 'worker-kill',
+      count: JOBS,
+      spec: (index, endpointId) =>
+        scriptedJob(index, endpointId, {
+          sleepMs: 1_000 + (index % 5) * 500,
+          polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
+          // A submit cut off by the kill is uncertain: its orphan reports itself through the
+          // gateway and is adopted, or (none existing) it is sent again (see support.ts).
+          // Jobs run at most 3 s and their webhook goes out at once: 15 s is ample for an orphan.
+          uncertainSubmitWaitMs: 15_000,
+          onUncertainSubmit: 'resubmit',
+          submitTimeoutMs: 15_000,
+          // Each new worker takes over the submits the last one held, and is killed after a few:
+          // one job's submit can be cut off by several kills in a row. The library's default of 3
+          // submissions then ends it as SubmitUncertain, as documented; a caller expecting crash
+          // loops raises it.
+          maxSubmissions: MAX_SUBMISSIONS,
+        }),
+      timeoutMs: 480_000,
+    });
+    const inFlightAtKills: number[] = [];
+    let startingMs = 0;
+    for (let kill = 1; kill <= KILLS; kill++) {
+      const worker = workers.at(-1) as ManagedProcess;
+      const spawnedAt = Date.now();
+      await worker.running;
+      startingMs += Date.now() - spawnedAt;
+      const target = stack.submissions() + SUBMISSIONS_PER_WORKER;
+      await until(
+        `worker ${kill}: the service acted on ${target} submissions`,
+        () => stack.submissions() >= target,
+      );
+      inFlightAtKills.push(run.started() - run.settled());
+      await worker.kill();
+      expect(worker.child.signalCode).toBe('SIGKILL');
+      workers.push(stack.startWorker());
+    }
+    const killsDoneAt = Date.now();
+    const settledAtLastKill = run.settled();
+
+    const outcomes = await run.done;
+    const figures = tally(stack, outcomes);
+    const mostUncertain = Math.max(0, ...outcomes.map((o) => o.result?.uncertainSubmits ?? 0));
+    const average = inFlightAtKills.reduce((sum, n) => sum + n, 0) / KILLS;
+    report(
+      'worker-kill',
+      figures,
+      `${KILLS} SIGKILLs in ${((killsDoneAt - startedAt) / 1000).toFixed(0)} s, each after ${SUBMISSIONS_PER_WORKER} more submissions, ` +
+        `${average.toFixed(0)} jobs in flight per kill on average (fewest ${Math.min(...inFlightAtKills)}), ` +
+        `${settledAtLastKill} finished by the last; at most ${mostUncertain} uncertain submits for one job (maxSubmissions ${MAX_SUBMISSIONS}); a worker takes ${(startingMs / KILLS / 1000).toFixed(1)} s to start`,
+      startedAt,
+    );
+    // Every kill hit a worker with jobs in its hands.
+    expect(Math.min(...inFlightAtKills)).toBeGreaterThan(0);
+    expect(settledAtLastKill).toBeLessThan(JOBS);
+    expect(figures.submittedTwice, examples(outcomes, stack)).toBe(0);
+    expect(figures.completed, examples(outcomes, stack)).toBe(JOBS);
+  });
+});
