@@ -69,13 +69,17 @@ export function extensionTtl(leaseTtlMs: number, callerTtlMs: number): number | 
   return callerTtlMs > leaseTtlMs ? callerTtlMs : undefined;
 }
 
+/** Room for the service's ttl timer firing a little late. */
+export const LEASE_END_MARGIN_MS = 1_000;
+
 /**
- * Until when the extension may still be tried: the latest moment the service can still hold the
- * job. The service started its lease when the request arrived, no later than when the answer came
- * back; a 404 before then says the job is already gone.
+ * The latest moment the service can still hold a job submitted under a lease: it started the lease
+ * when the request arrived, no later than when the answer came back. The extension is tried until
+ * then (a 404 earlier says the job is already gone), and a job whose extension failed is submitted
+ * again only after it, so that two copies are never live.
  */
-export function extensionGiveUpAt(answeredAt: number, leaseTtlMs: number): number {
-  return answeredAt + leaseTtlMs;
+export function leaseEndsBy(answeredAt: number, leaseTtlMs: number): number {
+  return answeredAt + leaseTtlMs + LEASE_END_MARGIN_MS;
 }
 
 /**

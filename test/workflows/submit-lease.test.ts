@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { parseJobWorkflowInput } from '../../workflows/job-input';
 import {
   DEFAULT_LEASE_MS,
-  extensionGiveUpAt,
   extensionTtl,
+  LEASE_END_MARGIN_MS,
   LEASE_MIN_MS,
   leaseApplies,
+  leaseEndsBy,
   leaseRequest,
   leaseTtl,
   orphanWaitUntil,
@@ -47,7 +48,7 @@ describe('submit lease rules (pure)', () => {
   it("the extension asks for the caller's ttl (the service counts it from submission), if longer", () => {
     expect(extensionTtl(60_000, DAY)).toBe(DAY);
     expect(extensionTtl(30_000, 30_000)).toBeUndefined();
-    expect(extensionGiveUpAt(1_000, 60_000)).toBe(61_000);
+    expect(leaseEndsBy(1_000, 60_000)).toBe(61_000 + LEASE_END_MARGIN_MS);
   });
 
   it('an orphan is waited for: lease + webhook retry window (+ margin); without webhooks the lease only', () => {
