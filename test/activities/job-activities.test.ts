@@ -113,7 +113,12 @@ describe('job activities', () => {
 
       stub.answer(
         'run',
-        serviceError({ kind: 'NetworkError', operation: 'run', retryable: true, mayHaveReachedService: true }),
+        serviceError({
+          kind: 'NetworkError',
+          operation: 'run',
+          retryable: true,
+          mayHaveReachedService: true,
+        }),
       );
       const error = failure(
         await rejection(
