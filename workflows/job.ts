@@ -473,30 +473,41 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
   const ttl = extensionTtl(leaseTtlMs, run.job.ttlMs);
   // A completed job's output is already here; its ttl no longer matters.
   if (ttl === undefined || s.status === 'COMPLETED') return true;
-  try {
-    const observation = await leaseActivities(
-      leaseEndsBy(answeredAt, leaseTtlMs) - Date.now(),
-    ).fetchJobStatus({
-      endpointId: s.endpointId,
-      jobId: s.jobId as string,
-      ttl,
-      ...(run.job.options.outputInlineMaxBytes === undefined
-        ? {}
-        : { inlineMaxBytes: run.job.options.outputInlineMaxBytes }),
-    });
+  const inline =
+    run.job.options.outputInlineMaxBytes === undefined
+      ? {}
+      : { inlineMaxBytes: run.job.options.outputInlineMaxBytes };
+  const ref = { endpointId: s.endpointId, jobId: s.jobId as string };
+  const extended = (observation: JobObservation) => {
     delete s.leaseTtlMs;
     setDeadline(run, ttl);
     applyObservation(run, observation);
     return true;
+  };
+  try {
+    const until = leaseEndsBy(answeredAt, leaseTtlMs);
+    return extended(await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ttl, ...inline }));
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
-    log.warn('the lease could not be extended before it ran out: the service deletes the job', {
+    const outcome = activityOutcome(error);
+    log.warn('the lease could not be extended before it ran out', {
       jobId: s.jobId,
-      error: activityOutcome(error)?.message ?? String(error),
+      error: outcome?.message ?? String(error),
     });
-    // Retries stop when the next one could not come in time: the job may live a little longer.
-    const left = leaseEndsBy(answeredAt, leaseTtlMs) - Date.now();
-    if (left > 0) await sleep(left);
+    // A 404: the job is gone.
+    if (outcome?.type === JOB_FAILURE.expired) return false;
+  }
+  // Every try went unanswered, but one may have reached the service and only its answer was lost:
+  // then the job lives on with the caller's ttl. Once the lease is over, a look tells which (alive:
+  // it was extended; 404: deleted). It is retried, during an outage until even the caller's ttl
+  // would have ended, because sending again while the job may live could make two.
+  const leaseEnd = leaseEndsBy(answeredAt, leaseTtlMs);
+  if (leaseEnd > Date.now()) await sleep(leaseEnd - Date.now());
+  try {
+    const until = leaseEndsBy(answeredAt, ttl);
+    return extended(await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ...inline }));
+  } catch (error) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
     return false;
   }
 }

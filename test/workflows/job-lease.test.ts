@@ -123,6 +123,9 @@ describe('job workflow: submitting under a lease', () => {
       submitJob: async () => submitted(`job-${++submits}`, { leaseTtlMs: LEASE_MS }),
       fetchJobStatus: async (req) => {
         if (req.jobId === 'job-1' && req.ttl !== undefined) throw unavailable();
+        // After the lease, a look finds it deleted.
+        if (req.jobId === 'job-1')
+          throw ApplicationFailure.create({ type: 'JobExpired', message: '404', nonRetryable: true });
         return observation(req.jobId, 'COMPLETED', { output: 'second' });
       },
     });
@@ -138,12 +141,34 @@ describe('job workflow: submitting under a lease', () => {
       leaseLapses: 1,
       jobIds: ['job-1', 'job-2'],
     });
-    // The extension was tried (Temporal retried it) until the lease ran out, not beyond.
-    expect(
-      extensions(fake.named('fetchJobStatus')).filter((call) => call.jobId === 'job-1').length,
-    ).toBeGreaterThan(2);
-    expect(elapsed).toBeGreaterThanOrEqual(LEASE_MS - 2_000);
-    expect(elapsed).toBeLessThan(LEASE_MS + 30_000);
+    // The extension was tried (Temporal retried it) until the lease ran out; the job was looked at
+    // once the lease was over, and sent again only then.
+    const job1 = fake
+      .named('fetchJobStatus')
+      .filter((call) => (call.input as FetchJobStatusInput).jobId === 'job-1');
+    expect(extensions(job1).length).toBeGreaterThan(2);
+    expect(job1.at(-1)?.input).toEqual({ endpointId: 'ep-1', jobId: 'job-1' });
+    expect(elapsed).toBeGreaterThanOrEqual(LEASE_MS);
+    expect(elapsed).toBeLessThan(LEASE_MS + 10_000);
+  });
+
+  it('extension answers all lost but one reached the service: the look after the lease finds the job alive and keeps it', async () => {
+    const fake = fakeJob({
+      submitJob: async () => submitted('job-1', { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async (req) => {
+        if (req.ttl !== undefined) throw unavailable();
+        return observation(req.jobId, 'IN_PROGRESS');
+      },
+    });
+    const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      const result = await handle.result();
+      return { result, snapshot: await handle.query(jobSnapshotQuery) };
+    });
+    expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, jobIds: ['job-1'] });
+    expect(result).not.toHaveProperty('leaseLapses');
+    expect(fake.named('submitJob')).toHaveLength(1);
+    expect(snapshot.timings.ttlDeadline).toBe((snapshot.timings.submittedAt as number) + DAY_MS);
   });
 
   it('a 404 on the extension: the lease already ran out, submitted again at once', async () => {
