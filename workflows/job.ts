@@ -478,15 +478,17 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
       ? {}
       : { inlineMaxBytes: run.job.options.outputInlineMaxBytes };
   const ref = { endpointId: s.endpointId, jobId: s.jobId as string };
-  const extended = (observation: JobObservation) => {
+  // The status it answers with is left to the watcher: a stream must start before the job is seen
+  // finished, and a short job may finish before this answer comes.
+  const extended = () => {
     delete s.leaseTtlMs;
     setDeadline(run, ttl);
-    applyObservation(run, observation);
     return true;
   };
   try {
     const until = leaseEndsBy(answeredAt, leaseTtlMs);
-    return extended(await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ttl, ...inline }));
+    await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ttl, ...inline });
+    return extended();
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
     const outcome = activityOutcome(error);
@@ -505,7 +507,8 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
   if (leaseEnd > Date.now()) await sleep(leaseEnd - Date.now());
   try {
     const until = leaseEndsBy(answeredAt, ttl);
-    return extended(await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ...inline }));
+    await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ...inline });
+    return extended();
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
     return false;
