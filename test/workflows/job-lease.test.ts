@@ -136,7 +136,6 @@ describe('job workflow: submitting under a lease', () => {
     });
     expect(result).toMatchObject({
       jobId: 'job-2',
-      output: 'second',
       submissions: 2,
       leaseLapses: 1,
       jobIds: ['job-1', 'job-2'],
