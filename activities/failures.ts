@@ -36,13 +36,15 @@ export interface FailureFacts {
   /** SubmitUncertain only: the kind of the underlying error, and whether the job request named a webhook. */
   cause?: ServiceErrorKind;
   webhookArmed?: boolean;
+  /** SubmitUncertain only: the lease ttl the request carried, when it was submitted under one. */
+  leaseTtlMs?: number;
 }
 
 export interface FailureContext {
   /** Job operations (status, stream, cancel, retry) read a 404 as the job having expired. */
   jobOperation?: boolean;
   /** Submits (run, runSync) turn "may have reached the service" into SubmitUncertain. */
-  submit?: { webhookArmed: boolean };
+  submit?: { webhookArmed: boolean; leaseTtlMs?: number };
   /** The activity's cancellation signal: an abort caused by it is reported as a cancellation. */
   signal?: AbortSignal;
 }
@@ -88,6 +90,7 @@ export function toApplicationFailure(
             ...facts(error),
             cause: error.kind,
             webhookArmed: context.submit.webhookArmed,
+            ...(context.submit.leaseTtlMs === undefined ? {} : { leaseTtlMs: context.submit.leaseTtlMs }),
           } satisfies FailureFacts,
         ],
       });

@@ -54,6 +54,8 @@ export const submitJobInputSchema = z.strictObject({
   endpointId: pathSegmentSchema,
   request: z.unknown(),
   inlineMaxBytes: inlineMaxBytesSchema.optional(),
+  /** Submit under this ttl instead of the request's (workflows/submit-lease.ts), maybe only with a webhook. */
+  lease: z.strictObject({ ttlMs: ttlSchema, onlyWithWebhook: z.boolean() }).optional(),
 });
 
 export const runJobSyncInputSchema = submitJobInputSchema.extend({ wait: waitSchema.optional() });

@@ -25,6 +25,7 @@ import type { z } from 'zod';
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import type { JobSubmitted } from '../api/schemas/job';
+import { leaseApplies } from '../workflows/submit-lease';
 import { SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import type { ObserveOptions } from './job-observe';
 import { observe } from './job-observe';
@@ -72,9 +73,11 @@ export interface JobActivityDeps {
   errorMaxChars?: number;
 }
 
-/** What a submit returns: the job as first seen, and whether its request named a webhook. */
+/** What a submit returns: the job as first seen, whether its request named a webhook, and its lease. */
 export interface SubmitResult extends JobObservation {
   webhookArmed: boolean;
+  /** The ttl the request carried when it went out under a lease (workflows/submit-lease.ts). */
+  leaseTtlMs?: number;
 }
 
 export interface CancelJobResult {
@@ -109,16 +112,18 @@ function parsed<S extends z.ZodType>(schema: S, value: unknown, what: string): z
 }
 
 /** A submit's error as the policy above says: certain ones keep their type, the rest are uncertain. */
-function submitFailure(error: unknown, webhookArmed: boolean): Error {
+function submitFailure(error: unknown, webhookArmed: boolean, leaseTtlMs?: number): Error {
   if (error instanceof ServiceError || error instanceof ValidationError) {
-    return toApplicationFailure(error, { submit: { webhookArmed } });
+    return toApplicationFailure(error, {
+      submit: { webhookArmed, ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }) },
+    });
   }
   const message = error instanceof Error ? error.message : String(error);
   return ApplicationFailure.create({
     type: SUBMIT_UNCERTAIN,
     message: `the submit failed unexpectedly after it may have been sent: ${message}`,
     nonRetryable: true,
-    details: [{ webhookArmed }],
+    details: [{ webhookArmed, ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }) }],
   });
 }
 
@@ -163,17 +168,30 @@ export function createJobActivities(deps: JobActivityDeps) {
   return {
     /** POST /run. Never retried by Temporal: see the submission policy above. */
     async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
-      const { endpointId, request } = parsed(submitJobInputSchema, input, 'input');
-      const { body, webhookArmed } = requestWithWebhook(request);
+      const { endpointId, request, lease } = parsed(submitJobInputSchema, input, 'input');
+      const armed = requestWithWebhook(request);
+      const { webhookArmed } = armed;
+      // Whether a lease needs a webhook is known only here, where the webhook URL is.
+      const leaseTtlMs = leaseApplies(lease, webhookArmed) ? lease.ttlMs : undefined;
+      const body =
+        leaseTtlMs === undefined
+          ? armed.body
+          : { ...armed.body, policy: { ...armed.body.policy, ttl: leaseTtlMs } };
       let submitted: JobSubmitted;
       try {
         // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
         // its own timeouts instead (worker shutdown gives it a grace period).
         submitted = await client.jobs.run(endpointId, body);
       } catch (error) {
-        throw submitFailure(error, webhookArmed);
+        throw submitFailure(error, webhookArmed, leaseTtlMs);
       }
-      return { jobId: submitted.id, status: submitted.status, observedAt: Date.now(), webhookArmed };
+      return {
+        jobId: submitted.id,
+        status: submitted.status,
+        observedAt: Date.now(),
+        webhookArmed,
+        ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
+      };
     },
 
     /**

@@ -61,6 +61,19 @@ export function streamActivities(polling: Polling, untilMs: number) {
   });
 }
 
+/**
+ * The extension of a submit lease (/status?ttl=): retried (it is harmless to repeat) until the lease
+ * runs out, after which the service has deleted the job and trying again is pointless.
+ */
+export function leaseActivities(untilMs: number) {
+  const left = Math.max(untilMs, 1_000);
+  return proxyActivities<JobActivities>({
+    startToCloseTimeout: Math.min(HTTP_CALL_MS, left),
+    scheduleToCloseTimeout: left,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  });
+}
+
 /** One-shot calls (status, cancel, retry): a few tries, then the workflow decides. */
 export const shortActivities = proxyActivities<JobActivities>({
   startToCloseTimeout: HTTP_CALL_MS,

@@ -52,6 +52,10 @@ export interface JobFailureDetails {
   retries: number;
   submissions: number;
   uncertainSubmits: number;
+  /** Under a submit lease: uncertain submits resolved by adopting the orphan, or by a new submission after the lease; leases that ran out before they could be extended. */
+  uncertainAdopted?: number;
+  resubmittedAfterLease?: number;
+  leaseLapses?: number;
   /** BadRequest on the input: where and what. */
   field?: string;
   rule?: string;

@@ -12,6 +12,7 @@ import { pollingSchema, streamSinkSchema, submitRequestSchema } from '../activit
 import { JOB_LIMITS, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { durationSchema, firstIssue } from './input-rules';
+import { LEASE_MIN_MS } from './submit-lease';
 
 /** Polling schedules by mode; a caller's `polling` overrides field by field. */
 export const POLLING_DEFAULTS = {
@@ -68,6 +69,28 @@ export const jobWorkflowInputSchema = z
      * that job finishes) before acting on onUncertainSubmit. Useful only with webhooks.
      */
     uncertainSubmitWait: durationSchema.default(0),
+    /**
+     * Submit under a short ttl (the lease), extended to the request's ttl once the job id is known,
+     * so an uncertain submit resolves itself: its orphan either reports by webhook within the lease
+     * (adopted) or is deleted by the service, and the job is submitted again (see
+     * workflows/submit-lease.ts). 'auto' (default): a 60-second lease when the worker arms webhooks,
+     * none otherwise. A duration (at least 10 s, the service's minimum ttl; above the request's ttl
+     * means the request's ttl): always, even without webhooks. false: off, onUncertainSubmit decides.
+     * Modes async and sync only.
+     */
+    submitLease: z
+      .union(
+        [
+          z.literal(['auto', false]),
+          durationSchema.pipe(
+            z
+              .number()
+              .min(LEASE_MIN_MS, { error: "must be at least 10 seconds (the service's minimum ttl)" }),
+          ),
+        ],
+        { error: "must be 'auto', false or a duration of at least 10 seconds" },
+      )
+      .default('auto'),
     /** Fresh submissions allowed in total (first one, resubmits after expiry or an uncertain submit). */
     maxSubmissions: z.int().min(1).max(20).default(3),
     /** Override of the mode's polling schedule. */
@@ -87,6 +110,14 @@ export const jobWorkflowInputSchema = z
     error: 'streaming needs mode async or sync',
     path: ['stream'],
   })
+  .refine(
+    (input) => input.mode !== 'runsync' || input.submitLease === 'auto' || input.submitLease === false,
+    {
+      error:
+        'submitLease applies to modes async and sync (a /runsync answer comes only when the job has finished)',
+      path: ['submitLease'],
+    },
+  )
   .refine((input) => input.mode === 'runsync' || input.runsyncWait === undefined, {
     error: 'runsyncWait applies to mode runsync only',
     path: ['runsyncWait'],

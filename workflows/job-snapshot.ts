@@ -37,6 +37,17 @@ export const jobSnapshotSchema = z.object({
   submissions: z.int(),
   /** Submits whose outcome was unknown (a lost answer, a 5xx, a worker that died mid-submit). */
   uncertainSubmits: z.int(),
+  /** Uncertain submits resolved by adopting the orphan job its webhook named. */
+  uncertainAdopted: z.int().default(0),
+  /**
+   * Uncertain submits resolved by a new submission once the lease (plus the webhook's retry window)
+   * had run out, when no orphan could still be live (see workflows/submit-lease.ts).
+   */
+  resubmittedAfterLease: z.int().default(0),
+  /** Jobs whose lease ran out before it could be extended: deleted by the service, submitted again. */
+  leaseLapses: z.int().default(0),
+  /** The lease ttl the current job went out under, until it is extended to the request's ttl. */
+  leaseTtlMs: z.int().optional(),
   /** Whether the current job was adopted from a webhook after an uncertain submit. */
   adopted: z.boolean(),
   /** Runs of the job: one per submission plus one per /retry. */
@@ -87,6 +98,10 @@ export const jobResultSchema = z.object({
   retries: z.int(),
   submissions: z.int(),
   uncertainSubmits: z.int(),
+  /** As in the snapshot (how uncertain submits were resolved, leases that ran out); only when not 0. */
+  uncertainAdopted: z.int().optional(),
+  resubmittedAfterLease: z.int().optional(),
+  leaseLapses: z.int().optional(),
   jobIds: z.array(z.string()),
   stream: z.object({ chunks: z.int(), error: z.string().optional() }).optional(),
 });

@@ -6,7 +6,9 @@
  *    without an answer is "uncertain": the workflow then waits `uncertainSubmitWait` for the
  *    orphan's webhook (the URL is per workflow, so a job it does not know reports itself) and
  *    adopts that job if /status confirms it; otherwise it fails with SubmitUncertain or, if the
- *    caller chose so, submits again.
+ *    caller chose so, submits again. Under a submit lease (workflows/submit-lease.ts) the job goes
+ *    out with a short ttl that is extended once its id is known; an uncertain submit then waits out
+ *    the lease and the webhook's retry window for the orphan, and submits again if none reported.
  * 3. Waits by webhook and by polling at once. Polling is one long heartbeating activity that
  *    returns only when the status changes; a webhook is a hint, confirmed with /status, after which
  *    the poller is cancelled. History grows by status changes, never by running time.
@@ -26,6 +28,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -37,6 +40,7 @@ import { JOB_UNCHANGED } from '../activities/job-wait-policy';
 import type { JobStatusValue } from '../api/schemas/job';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
 import {
+  leaseActivities,
   SUBMIT_RETRY,
   shortActivities,
   streamActivities,
@@ -50,6 +54,7 @@ import {
   goneBeforeRetry,
   lastLookMarginMs,
   onExpired,
+  onUncertainSubmit,
   resultsExpireAt,
   type SubmitKind,
   ttlDeadline,
@@ -57,6 +62,7 @@ import {
 } from './job-rules';
 import type { JobResult, JobSnapshot } from './job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
+import { extensionTtl, type LeaseRequest, leaseEndsBy, leaseRequest, orphanWaitUntil } from './submit-lease';
 
 export type { JobWorkflowInput } from './job-input';
 export type { JobResult, JobSnapshot } from './job-snapshot';
@@ -78,6 +84,8 @@ interface Run {
   hints: Hint[];
   /** ttl values asked for by extendJobTtlSignal, not applied yet. */
   ttlRequests: number[];
+  /** The lease submits ask for (workflows/submit-lease.ts); none before the 'submit-lease' patch. */
+  lease?: LeaseRequest;
   /** Workflow time when the current job was submitted (before the call: the earliest it can be). */
   submittedAt: number;
   deadline: number;
@@ -143,6 +151,9 @@ function newRun(job: ParsedJobInput, startedAt: number): Run {
       jobIds: [],
       submissions: 0,
       uncertainSubmits: 0,
+      uncertainAdopted: 0,
+      resubmittedAfterLease: 0,
+      leaseLapses: 0,
       adopted: false,
       attempts: 0,
       retries: 0,
@@ -170,7 +181,20 @@ function details(run: Run, extra: Partial<JobFailureDetails> = {}): JobFailureDe
     retries: s.retries,
     submissions: s.submissions,
     uncertainSubmits: s.uncertainSubmits,
+    ...leaseCounts(run),
     ...extra,
+  };
+}
+
+/** The lease's counts, only when something happened (older results and details have none). */
+function leaseCounts(
+  run: Run,
+): Partial<Pick<JobResult, 'uncertainAdopted' | 'resubmittedAfterLease' | 'leaseLapses'>> {
+  const { uncertainAdopted, resubmittedAfterLease, leaseLapses } = run.s;
+  return {
+    ...(uncertainAdopted > 0 ? { uncertainAdopted } : {}),
+    ...(resubmittedAfterLease > 0 ? { resubmittedAfterLease } : {}),
+    ...(leaseLapses > 0 ? { leaseLapses } : {}),
   };
 }
 
@@ -254,7 +278,14 @@ function setDeadline(run: Run, ttlMs: number): void {
   run.s.timings.ttlDeadline = run.deadline;
 }
 
-function ownJob(run: Run, observation: JobObservation, submittedAt: number, adopted: boolean): void {
+/** `leaseTtlMs`: the job went out under a lease and its ttl is that until it is extended. */
+function ownJob(
+  run: Run,
+  observation: JobObservation,
+  submittedAt: number,
+  adopted: boolean,
+  leaseTtlMs?: number,
+): void {
   const { s } = run;
   s.jobId = observation.jobId;
   if (!s.jobIds.includes(observation.jobId)) s.jobIds.push(observation.jobId);
@@ -264,7 +295,9 @@ function ownJob(run: Run, observation: JobObservation, submittedAt: number, adop
   delete s.timings.runningAt;
   delete s.progress;
   run.submittedAt = submittedAt;
-  setDeadline(run, run.job.ttlMs);
+  if (leaseTtlMs === undefined) delete s.leaseTtlMs;
+  else s.leaseTtlMs = leaseTtlMs;
+  setDeadline(run, leaseTtlMs ?? run.job.ttlMs);
   applyObservation(run, observation);
 }
 
@@ -273,6 +306,8 @@ function ownJob(run: Run, observation: JobObservation, submittedAt: number, adop
 
 async function runJob(run: Run): Promise<JobResult> {
   const { options } = run.job;
+  // Histories recorded before the lease replay without it (their submits carried the caller's ttl).
+  if (patched('submit-lease')) run.lease = leaseRequest(options.submitLease, options.mode, run.job.ttlMs);
   for (;;) {
     await submitFresh(run);
     const end = await followJob(run);
@@ -290,8 +325,11 @@ async function runJob(run: Run): Promise<JobResult> {
 
 type SubmitOutcome =
   | { kind: 'submitted'; job: SubmitResult }
-  /** webhookArmed false: the request named no webhook, so no orphan will report itself. */
-  | { kind: 'uncertain'; reason: string; webhookArmed?: boolean };
+  /**
+   * webhookArmed false: the request named no webhook, so no orphan will report itself.
+   * leaseTtlMs: the request went out under that lease (unknown when the activity never reported).
+   */
+  | { kind: 'uncertain'; reason: string; webhookArmed?: boolean; leaseTtlMs?: number };
 
 async function submitFresh(run: Run): Promise<void> {
   const { options } = run.job;
@@ -299,25 +337,49 @@ async function submitFresh(run: Run): Promise<void> {
     run.s.phase = 'submitting';
     const sentAt = Date.now();
     const outcome = await submitOnce(run);
+    const answeredAt = Date.now();
     if (outcome.kind === 'submitted') {
-      ownJob(run, outcome.job, sentAt, false);
-      return;
+      const { leaseTtlMs } = outcome.job;
+      ownJob(run, outcome.job, sentAt, false, leaseTtlMs);
+      if (leaseTtlMs === undefined || (await extendLease(run, leaseTtlMs, answeredAt))) return;
+      leaseLapsed(run);
+      continue;
     }
     run.s.uncertainSubmits += 1;
     log.warn('a submit may have reached the service without an answer', { reason: outcome.reason });
-    if (await adoptOrphan(run, sentAt, outcome.webhookArmed !== false)) return;
-    if (options.onUncertainSubmit === 'resubmit' && run.s.submissions < options.maxSubmissions) {
+    const leaseTtlMs = uncertainLease(run, outcome);
+    if (leaseTtlMs !== undefined) {
+      // Under a lease: wait (a timer, no slot held) for the orphan to report itself, else send again.
+      const armed = outcome.webhookArmed !== false;
+      if (await adoptOrphan(run, sentAt, orphanWaitUntil(answeredAt, leaseTtlMs, armed), leaseTtlMs)) {
+        if (await extendLease(run, leaseTtlMs, answeredAt)) return;
+        leaseLapsed(run);
+        continue;
+      }
+      if (run.s.submissions < options.maxSubmissions) {
+        run.s.resubmittedAfterLease += 1;
+        log.info('no orphan reported within the lease and the webhook window: submitting again');
+        continue;
+      }
+      throw jobFailure(
+        JOB_FAILURE.submitUncertain,
+        `the submit to endpoint ${options.endpointId} was uncertain (${outcome.reason}) and ` +
+          `maxSubmissions (${options.maxSubmissions}) is reached; no orphan of it can still run ` +
+          '(its lease has run out).',
+        details(run),
+      );
+    }
+    const until = Date.now() + (outcome.webhookArmed !== false ? options.uncertainSubmitWait : 0);
+    if (await adoptOrphan(run, sentAt, until)) return;
+    const decision = onUncertainSubmit(options, run.s.submissions);
+    if (decision.choice === 'resubmit') {
       log.warn('submitting again as the caller chose (onUncertainSubmit: resubmit): the job may run twice');
       continue;
     }
-    const choice =
-      options.onUncertainSubmit === 'resubmit'
-        ? `maxSubmissions (${options.maxSubmissions}) is reached`
-        : 'onUncertainSubmit is fail, so it was not sent again (a second job could run twice)';
     throw jobFailure(
       JOB_FAILURE.submitUncertain,
       `the submit to endpoint ${options.endpointId} may have created a job whose id never arrived ` +
-        `(${outcome.reason}); ${choice}. Look for an orphan job on the endpoint before starting it again.`,
+        `(${outcome.reason}); ${decision.why}. Look for an orphan job on the endpoint before starting it again.`,
       details(run),
     );
   }
@@ -348,6 +410,7 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
               endpointId: options.endpointId,
               request,
               ...inline,
+              ...(run.lease ? { lease: run.lease } : {}),
             }),
       );
       run.s.submissions += 1;
@@ -360,10 +423,12 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
       if (outcome.source !== 'application' || outcome.type === JOB_FAILURE.submitUncertain) {
         run.s.submissions += 1;
         const armed = outcome.facts.webhookArmed;
+        const lease = outcome.facts.leaseTtlMs;
         return {
           kind: 'uncertain',
           reason: `${outcome.type}: ${outcome.message}`,
           ...(typeof armed === 'boolean' ? { webhookArmed: armed } : {}),
+          ...(typeof lease === 'number' ? { leaseTtlMs: lease } : {}),
         };
       }
       if (!outcome.retryable || attempt >= SUBMIT_RETRY.maximumAttempts) {
@@ -390,11 +455,91 @@ function pickFieldRule(facts: Record<string, unknown>): Partial<JobFailureDetail
     : {};
 }
 
-/** After an uncertain submit: a webhook naming a job this workflow never saw is that job. */
-async function adoptOrphan(run: Run, sentAt: number, webhookArmed: boolean): Promise<boolean> {
+/**
+ * The lease an uncertain submit went out under. The activity says so; one that never reported (a
+ * worker that died mid-submit) leaves it unknown unless the lease applies with or without a
+ * webhook.
+ */
+function uncertainLease(
+  run: Run,
+  outcome: Extract<SubmitOutcome, { kind: 'uncertain' }>,
+): number | undefined {
+  if (outcome.leaseTtlMs !== undefined) return outcome.leaseTtlMs;
+  if (outcome.webhookArmed === undefined && run.lease && !run.lease.onlyWithWebhook) return run.lease.ttlMs;
+  return undefined;
+}
+
+/**
+ * Under a lease: /status?ttl= sets the caller's ttl (counted from submission, as the service counts
+ * it), tried until the lease runs out. False: the job is gone (deleted at its lease) or may be by
+ * the time anything could be tried again.
+ */
+async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Promise<boolean> {
+  const { s } = run;
+  const ttl = extensionTtl(leaseTtlMs, run.job.ttlMs);
+  // A completed job's output is already here; its ttl no longer matters.
+  if (ttl === undefined || s.status === 'COMPLETED') return true;
+  const inline =
+    run.job.options.outputInlineMaxBytes === undefined
+      ? {}
+      : { inlineMaxBytes: run.job.options.outputInlineMaxBytes };
+  const ref = { endpointId: s.endpointId, jobId: s.jobId as string };
+  // The status it answers with is left to the watcher: a stream must start before the job is seen
+  // finished, and a short job may finish before this answer comes.
+  const extended = () => {
+    delete s.leaseTtlMs;
+    setDeadline(run, ttl);
+    return true;
+  };
+  try {
+    const until = leaseEndsBy(answeredAt, leaseTtlMs);
+    await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ttl, ...inline });
+    return extended();
+  } catch (error) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
+    const outcome = activityOutcome(error);
+    log.warn('the lease could not be extended before it ran out', {
+      jobId: s.jobId,
+      error: outcome?.message ?? String(error),
+    });
+    // A 404: the job is gone.
+    if (outcome?.type === JOB_FAILURE.expired) return false;
+  }
+  // Every try went unanswered, but one may have reached the service and only its answer was lost:
+  // then the job lives on with the caller's ttl. Once the lease is over, a look tells which (alive:
+  // it was extended; 404: deleted). It is retried, during an outage until even the caller's ttl
+  // would have ended, because sending again while the job may live could make two.
+  const leaseEnd = leaseEndsBy(answeredAt, leaseTtlMs);
+  if (leaseEnd > Date.now()) await sleep(leaseEnd - Date.now());
+  try {
+    const until = leaseEndsBy(answeredAt, ttl);
+    await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ...inline });
+    return extended();
+  } catch (error) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
+    return false;
+  }
+}
+
+/** The job's lease ran out unextended: the service deleted it, so submitting again is safe. */
+function leaseLapsed(run: Run): void {
+  const { options } = run.job;
+  run.s.leaseLapses += 1;
+  if (run.s.submissions < options.maxSubmissions) return;
+  throw jobFailure(
+    JOB_FAILURE.expired,
+    `job ${run.s.jobId} on endpoint ${run.s.endpointId} expired: its submit lease ran out before it ` +
+      `could be extended, and maxSubmissions (${options.maxSubmissions}) is reached`,
+    details(run, { expired: 'ttl' }),
+  );
+}
+
+/**
+ * After an uncertain submit: a webhook naming a job this workflow never saw is that job. Waits
+ * until `until` (a timer: no worker slot is held); `leaseTtlMs`: the orphan went out under a lease.
+ */
+async function adoptOrphan(run: Run, sentAt: number, until: number, leaseTtlMs?: number): Promise<boolean> {
   run.s.phase = 'adopting';
-  // Without a webhook nothing can arrive: only hints already here are looked at.
-  const until = Date.now() + (webhookArmed ? run.job.options.uncertainSubmitWait : 0);
   const adoptable = () => run.hints.some((hint) => !run.s.jobIds.includes(hint.jobId));
   for (;;) {
     const index = run.hints.findIndex((hint) => !run.s.jobIds.includes(hint.jobId));
@@ -403,7 +548,8 @@ async function adoptOrphan(run: Run, sentAt: number, webhookArmed: boolean): Pro
       const observation = hint ? await lookQuietly(run, hint.jobId) : undefined;
       if (observation) {
         log.info('adopted the job of an uncertain submit from its webhook', { jobId: observation.jobId });
-        ownJob(run, observation, sentAt, true);
+        ownJob(run, observation, sentAt, true, leaseTtlMs);
+        run.s.uncertainAdopted += 1;
         return true;
       }
       continue;
@@ -506,6 +652,7 @@ function resultOf(run: Run): JobResult {
     retries: s.retries,
     submissions: s.submissions,
     uncertainSubmits: s.uncertainSubmits,
+    ...leaseCounts(run),
     jobIds: [...s.jobIds],
     ...(s.stream ? { stream: { ...s.stream } } : {}),
   };

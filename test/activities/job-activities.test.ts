@@ -91,6 +91,54 @@ describe('job activities', () => {
       expect(error.details?.[0]).toMatchObject({ cause: 'Timeout', webhookArmed: true, operation: 'run' });
     });
 
+    it('applies an auto lease only when it arms a webhook, and reports it (success and uncertain)', async () => {
+      const lease = { ttlMs: 60_000, onlyWithWebhook: true };
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      const armed = await activityEnv().call(activities().submitJob, {
+        endpointId: 'ep-1',
+        request: { input: {}, policy: { ttl: 3_600_000, lowPriority: true } },
+        lease,
+      });
+      expect(armed).toMatchObject({ webhookArmed: true, leaseTtlMs: 60_000 });
+      expect(stub.named('run')[0]?.[1]).toMatchObject({ policy: { ttl: 60_000, lowPriority: true } });
+
+      stub.answer('run', { id: 'job-2', status: 'IN_QUEUE' });
+      const polled = await activityEnv().call(activities({ webhookUrlFor: undefined }).submitJob, {
+        endpointId: 'ep-1',
+        request: { input: {} },
+        lease,
+      });
+      expect(polled).not.toHaveProperty('leaseTtlMs');
+      expect(stub.named('run')[1]).toEqual(['ep-1', { input: {} }]);
+
+      stub.answer(
+        'run',
+        serviceError({
+          kind: 'NetworkError',
+          operation: 'run',
+          retryable: true,
+          mayHaveReachedService: true,
+        }),
+      );
+      const error = failure(
+        await rejection(
+          activityEnv().call(activities().submitJob, { endpointId: 'ep', request: { input: {} }, lease }),
+        ),
+      );
+      expect(error.details?.[0]).toMatchObject({ webhookArmed: true, leaseTtlMs: 60_000 });
+    });
+
+    it('applies an explicit lease without a webhook too', async () => {
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      const result = await activityEnv().call(activities({ webhookUrlFor: undefined }).submitJob, {
+        endpointId: 'ep-1',
+        request: { input: {} },
+        lease: { ttlMs: 20_000, onlyWithWebhook: false },
+      });
+      expect(result).toMatchObject({ webhookArmed: false, leaseTtlMs: 20_000 });
+      expect(stub.named('run')[0]).toEqual(['ep-1', { input: {}, policy: { ttl: 20_000 } }]);
+    });
+
     it('reports a 5xx on submit as uncertain too', async () => {
       stub.answer(
         'run',

@@ -230,3 +230,57 @@ describe('webhook faults', () => {
     expect(received).toHaveLength(1);
   });
 });
+
+describe('the ttl and webhooks (a submit lease)', () => {
+  it('a job deleted mid-run by its ttl stops running and never calls its webhook', async () => {
+    const api = endpoint();
+    const job = await api.run({
+      input: { sleepMs: 30_000, output: 'never' },
+      webhook: receiverUrl,
+      policy: { ttl: 10_000 },
+    });
+    emulator.control.advance(5_000);
+    expect((await api.status(job.body.id)).body.status).toBe('IN_PROGRESS');
+    emulator.control.advance(5_000);
+    expect((await api.status(job.body.id)).status).toBe(404);
+    expect(emulator.control.job(job.body.id)).toMatchObject({
+      deleted: true,
+      removedReason: 'ttl',
+      status: 'IN_PROGRESS',
+    });
+    // Long past the time it would have finished, and past every webhook retry: nothing ran on.
+    emulator.control.advance(60_000);
+    expect(emulator.control.job(job.body.id)).toMatchObject({ status: 'IN_PROGRESS', deleted: true });
+    expect(deliveriesOf(job.body.id)).toEqual([]);
+    expect(received).toHaveLength(0);
+    // Its worker was released: the next job runs at once.
+    const next = await api.run({ input: { output: 'next' }, webhook: receiverUrl });
+    emulator.control.advance(0);
+    await waitFor(() => received.length === 1, "the next job's webhook");
+    expect(received[0]?.body).toMatchObject({ id: next.body.id, status: 'COMPLETED' });
+  });
+
+  it('a lease extended through /status?ttl= counts from submission: the job finishes and calls its webhook', async () => {
+    const api = endpoint();
+    const job = await api.run({
+      input: { sleepMs: 30_000, output: 'kept' },
+      webhook: receiverUrl,
+      policy: { ttl: 10_000 },
+    });
+    emulator.control.advance(4_000);
+    expect((await api.status(job.body.id, '?ttl=40000')).status).toBe(200);
+    const { ttlDeadline, submittedAt } = emulator.control.job(job.body.id) as {
+      ttlDeadline: number;
+      submittedAt: number;
+    };
+    expect(ttlDeadline - submittedAt).toBe(40_000);
+    emulator.control.advance(30_000);
+    await waitFor(() => received.length === 1, 'the webhook');
+    expect(received[0]?.body).toMatchObject({ id: job.body.id, status: 'COMPLETED', output: 'kept' });
+    // 40 s after submission (not after the extension) the job is deleted.
+    emulator.control.advance(40_000 - 34_000 - 1);
+    expect((await api.status(job.body.id)).status).toBe(200);
+    emulator.control.advance(1);
+    expect((await api.status(job.body.id)).status).toBe(404);
+  });
+});

@@ -35,3 +35,21 @@ describe.each(histories)('replay of the recorded job workflow history $name', ({
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   });
 });
+
+// Recorded by `npx tsx scripts/record-job-lease-history.ts`: under a submit lease, an uncertain
+// submit, the wait for an orphan (one timer), a second submit, its lease extension and the result.
+const leaseHistory = JSON.parse(
+  readFileSync(path.join(__dirname, '../fixtures/job-lease.history.json'), 'utf8'),
+);
+
+describe('replay of a recorded job workflow history under a submit lease', () => {
+  it('accepts the job workflow code that produced it', async () => {
+    await expect(
+      Worker.runReplayHistory(
+        { workflowsPath: require.resolve('../../workflows/job.ts') },
+        leaseHistory,
+        'job-lease-recorded',
+      ),
+    ).resolves.toBeUndefined();
+  });
+});

@@ -97,10 +97,12 @@ describe('job workflow: completion and waiting', () => {
       jobIds: ['job-1'],
     } satisfies JobResult);
     expect(fake.named('submitJob')).toHaveLength(1);
-    // The request goes to the activity as the caller gave it: no webhook, no filled-in policy.
+    // The request goes to the activity as the caller gave it: no webhook, no filled-in policy; the
+    // default lease rides beside it, for the activity to apply if it arms a webhook.
     expect(fake.named('submitJob')[0]?.input).toEqual({
       endpointId: 'ep-1',
       request: { input: { prompt: 'hello' } },
+      lease: { ttlMs: 60_000, onlyWithWebhook: true },
     });
     // One wait per status change: IN_QUEUE -> IN_PROGRESS -> COMPLETED.
     expect(

@@ -1,0 +1,359 @@
+/**
+ * Submitting under a lease (workflows/submit-lease.ts) on the time-skipping server, every branch:
+ * the extension succeeds; it fails until the lease ends (the job is gone: submitted again); after
+ * an uncertain submit an orphan reports during the lease (adopted, then extended) or none does
+ * (submitted again once the lease and the webhook window are over); and the lease turned off.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FetchJobStatusInput } from '../../activities/job-types';
+import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
+import type { JobWorkflowInput } from '../../workflows/job-input';
+import { WEBHOOK_MARGIN_MS, WEBHOOK_RETRY_WINDOW_MS } from '../../workflows/submit-lease';
+import {
+  bundleJobWorkflow,
+  DAY_MS,
+  failureOf,
+  fakeJob,
+  jobTestEnv,
+  observation,
+  quietRuntime,
+  submitted,
+  withWorker,
+  workflowElapsed,
+} from './job-harness';
+import type { serverlessJob } from './job-test-workflows';
+
+quietRuntime();
+
+const LEASE_MS = 60_000;
+
+const input = (extra: Partial<JobWorkflowInput> = {}): JobWorkflowInput => ({
+  endpointId: 'ep-1',
+  request: { input: { n: 1 } },
+  ...extra,
+});
+
+/** An uncertain submit that went out under the lease, with a webhook. */
+const uncertainUnderLease = () =>
+  ApplicationFailure.create({
+    type: 'SubmitUncertain',
+    message: 'the run request may have reached the service (socket closed)',
+    nonRetryable: true,
+    details: [{ operation: 'run', cause: 'Network', webhookArmed: true, leaseTtlMs: LEASE_MS }],
+  });
+
+const unavailable = () =>
+  ApplicationFailure.create({ type: 'ServiceUnavailable', message: '500 from /status', nonRetryable: false });
+
+const extensions = (calls: Array<{ input: unknown }>) =>
+  calls.map((call) => call.input as FetchJobStatusInput).filter((call) => call.ttl !== undefined);
+
+describe('job workflow: submitting under a lease', () => {
+  let env: TestWorkflowEnvironment;
+  let bundle: WorkflowBundleWithSourceMap;
+  let id = 0;
+
+  beforeAll(async () => {
+    env = await jobTestEnv();
+    bundle = await bundleJobWorkflow();
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const start = (taskQueue: string, args: JobWorkflowInput) =>
+    env.client.workflow.start<typeof serverlessJob>('serverlessJob', {
+      taskQueue,
+      workflowId: `lease-wf-${++id}`,
+      args: [args],
+    });
+
+  /** Polls the snapshot (queries do not move the test server's clock) until the phase is reached. */
+  async function untilPhase(handle: Awaited<ReturnType<typeof start>>, phase: string): Promise<void> {
+    for (let i = 0; i < 400; i++) {
+      if ((await handle.query(jobSnapshotQuery).catch(() => undefined))?.phase === phase) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`the workflow never reached phase ${phase}`);
+  }
+
+  it("extension succeeds: the ttl is set to the caller's right after the id arrives, counted from submission", async () => {
+    const fake = fakeJob({
+      submitJob: async () => submitted('job-1', { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async (req) => observation(req.jobId, 'IN_QUEUE'),
+    });
+    const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      const result = await handle.result();
+      return { result, snapshot: await handle.query(jobSnapshotQuery) };
+    });
+    expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, uncertainSubmits: 0, jobIds: ['job-1'] });
+    expect(result).not.toHaveProperty('leaseLapses');
+    // The default lease went to the activity (applied there only if it arms a webhook).
+    expect(fake.named('submitJob')[0]?.input).toMatchObject({
+      lease: { ttlMs: LEASE_MS, onlyWithWebhook: true },
+    });
+    // One extension, to the service's default ttl, before any waiting began.
+    expect(extensions(fake.named('fetchJobStatus'))).toEqual([
+      { endpointId: 'ep-1', jobId: 'job-1', ttl: DAY_MS },
+    ]);
+    expect(fake.calls[1]?.name).toBe('fetchJobStatus');
+    expect(snapshot.timings.ttlDeadline).toBe((snapshot.timings.submittedAt as number) + DAY_MS);
+    expect(snapshot.leaseTtlMs).toBeUndefined();
+    expect(snapshot).toMatchObject({ leaseLapses: 0, uncertainAdopted: 0, resubmittedAfterLease: 0 });
+  });
+
+  it('a caller ttl within the lease needs no extension', async () => {
+    const fake = fakeJob({ submitJob: async () => submitted('job-1', { leaseTtlMs: 30_000 }) });
+    const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      (await start(taskQueue, input({ request: { input: {}, policy: { ttl: 30_000 } } }))).result(),
+    );
+    expect(result).toMatchObject({ jobId: 'job-1', submissions: 1 });
+    expect(fake.named('submitJob')[0]?.input).toMatchObject({ lease: { ttlMs: 30_000 } });
+    expect(extensions(fake.named('fetchJobStatus'))).toEqual([]);
+  });
+
+  it('extension fails until the lease ends: the job is gone, it is submitted again and counted', async () => {
+    let submits = 0;
+    const fake = fakeJob({
+      submitJob: async () => submitted(`job-${++submits}`, { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async (req) => {
+        if (req.jobId === 'job-1' && req.ttl !== undefined) throw unavailable();
+        // After the lease, a look finds it deleted.
+        if (req.jobId === 'job-1')
+          throw ApplicationFailure.create({ type: 'JobExpired', message: '404', nonRetryable: true });
+        return observation(req.jobId, 'COMPLETED', { output: 'second' });
+      },
+    });
+    const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      const result = await handle.result();
+      return { result, elapsed: await workflowElapsed(handle) };
+    });
+    expect(result).toMatchObject({
+      jobId: 'job-2',
+      submissions: 2,
+      leaseLapses: 1,
+      jobIds: ['job-1', 'job-2'],
+    });
+    // The extension was tried (Temporal retried it) until the lease ran out; the job was looked at
+    // once the lease was over, and sent again only then.
+    const job1 = fake
+      .named('fetchJobStatus')
+      .filter((call) => (call.input as FetchJobStatusInput).jobId === 'job-1');
+    expect(extensions(job1).length).toBeGreaterThan(2);
+    expect(job1.at(-1)?.input).toEqual({ endpointId: 'ep-1', jobId: 'job-1' });
+    expect(elapsed).toBeGreaterThanOrEqual(LEASE_MS);
+    expect(elapsed).toBeLessThan(LEASE_MS + 10_000);
+  });
+
+  it('extension answers all lost but one reached the service: the look after the lease finds the job alive and keeps it', async () => {
+    const fake = fakeJob({
+      submitJob: async () => submitted('job-1', { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async (req) => {
+        if (req.ttl !== undefined) throw unavailable();
+        return observation(req.jobId, 'IN_PROGRESS');
+      },
+    });
+    const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      const result = await handle.result();
+      return { result, snapshot: await handle.query(jobSnapshotQuery) };
+    });
+    expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, jobIds: ['job-1'] });
+    expect(result).not.toHaveProperty('leaseLapses');
+    expect(fake.named('submitJob')).toHaveLength(1);
+    expect(snapshot.timings.ttlDeadline).toBe((snapshot.timings.submittedAt as number) + DAY_MS);
+  });
+
+  it('a 404 on the extension: the lease already ran out, submitted again at once', async () => {
+    let submits = 0;
+    const fake = fakeJob({
+      submitJob: async () => submitted(`job-${++submits}`, { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async (req) => {
+        if (req.jobId === 'job-1')
+          throw ApplicationFailure.create({ type: 'JobExpired', message: '404', nonRetryable: true });
+        return observation(req.jobId, 'COMPLETED', { output: 'second' });
+      },
+    });
+    const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      (await start(taskQueue, input())).result(),
+    );
+    expect(result).toMatchObject({ jobId: 'job-2', submissions: 2, leaseLapses: 1 });
+    expect(extensions(fake.named('fetchJobStatus')).filter((call) => call.jobId === 'job-1')).toHaveLength(1);
+  });
+
+  it('leases that keep lapsing stop at maxSubmissions with JobExpired', async () => {
+    let submits = 0;
+    const fake = fakeJob({
+      submitJob: async () => submitted(`job-${++submits}`, { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async () => {
+        throw ApplicationFailure.create({ type: 'JobExpired', message: '404', nonRetryable: true });
+      },
+    });
+    const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      failureOf((await start(taskQueue, input({ maxSubmissions: 2 }))).result()),
+    );
+    expect(failure.type).toBe('JobExpired');
+    expect(failure.message).toContain('submit lease ran out');
+    expect(failure.details?.[0]).toMatchObject({ submissions: 2, leaseLapses: 2, expired: 'ttl' });
+  });
+
+  it('an orphan reports during the lease: adopted, then its ttl extended', async () => {
+    const fake = fakeJob({
+      submitJob: async () => {
+        throw uncertainUnderLease();
+      },
+      fetchJobStatus: async (req) => observation(req.jobId, 'IN_PROGRESS'),
+    });
+    const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      await untilPhase(handle, 'adopting');
+      await handle.signal(jobWebhookSignal, { jobId: 'orphan-1', status: 'IN_PROGRESS' });
+      const result = await handle.result();
+      return { result, snapshot: await handle.query(jobSnapshotQuery) };
+    });
+    expect(result).toMatchObject({
+      jobId: 'orphan-1',
+      submissions: 1,
+      uncertainSubmits: 1,
+      uncertainAdopted: 1,
+      jobIds: ['orphan-1'],
+    });
+    expect(result).not.toHaveProperty('resubmittedAfterLease');
+    expect(snapshot).toMatchObject({ adopted: true, uncertainAdopted: 1, resubmittedAfterLease: 0 });
+    expect(extensions(fake.named('fetchJobStatus'))).toEqual([
+      { endpointId: 'ep-1', jobId: 'orphan-1', ttl: DAY_MS },
+    ]);
+    expect(fake.named('submitJob')).toHaveLength(1);
+  });
+
+  it('an orphan that reports COMPLETED is adopted with its output; no extension is needed', async () => {
+    const fake = fakeJob({
+      submitJob: async () => {
+        throw uncertainUnderLease();
+      },
+      fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'orphan output' }),
+    });
+    const result = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      await untilPhase(handle, 'adopting');
+      await handle.signal(jobWebhookSignal, { jobId: 'orphan-2', status: 'COMPLETED' });
+      return handle.result();
+    });
+    expect(result).toMatchObject({ jobId: 'orphan-2', output: 'orphan output', uncertainAdopted: 1 });
+    expect(extensions(fake.named('fetchJobStatus'))).toEqual([]);
+  });
+
+  it('no orphan reports: after the lease and the webhook window it is submitted again (a timer, no slot)', async () => {
+    let submits = 0;
+    const fake = fakeJob({
+      submitJob: async () => {
+        submits += 1;
+        if (submits === 1) throw uncertainUnderLease();
+        return submitted('job-2', { leaseTtlMs: LEASE_MS });
+      },
+      fetchJobStatus: async (req) => observation(req.jobId, 'IN_QUEUE'),
+    });
+    const { result, elapsed, snapshot, timers } = await withWorker(
+      env,
+      bundle,
+      fake.activities,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        const result = await handle.result();
+        const events = (await handle.fetchHistory()).events ?? [];
+        const timers = events
+          .map((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds)
+          .filter((s) => s !== undefined && s !== null)
+          .map(Number);
+        return {
+          result,
+          elapsed: await workflowElapsed(handle),
+          snapshot: await handle.query(jobSnapshotQuery),
+          timers,
+        };
+      },
+    );
+    expect(result).toMatchObject({
+      jobId: 'job-2',
+      submissions: 2,
+      uncertainSubmits: 1,
+      resubmittedAfterLease: 1,
+      jobIds: ['job-2'],
+    });
+    expect(snapshot).toMatchObject({ uncertainAdopted: 0, resubmittedAfterLease: 1, adopted: false });
+    const wait = LEASE_MS + WEBHOOK_RETRY_WINDOW_MS + WEBHOOK_MARGIN_MS;
+    expect(elapsed).toBeGreaterThanOrEqual(wait);
+    // The wait was one durable timer of the lease plus the webhook window.
+    expect(timers.some((seconds) => Math.abs(seconds * 1000 - wait) <= 1_000)).toBe(true);
+    expect(fake.named('submitJob')).toHaveLength(2);
+  });
+
+  it('an uncertain submit at maxSubmissions under a lease fails with SubmitUncertain, saying no orphan can run', async () => {
+    const fake = fakeJob({
+      submitJob: async () => {
+        throw uncertainUnderLease();
+      },
+    });
+    const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      failureOf((await start(taskQueue, input({ maxSubmissions: 2 }))).result()),
+    );
+    expect(failure.type).toBe('SubmitUncertain');
+    expect(failure.message).toContain('no orphan of it can still run');
+    expect(failure.details?.[0]).toMatchObject({
+      submissions: 2,
+      uncertainSubmits: 2,
+      resubmittedAfterLease: 1,
+    });
+  });
+
+  it('a worker dying mid-submit under an explicit lease: the lease is known, so it is waited out and sent again', async () => {
+    let submits = 0;
+    const fake = fakeJob({
+      submitJob: async () => {
+        submits += 1;
+        // The activity never answers: its start-to-close timeout is the workflow's only news.
+        if (submits === 1) await Context.current().sleep(60_000);
+        return submitted('job-2', { leaseTtlMs: 20_000, webhookArmed: false });
+      },
+      fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'ok' }),
+    });
+    const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      (await start(taskQueue, input({ submitLease: '20 seconds', submitTimeout: '1 second' }))).result(),
+    );
+    expect(result).toMatchObject({
+      jobId: 'job-2',
+      submissions: 2,
+      uncertainSubmits: 1,
+      resubmittedAfterLease: 1,
+    });
+    expect(fake.named('submitJob')[0]?.input).toMatchObject({
+      lease: { ttlMs: 20_000, onlyWithWebhook: false },
+    });
+  });
+
+  it('submitLease false: no lease goes to the activity, and uncertain submits follow onUncertainSubmit', async () => {
+    const fake = fakeJob({
+      submitJob: async () => {
+        throw ApplicationFailure.create({
+          type: 'SubmitUncertain',
+          message: 'socket closed',
+          nonRetryable: true,
+          details: [{ webhookArmed: true }],
+        });
+      },
+    });
+    const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      failureOf((await start(taskQueue, input({ submitLease: false }))).result()),
+    );
+    expect(fake.named('submitJob')[0]?.input).not.toHaveProperty('lease');
+    expect(failure.type).toBe('SubmitUncertain');
+    expect(failure.message).toContain('onUncertainSubmit is fail');
+    expect(fake.named('submitJob')).toHaveLength(1);
+  });
+});
