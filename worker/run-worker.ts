@@ -13,12 +13,14 @@ import {
   createStackCheckActivities,
   type JobActivityDeps,
 } from '../activities';
+import { createCostEstimator } from '../activities/cost-estimator';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { startWebhookGateway } from './gateway';
 import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
+import { createPrometheusMetrics, startMetricsServer } from './metrics';
 import { webhookUrlFactory } from './webhook-token';
 
 /**
@@ -50,6 +52,8 @@ export interface WorkerReadyInfo {
   gatewayUrl?: string;
   /** Where the health endpoint listens (`/livez`, `/readyz`), when configured. */
   healthUrl?: string;
+  /** Where the library's Prometheus metrics are served (`/metrics`), when configured. */
+  metricsUrl?: string;
   /** How the workflow code was loaded. */
   workflows: 'prebuilt bundle' | 'bundled at start';
 }
@@ -161,7 +165,16 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       : undefined;
     if (health) cleanups.push({ what: 'health endpoint', close: () => health.close() });
 
-    const client = createServiceClient(config.service);
+    // Counted only when served: with no endpoint, the no-op default costs nothing.
+    const prometheus = config.metrics ? createPrometheusMetrics() : undefined;
+    const metricsServer =
+      config.metrics && prometheus
+        ? await startMetricsServer({ ...config.metrics, registry: prometheus.registry })
+        : undefined;
+    if (metricsServer) cleanups.push({ what: 'metrics endpoint', close: () => metricsServer.close() });
+    const metrics = prometheus?.metrics;
+
+    const client = createServiceClient(config.service, metrics ? { metrics } : {});
     cleanups.push({ what: 'service client', close: () => client.close() });
 
     const connected = await NativeConnection.connect(connectionOptions(config.temporal));
@@ -179,6 +192,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
             secrets: acceptedSecrets(config.webhook),
             bodyLimitBytes: config.webhook.bodyLimitBytes,
             logger: logger.child({ component: 'webhook-gateway' }),
+            ...(metrics ? { metrics } : {}),
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
 
@@ -188,6 +202,8 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),
       resultStoreDir: config.resultStoreDir,
+      ...(metrics ? { metrics } : {}),
+      ...(config.pricing ? { estimateCost: createCostEstimator({ client, pricing: config.pricing }) } : {}),
     });
 
     const source = workflowSource(options.workflowBundlePath);
@@ -220,6 +236,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
         workflows: source.workflows,
         gateway: gateway?.url,
         health: health?.url,
+        metrics: metricsServer?.url,
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
       },
       'worker running',
@@ -230,6 +247,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       workflows: source.workflows,
       ...(gateway ? { gatewayUrl: gateway.url } : {}),
       ...(health ? { healthUrl: health.url } : {}),
+      ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
     });
 
     try {
