@@ -81,7 +81,14 @@ describe('createCostEstimator', () => {
     let reads = 0;
     let account = accountWith([{ id: 'e1', gpuIds: 'AMPERE_16' }], 0.5);
     const estimate = createCostEstimator({
-      client: { endpoints: { account: async () => (reads++, account) } } as never,
+      client: {
+        endpoints: {
+          account: async () => {
+            reads++;
+            return account;
+          },
+        },
+      } as never,
       pricing,
     });
     expect(await estimate('e1', 10_000)).toMatchObject({ amount: 0.001, discountFactor: 0.5 });
