@@ -1,3 +1,4 @@
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import { delayBefore429Retry, type Retry429Policy, sleep } from './backoff';
@@ -68,6 +69,12 @@ export function createTransport(options: {
     }
     const started = performance.now();
     let status: number | undefined;
+    // A child of the active span (the activity's, when tracing is on: worker/tracing.ts); a no-op
+    // otherwise. No URL attribute: it names the job, and the operation says enough.
+    const span = trace.getTracer('durable-serverless').startSpan(`${call.method} ${call.operation}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': call.method, 'serverless.operation': call.operation },
+    });
     try {
       const response = await request(call.url, {
         method: call.method,
@@ -86,6 +93,9 @@ export function createTransport(options: {
     } finally {
       release?.();
       metrics.httpCall(call.operation, callOutcome(status), (performance.now() - started) / 1000);
+      if (status !== undefined) span.setAttribute('http.response.status_code', status);
+      if (status === undefined || status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
     }
   }
 

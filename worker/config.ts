@@ -301,6 +301,9 @@ const observabilityEnvSchema = z.object({
     .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, { error: bindRule })
     .optional(),
   SERVERLESS_PRICES: z.string().optional(),
+  OTEL_TRACES: z
+    .enum(['0', '1', 'console'], { error: 'must be 0, 1 or console (1: print spans to the console)' })
+    .optional(),
 });
 
 export interface ObservabilityConfig {
@@ -310,6 +313,8 @@ export interface ObservabilityConfig {
   temporalMetricsBind?: string;
   /** The price table for cost estimates (activities/cost.ts); absent: no estimates. */
   pricing?: Pricing;
+  /** OTEL_TRACES: print spans to the console (an embedding program can pass its own exporter instead). */
+  traces?: 'console';
 }
 
 function parsePricing(text: string): Pricing {
@@ -353,5 +358,6 @@ export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): O
       : {}),
     ...(parsed.TEMPORAL_METRICS_BIND ? { temporalMetricsBind: parsed.TEMPORAL_METRICS_BIND } : {}),
     ...(parsed.SERVERLESS_PRICES ? { pricing: parsePricing(parsed.SERVERLESS_PRICES) } : {}),
+    ...(parsed.OTEL_TRACES === '1' || parsed.OTEL_TRACES === 'console' ? { traces: 'console' as const } : {}),
   };
 }

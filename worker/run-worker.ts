@@ -21,6 +21,7 @@ import { startWebhookGateway } from './gateway';
 import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
 import { createPrometheusMetrics, startMetricsServer } from './metrics';
+import { consoleSpanProcessor, startTracing, type TracingOptions } from './tracing';
 import { webhookUrlFactory } from './webhook-token';
 
 /**
@@ -86,6 +87,12 @@ export interface RunWorkerOptions {
    * (`prebuiltWorkflowBundlePath()`), else bundling at start.
    */
   workflowBundlePath?: string | false;
+  /**
+   * OpenTelemetry traces to this span processor (worker/tracing.ts); without it, OTEL_TRACES=1
+   * prints them. With tracing on, the workflows are bundled at start unless a bundle path is given
+   * (which must then have been bundled with the OpenTelemetry workflow interceptors).
+   */
+  tracing?: TracingOptions;
 }
 
 function workflowSource(option: string | false | undefined) {
@@ -174,6 +181,11 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     if (metricsServer) cleanups.push({ what: 'metrics endpoint', close: () => metricsServer.close() });
     const metrics = prometheus?.metrics;
 
+    const spanProcessor =
+      options.tracing?.spanProcessor ?? (config.traces ? consoleSpanProcessor() : undefined);
+    const tracing = spanProcessor ? startTracing({ ...options.tracing, spanProcessor }) : undefined;
+    if (tracing) cleanups.push({ what: 'tracing', close: () => tracing.shutdown() });
+
     const client = createServiceClient(config.service, metrics ? { metrics } : {});
     cleanups.push({ what: 'service client', close: () => client.close() });
 
@@ -206,13 +218,23 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       ...(config.pricing ? { estimateCost: createCostEstimator({ client, pricing: config.pricing }) } : {}),
     });
 
-    const source = workflowSource(options.workflowBundlePath);
+    const source = workflowSource(options.workflowBundlePath ?? (tracing ? false : undefined));
+    const traced = tracing?.workerOptions;
     const created = await Worker.create({
       connection: connected,
       namespace,
       taskQueue,
       ...source.options,
       activities,
+      ...(traced
+        ? {
+            sinks: traced.sinks,
+            interceptors:
+              source.workflows === 'prebuilt bundle'
+                ? { activity: traced.interceptors?.activity ?? [] }
+                : traced.interceptors,
+          }
+        : {}),
       shutdownGraceTime: config.shutdownGraceMs,
       ...(config.slots ?? {}),
     });
@@ -237,6 +259,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
         gateway: gateway?.url,
         health: health?.url,
         metrics: metricsServer?.url,
+        traces: tracing ? 'on' : 'off',
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
       },
       'worker running',
