@@ -6,7 +6,7 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitJob, type JobHandle } from '../../client/jobs';
+import { awaitJob, getJobSnapshot, type JobHandle } from '../../client/jobs';
 import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
@@ -77,7 +77,8 @@ describe('worker metrics on a real run (dev server, emulator over HTTP, real wor
 
     // Every webhook of the first job is lost: polling alone finishes it.
     const stopLosing = stack.control.webhookFaults({ lose: 1 });
-    const first = await awaitJob(stack.client, await start(1));
+    const firstHandle = await start(1);
+    const first = await awaitJob(stack.client, firstHandle);
     stopLosing();
     // Then a 429 storm (Retry-After 0: the client's own backoff paces it) on /run and /status.
     const fault = { endpointId, kind: 'status' as const, httpStatus: 429, retryAfterSeconds: 0 };
@@ -143,6 +144,8 @@ describe('worker metrics on a real run (dev server, emulator over HTTP, real wor
         seconds: (result.executionTime ?? 0) / 1000,
       });
     }
+    // The snapshot carries the same estimate as the result.
+    expect((await getJobSnapshot(stack.client, firstHandle.workflowId)).cost).toEqual(first.cost);
     const estimated = results.reduce((total, r) => total + (r.cost?.amount ?? 0), 0);
     expect(sum('durable_serverless_estimated_cost_total', { tier: 'AMPERE_16' })).toBeGreaterThanOrEqual(
       estimated - 1e-9,
