@@ -2,7 +2,8 @@
  * Turns a /status body into the small JobObservation the workflow keeps: outputs too large for
  * history go to the result store, progress updates and error texts are kept only when short.
  */
-import type { JobStatus } from '../api/schemas/job';
+import { isTerminalStatus, type JobStatus } from '../api/schemas/job';
+import type { CostEstimate } from './cost';
 import type { JobObservation } from './job-types';
 import { inlineOrStore, jsonBytes, type ResultStore } from './result-store';
 
@@ -13,6 +14,8 @@ export interface ObserveOptions {
   inlineMaxBytes: number;
   progressMaxBytes: number;
   errorMaxChars: number;
+  /** Told of a run seen in a final status (metrics), and returns its cost estimate if there is one. */
+  onFinished?: (status: JobStatus) => Promise<CostEstimate | undefined>;
 }
 
 function shorten(text: string, max: number): string {
@@ -50,6 +53,10 @@ export async function observe(
   }
   if (status.status === 'IN_PROGRESS' && status.output !== undefined) {
     observation.progress = smallProgress(status.output, options.progressMaxBytes);
+  }
+  if (isTerminalStatus(status.status) && options.onFinished) {
+    const cost = await options.onFinished(status);
+    if (cost) observation.cost = cost;
   }
   return observation;
 }

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { jobRequestSchema, jobStatusValueSchema, ttlSchema, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import type { CostEstimate } from './cost';
 
 /** A large output lives in the result store; the workflow carries this instead. */
 export const resultRefSchema = z.strictObject({
@@ -106,6 +107,8 @@ export interface JobObservation {
   outputRef?: ResultRef;
   /** IN_PROGRESS: the handler's latest progress update, when small enough. */
   progress?: unknown;
+  /** A final status with an executionTime, when prices are configured: this run's estimated cost. */
+  cost?: CostEstimate;
 }
 
 export interface WaitResult extends JobObservation {

@@ -24,8 +24,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
+import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import type { JobSubmitted } from '../api/schemas/job';
 import { leaseApplies } from '../workflows/submit-lease';
+import type { EstimateCost } from './cost-estimator';
 import { SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import type { ObserveOptions } from './job-observe';
 import { observe } from './job-observe';
@@ -71,6 +73,10 @@ export interface JobActivityDeps {
   progressMaxBytes?: number;
   /** FAILED jobs' error texts are cut to this length. */
   errorMaxChars?: number;
+  /** Submissions, polls and finished runs are counted here (worker/metrics.ts); default: nowhere. */
+  metrics?: LibraryMetrics;
+  /** Estimates a finished run's cost (activities/cost-estimator.ts); absent: no estimates. */
+  estimateCost?: EstimateCost;
 }
 
 /** What a submit returns: the job as first seen, whether its request named a webhook, and its lease. */
@@ -112,12 +118,22 @@ function parsed<S extends z.ZodType>(schema: S, value: unknown, what: string): z
 }
 
 /** A submit's error as the policy above says: certain ones keep their type, the rest are uncertain. */
-function submitFailure(error: unknown, webhookArmed: boolean, leaseTtlMs?: number): Error {
+function submitFailure(
+  error: unknown,
+  webhookArmed: boolean,
+  metrics: LibraryMetrics,
+  leaseTtlMs?: number,
+): Error {
   if (error instanceof ServiceError || error instanceof ValidationError) {
-    return toApplicationFailure(error, {
+    const failure = toApplicationFailure(error, {
       submit: { webhookArmed, ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }) },
     });
+    metrics.submission(
+      failure instanceof ApplicationFailure && failure.type === SUBMIT_UNCERTAIN ? 'uncertain' : 'refused',
+    );
+    return failure;
   }
+  metrics.submission('uncertain');
   const message = error instanceof Error ? error.message : String(error);
   return ApplicationFailure.create({
     type: SUBMIT_UNCERTAIN,
@@ -128,13 +144,31 @@ function submitFailure(error: unknown, webhookArmed: boolean, leaseTtlMs?: numbe
 }
 
 export function createJobActivities(deps: JobActivityDeps) {
-  const { client } = deps;
+  const { client, estimateCost } = deps;
+  const metrics = deps.metrics ?? noopMetrics;
+  // The wait loop's looks at /status are the polls; the other /status calls are one-off reads.
+  const pollingClient: Pick<ServiceClient, 'jobs'> = {
+    jobs: {
+      ...client.jobs,
+      status: (...args) => {
+        metrics.poll();
+        return client.jobs.status(...args);
+      },
+    },
+  };
   const resultStoreDir = deps.resultStoreDir ?? '.results';
   const store = deps.resultStore ?? createLocalResultStore(resultStoreDir);
   const streamDir = deps.streamDir ?? path.join(resultStoreDir, 'streams');
 
-  function observeOptions(inlineMaxBytes: number | undefined): ObserveOptions {
+  function observeOptions(inlineMaxBytes: number | undefined, endpointId: string): ObserveOptions {
     return {
+      onFinished: async (status) => {
+        metrics.jobRunFinished(status.status);
+        if (!estimateCost || status.executionTime === undefined) return undefined;
+        const cost = await estimateCost(endpointId, status.executionTime);
+        if (cost) metrics.estimatedCost(cost.tier, cost.amount);
+        return cost;
+      },
       store,
       keyPrefix: currentWorkflowId(),
       inlineMaxBytes: inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES,
@@ -182,8 +216,9 @@ export function createJobActivities(deps: JobActivityDeps) {
         // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
         // its own timeouts instead (worker shutdown gives it a grace period).
         submitted = await client.jobs.run(endpointId, body);
+        metrics.submission('accepted');
       } catch (error) {
-        throw submitFailure(error, webhookArmed, leaseTtlMs);
+        throw submitFailure(error, webhookArmed, metrics, leaseTtlMs);
       }
       return {
         jobId: submitted.id,
@@ -204,10 +239,14 @@ export function createJobActivities(deps: JobActivityDeps) {
       let status: Awaited<ReturnType<typeof client.jobs.runSync>>;
       try {
         status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });
+        metrics.submission('accepted');
       } catch (error) {
-        throw submitFailure(error, webhookArmed);
+        throw submitFailure(error, webhookArmed, metrics);
       }
-      return { ...(await observe(status.id, status, observeOptions(inlineMaxBytes))), webhookArmed };
+      return {
+        ...(await observe(status.id, status, observeOptions(inlineMaxBytes, endpointId))),
+        webhookArmed,
+      };
     },
 
     /**
@@ -216,7 +255,11 @@ export function createJobActivities(deps: JobActivityDeps) {
      */
     async waitForJobChange(input: WaitForJobChangeInput): Promise<WaitResult> {
       const checked = parsed(waitForJobChangeInputSchema, input, 'input');
-      return lookForChange(client, checked, observeOptions(checked.inlineMaxBytes));
+      return lookForChange(
+        pollingClient,
+        checked,
+        observeOptions(checked.inlineMaxBytes, checked.endpointId),
+      );
     },
 
     /** GET /status once (with `ttl`: sets the job's ttl too). 404 -> JobExpired. */
@@ -225,7 +268,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       const status = await jobCall((signal) =>
         client.jobs.status(endpointId, jobId, ttl === undefined ? { signal } : { signal, ttl }),
       );
-      return observe(jobId, status, observeOptions(inlineMaxBytes));
+      return observe(jobId, status, observeOptions(inlineMaxBytes, endpointId));
     },
 
     /** POST /cancel. A job the service no longer knows needs no cancelling: that is success (gone). */
@@ -262,7 +305,8 @@ export function createJobActivities(deps: JobActivityDeps) {
           if (now.status === 'IN_QUEUE' || now.status === 'IN_PROGRESS') {
             return { jobId, status: now.status, observedAt: Date.now() };
           }
-          if (Context.current().info.attempt > 1) return observe(jobId, now, observeOptions(undefined));
+          if (Context.current().info.attempt > 1)
+            return observe(jobId, now, observeOptions(undefined, endpointId));
         }
         throw toApplicationFailure(error, { jobOperation: true, signal });
       }

@@ -6,6 +6,7 @@ import { ConfigError } from './errors';
 import { createEndpointOperations } from './graphql';
 import { createDispatcher, createTransport } from './http';
 import { type CallOptions, createJobOperations } from './jobs';
+import type { LibraryMetrics } from './metrics';
 import { createRateLimiter, type RateLimits, rateLimitsSchema } from './rate-limit';
 import { createRestOperations } from './rest';
 import type {
@@ -33,6 +34,8 @@ export interface ServiceClientOptions {
   retry429?: Retry429Policy;
   /** A dispatcher of your own (it is not closed by close()); by default one keep-alive Agent per client. */
   dispatcher?: Dispatcher;
+  /** Counts calls, outcomes and 429 delays (worker/metrics.ts); default: nothing is counted. */
+  metrics?: LibraryMetrics;
 }
 
 export interface ServiceClient {
@@ -83,6 +86,7 @@ export function createServiceClient(
     secrets: [parsed.apiKey],
     limiter: createRateLimiter(rateLimits),
     retry429,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   return {
     jobs: createJobOperations(parsed, transport),

@@ -1,8 +1,10 @@
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import { delayBefore429Retry, type Retry429Policy, sleep } from './backoff';
 import { type CallInfo, errorFromFault, errorFromResponse, invalidResponse } from './classify';
 import type { ServiceConfig } from './config';
+import { callOutcome, type LibraryMetrics, noopMetrics } from './metrics';
 import type { JobOperation, RateLimiter } from './rate-limit';
 
 export interface HttpCall {
@@ -48,8 +50,10 @@ export function createTransport(options: {
   secrets: readonly string[];
   limiter: RateLimiter;
   retry429: Retry429Policy;
+  metrics?: LibraryMetrics;
 }): Transport {
   const { dispatcher, secrets, limiter, retry429 } = options;
+  const metrics = options.metrics ?? noopMetrics;
 
   async function attempt(
     call: HttpCall,
@@ -63,6 +67,14 @@ export function createTransport(options: {
     } catch (error) {
       throw errorFromFault(info, error, false, call.signal);
     }
+    const started = performance.now();
+    let status: number | undefined;
+    // A child of the active span (the activity's, when tracing is on: worker/tracing.ts); a no-op
+    // otherwise. No URL attribute: it names the job, and the operation says enough.
+    const span = trace.getTracer('durable-serverless').startSpan(`${call.method} ${call.operation}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': call.method, 'serverless.operation': call.operation },
+    });
     try {
       const response = await request(call.url, {
         method: call.method,
@@ -73,12 +85,17 @@ export function createTransport(options: {
         ...(call.headersTimeoutMs !== undefined ? { headersTimeout: call.headersTimeoutMs } : {}),
       });
       const text = await response.body.text();
+      status = response.statusCode;
       return { status: response.statusCode, headers: response.headers, text, info };
     } catch (error) {
       // Handed to undici: from here on the request may have been written.
       throw errorFromFault(info, error, true, call.signal);
     } finally {
       release?.();
+      metrics.httpCall(call.operation, callOutcome(status), (performance.now() - started) / 1000);
+      if (status !== undefined) span.setAttribute('http.response.status_code', status);
+      if (status === undefined || status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
     }
   }
 
@@ -99,6 +116,7 @@ export function createTransport(options: {
         const delay =
           response.status === 429 ? delayBefore429Retry(retries, error.retryAfterMs, retry429) : undefined;
         if (delay === undefined) throw error;
+        metrics.rateLimitDelay(call.operation, delay);
         try {
           await sleep(delay, call.signal);
         } catch (reason) {

@@ -5,6 +5,13 @@ export * from './config';
 export { ConfigError, ServiceError, type ServiceErrorKind, ValidationError } from './errors';
 export { jobRequestBody } from './jobs';
 export {
+  type CallOutcome,
+  type LibraryMetrics,
+  noopMetrics,
+  type SubmitOutcome,
+  type WebhookVerdict,
+} from './metrics';
+export {
   DEFAULT_RATE_LIMITS,
   type JobOperation,
   jobOperationSchema,

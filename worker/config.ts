@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { type Pricing, pricingSchema } from '../activities/cost';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError } from '../api/errors';
 import {
@@ -112,7 +113,7 @@ export interface WorkerSlots {
   maxTaskQueueActivitiesPerSecond?: number;
 }
 
-export interface WorkerConfig extends GatewayConfig, WorkerPackageConfig {
+export interface WorkerConfig extends GatewayConfig, WorkerPackageConfig, ObservabilityConfig {
   service: ServiceConfig;
   slots?: WorkerSlots;
   /** Absolute: the worker may be started from anywhere. */
@@ -192,6 +193,7 @@ export function loadWorkerConfig(
   return {
     ...gateway,
     ...loadWorkerPackageConfig(env),
+    ...loadObservabilityConfig(env),
     service: loadServiceConfig(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
@@ -217,12 +219,18 @@ export const DEFAULT_GATEWAY_PORT = 8080;
  * `npm run gateway`: Temporal and the webhook only. The gateway never calls the service, so it
  * neither needs nor gets the API key.
  */
-export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig & {
-  webhook: WebhookConfig & { port: number };
-} {
+export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig &
+  Pick<ObservabilityConfig, 'metrics'> & {
+    webhook: WebhookConfig & { port: number };
+  } {
   const parsed = readEnv(env);
   const gateway = gatewayConfigFrom(parsed, { requireSecret: true, connection: loadTemporalConnection(env) });
-  return { ...gateway, webhook: { ...gateway.webhook, port: gateway.webhook.port ?? DEFAULT_GATEWAY_PORT } };
+  const { metrics } = loadObservabilityConfig(env);
+  return {
+    ...gateway,
+    ...(metrics ? { metrics } : {}),
+    webhook: { ...gateway.webhook, port: gateway.webhook.port ?? DEFAULT_GATEWAY_PORT },
+  };
 }
 
 // ================================================================================================
@@ -271,4 +279,85 @@ export function loadWorkerPackageConfig(env: NodeJS.ProcessEnv = process.env): W
   }
   const { WORKER_HEALTH_PORT: port, WORKER_HEALTH_HOST: host } = result.data;
   return port === undefined ? {} : { health: { port, host } };
+}
+
+// ================================================================================================
+// Observability (issue #15): the library's Prometheus endpoint, the Temporal SDK's own metrics
+// endpoint, and the price table for cost estimates. Kept in one section, to ease merging.
+// ================================================================================================
+
+const portRule = 'must be an integer port from 0 to 65535 (0: any free port)';
+const bindRule = 'must be host:port, e.g. 0.0.0.0:9000 or [::1]:9000';
+
+const observabilityEnvSchema = z.object({
+  WORKER_METRICS_PORT: integer(portRule, 0, 65_535).optional(),
+  // Loopback unless told otherwise, like the health endpoint: Prometheus in a pod needs 0.0.0.0.
+  WORKER_METRICS_HOST: z
+    .string()
+    .min(1, { error: 'must be a host name or address' })
+    .default(DEFAULT_HEALTH_HOST),
+  TEMPORAL_METRICS_BIND: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, { error: bindRule })
+    .optional(),
+  SERVERLESS_PRICES: z.string().optional(),
+  OTEL_TRACES: z
+    .enum(['0', '1', 'console'], { error: 'must be 0, 1 or console (1: print spans to the console)' })
+    .optional(),
+});
+
+export interface ObservabilityConfig {
+  /** The library's /metrics (worker/metrics.ts); absent: none. */
+  metrics?: { port: number; host: string };
+  /** Where the Temporal SDK's Rust core serves its Prometheus metrics; absent: not exported. */
+  temporalMetricsBind?: string;
+  /** The price table for cost estimates (activities/cost.ts); absent: no estimates. */
+  pricing?: Pricing;
+  /** OTEL_TRACES: print spans to the console (an embedding program can pass its own exporter instead). */
+  traces?: 'console';
+}
+
+function parsePricing(text: string): Pricing {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConfigError(
+      'SERVERLESS_PRICES',
+      'must be JSON such as {"currency":"USD","perSecond":{"AMPERE_16":0.0002}}',
+    );
+  }
+  const result = pricingSchema.safeParse(json);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = ['SERVERLESS_PRICES', ...(issue?.path.map(String) ?? [])].join('.');
+  // Unknown keys and tiers are named by the path; the message never quotes the value.
+  const rule =
+    issue?.code === 'unrecognized_keys'
+      ? `has unknown keys ${issue.keys.join(', ')} (allowed: currency, perSecond)`
+      : (issue?.message ?? 'is invalid');
+  throw new ConfigError(where, rule);
+}
+
+/** WORKER_METRICS_PORT/HOST, TEMPORAL_METRICS_BIND, SERVERLESS_PRICES; errors name the variable and rule. */
+export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): ObservabilityConfig {
+  const given: Record<string, string> = {};
+  for (const key of Object.keys(observabilityEnvSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') given[key] = value;
+  }
+  const result = observabilityEnvSchema.safeParse(given);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
+  }
+  const parsed = result.data;
+  return {
+    ...(parsed.WORKER_METRICS_PORT !== undefined
+      ? { metrics: { port: parsed.WORKER_METRICS_PORT, host: parsed.WORKER_METRICS_HOST } }
+      : {}),
+    ...(parsed.TEMPORAL_METRICS_BIND ? { temporalMetricsBind: parsed.TEMPORAL_METRICS_BIND } : {}),
+    ...(parsed.SERVERLESS_PRICES ? { pricing: parsePricing(parsed.SERVERLESS_PRICES) } : {}),
+    ...(parsed.OTEL_TRACES === '1' || parsed.OTEL_TRACES === 'console' ? { traces: 'console' as const } : {}),
+  };
 }

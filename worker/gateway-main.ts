@@ -10,6 +10,7 @@ import { connectionOptions, connectionSecrets, describeConnection } from '../cli
 import { acceptedSecrets, loadGatewayConfig } from './config';
 import { startWebhookGateway } from './gateway';
 import { createLogger } from './logger';
+import { createPrometheusMetrics, startMetricsServer } from './metrics';
 import { abortOnSignals } from './shutdown';
 
 function loadConfig(): ReturnType<typeof loadGatewayConfig> {
@@ -34,6 +35,11 @@ async function main(): Promise<void> {
   const signal = abortOnSignals(logger);
   // Lazy: the gateway starts (and answers 503, which the service retries) while Temporal is still down.
   const connection = Connection.lazy(connectionOptions(config.temporal));
+  const prometheus = config.metrics ? createPrometheusMetrics() : undefined;
+  const metricsServer =
+    config.metrics && prometheus
+      ? await startMetricsServer({ ...config.metrics, registry: prometheus.registry })
+      : undefined;
   const gateway = await startWebhookGateway({
     client: new Client({ connection, namespace: config.temporal.namespace }),
     host: config.webhook.host,
@@ -41,15 +47,17 @@ async function main(): Promise<void> {
     secrets,
     bodyLimitBytes: config.webhook.bodyLimitBytes,
     logger,
+    ...(prometheus ? { metrics: prometheus.metrics } : {}),
   });
   logger.info(
-    { listening: gateway.url, temporal: describeConnection(config.temporal) },
+    { listening: gateway.url, metrics: metricsServer?.url, temporal: describeConnection(config.temporal) },
     'webhook gateway running',
   );
   if (!signal.aborted) {
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   }
   await gateway.close();
+  await metricsServer?.close();
   await connection.close();
   logger.info('webhook gateway stopped');
   process.exit(0);

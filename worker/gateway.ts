@@ -16,6 +16,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { z } from 'zod';
+import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { batchWantsHintQuery } from '../workflows/batch-definitions';
 import { jobWebhookSignal } from '../workflows/definitions';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
@@ -62,6 +63,8 @@ export interface WebhookGatewayOptions {
   bodyLimitBytes?: number;
   signalTimeoutMs?: number;
   logger?: Logger;
+  /** Webhooks received, accepted and refused by reason (worker/metrics.ts); default: not counted. */
+  metrics?: LibraryMetrics;
 }
 
 export interface WebhookGateway {
@@ -130,6 +133,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
   const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const signalTimeoutMs = options.signalTimeoutMs ?? DEFAULT_SIGNAL_TIMEOUT_MS;
   const logger = options.logger ?? createLogger({ secrets, name: 'webhook-gateway' });
+  const metrics = options.metrics ?? noopMetrics;
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -175,6 +179,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
             },
             'webhook refused',
           );
+          metrics.webhook({ accepted: false, reason: query.success ? 'bad-token' : 'no-token' });
           return reply.code(401).send({ error: 'unauthorized' });
         }
       },
@@ -187,6 +192,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
           { workflowId },
           'webhook body malformed: a JSON object with string id and status is expected',
         );
+        metrics.webhook({ accepted: false, reason: 'malformed' });
         return reply.code(400).send({ error: 'a JSON object with string fields id and status is expected' });
       }
       const item = querySchema.safeParse(request.query).data?.item;
@@ -203,11 +209,13 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
           { ...fields, err: error },
           'webhook not delivered: Temporal unavailable, asking for a retry',
         );
+        metrics.webhook({ accepted: false, reason: 'temporal-unavailable' });
         return reply
           .code(503)
           .header('retry-after', '10')
           .send({ error: 'temporal unavailable, retry later' });
       }
+      metrics.webhook({ accepted: true, reason: outcome });
       request.log.info(
         fields,
         outcome === 'signalled'

@@ -28,7 +28,13 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, secrets: secretValues(config) });
   Runtime.install({
     logger: temporalLoggerFor(logger.child({ component: 'temporal' })),
-    telemetryOptions: { logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } },
+    telemetryOptions: {
+      logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } },
+      // The SDK's own metrics (task latencies, slots, polls), served by its core on their own port.
+      ...(config.temporalMetricsBind
+        ? { metrics: { prometheus: { bindAddress: config.temporalMetricsBind } } }
+        : {}),
+    },
     // The signals are ours (shutdown.ts): one path stops the worker, then the gateway and connections.
     shutdownSignals: [],
   });

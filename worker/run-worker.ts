@@ -14,12 +14,15 @@ import {
   createStackCheckActivities,
   type JobActivityDeps,
 } from '../activities';
+import { createCostEstimator } from '../activities/cost-estimator';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { startWebhookGateway } from './gateway';
 import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
+import { createPrometheusMetrics, startMetricsServer } from './metrics';
+import { consoleSpanProcessor, startTracing, type TracingOptions } from './tracing';
 import { webhookUrlFactory } from './webhook-token';
 
 /**
@@ -52,6 +55,8 @@ export interface WorkerReadyInfo {
   gatewayUrl?: string;
   /** Where the health endpoint listens (`/livez`, `/readyz`), when configured. */
   healthUrl?: string;
+  /** Where the library's Prometheus metrics are served (`/metrics`), when configured. */
+  metricsUrl?: string;
   /** How the workflow code was loaded. */
   workflows: 'prebuilt bundle' | 'bundled at start';
 }
@@ -84,6 +89,12 @@ export interface RunWorkerOptions {
    * (`prebuiltWorkflowBundlePath()`), else bundling at start.
    */
   workflowBundlePath?: string | false;
+  /**
+   * OpenTelemetry traces to this span processor (worker/tracing.ts); without it, OTEL_TRACES=1
+   * prints them. With tracing on, the workflows are bundled at start unless a bundle path is given
+   * (which must then have been bundled with the OpenTelemetry workflow interceptors).
+   */
+  tracing?: TracingOptions;
 }
 
 function workflowSource(option: string | false | undefined) {
@@ -163,7 +174,21 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       : undefined;
     if (health) cleanups.push({ what: 'health endpoint', close: () => health.close() });
 
-    const client = createServiceClient(config.service);
+    // Counted only when served: with no endpoint, the no-op default costs nothing.
+    const prometheus = config.metrics ? createPrometheusMetrics() : undefined;
+    const metricsServer =
+      config.metrics && prometheus
+        ? await startMetricsServer({ ...config.metrics, registry: prometheus.registry })
+        : undefined;
+    if (metricsServer) cleanups.push({ what: 'metrics endpoint', close: () => metricsServer.close() });
+    const metrics = prometheus?.metrics;
+
+    const spanProcessor =
+      options.tracing?.spanProcessor ?? (config.traces ? consoleSpanProcessor() : undefined);
+    const tracing = spanProcessor ? startTracing({ ...options.tracing, spanProcessor }) : undefined;
+    if (tracing) cleanups.push({ what: 'tracing', close: () => tracing.shutdown() });
+
+    const client = createServiceClient(config.service, metrics ? { metrics } : {});
     cleanups.push({ what: 'service client', close: () => client.close() });
 
     const connected = await NativeConnection.connect(connectionOptions(config.temporal));
@@ -181,6 +206,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
             secrets: acceptedSecrets(config.webhook),
             bodyLimitBytes: config.webhook.bodyLimitBytes,
             logger: logger.child({ component: 'webhook-gateway' }),
+            ...(metrics ? { metrics } : {}),
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
 
@@ -190,15 +216,27 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),
       resultStoreDir: config.resultStoreDir,
+      ...(metrics ? { metrics } : {}),
+      ...(config.pricing ? { estimateCost: createCostEstimator({ client, pricing: config.pricing }) } : {}),
     });
 
-    const source = workflowSource(options.workflowBundlePath);
+    const source = workflowSource(options.workflowBundlePath ?? (tracing ? false : undefined));
+    const traced = tracing?.workerOptions;
     const created = await Worker.create({
       connection: connected,
       namespace,
       taskQueue,
       ...source.options,
       activities,
+      ...(traced
+        ? {
+            sinks: traced.sinks,
+            interceptors:
+              source.workflows === 'prebuilt bundle'
+                ? { activity: traced.interceptors?.activity ?? [] }
+                : traced.interceptors,
+          }
+        : {}),
       shutdownGraceTime: config.shutdownGraceMs,
       ...(config.slots ?? {}),
     });
@@ -222,6 +260,8 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
         workflows: source.workflows,
         gateway: gateway?.url,
         health: health?.url,
+        metrics: metricsServer?.url,
+        traces: tracing ? 'on' : 'off',
         webhooks: webhookUrlFor ? 'webhook and polling' : 'polling only (no WEBHOOK_PUBLIC_URL)',
       },
       'worker running',
@@ -232,6 +272,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       workflows: source.workflows,
       ...(gateway ? { gatewayUrl: gateway.url } : {}),
       ...(health ? { healthUrl: health.url } : {}),
+      ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
     });
 
     try {

@@ -4,6 +4,7 @@
  * can carry them.
  */
 import { z } from 'zod';
+import { costEstimateSchema } from '../activities/cost';
 import { resultRefSchema } from '../activities/job-types';
 import { jobStatusValueSchema } from '../api/schemas/job';
 
@@ -70,6 +71,8 @@ export const jobSnapshotSchema = z.object({
   /** From the service (ms as the emulator reports them; the spec leaves the unit open). */
   delayTime: z.number().optional(),
   executionTime: z.number().optional(),
+  /** The last finished run's estimated cost, when the worker has prices (activities/cost.ts). */
+  cost: costEstimateSchema.optional(),
   /** The last progress update the workflow saw (the wait activity's heartbeat has a fresher one). */
   progress: z.unknown().optional(),
   /** The service's error of the last FAILED run. */
@@ -94,6 +97,8 @@ export const jobResultSchema = z.object({
   outputRef: resultRefSchema.optional(),
   delayTime: z.number().optional(),
   executionTime: z.number().optional(),
+  /** The last run's estimated cost, when the worker has prices (activities/cost.ts). */
+  cost: costEstimateSchema.optional(),
   attempts: z.int(),
   retries: z.int(),
   submissions: z.int(),

@@ -253,6 +253,7 @@ function applyObservation(run: Run, observation: JobObservation): void {
   s.status = observation.status;
   if (observation.delayTime !== undefined) s.delayTime = observation.delayTime;
   if (observation.executionTime !== undefined) s.executionTime = observation.executionTime;
+  if (observation.cost !== undefined) s.cost = observation.cost;
   if (observation.progress !== undefined) s.progress = observation.progress;
   if (observation.error !== undefined) s.error = observation.error;
   if (observation.status === 'IN_PROGRESS' && s.timings.runningAt === undefined) s.timings.runningAt = now;
@@ -648,6 +649,7 @@ function resultOf(run: Run): JobResult {
         : {}),
     ...(s.delayTime !== undefined ? { delayTime: s.delayTime } : {}),
     ...(s.executionTime !== undefined ? { executionTime: s.executionTime } : {}),
+    ...(s.cost !== undefined ? { cost: s.cost } : {}),
     attempts: s.attempts,
     retries: s.retries,
     submissions: s.submissions,

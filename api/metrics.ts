@@ -1,0 +1,55 @@
+/**
+ * What the library reports about its own work, as a small interface handed to the API client, the
+ * job activities and the webhook gateway. The worker passes a Prometheus implementation
+ * (worker/metrics.ts); everything else gets the no-op default, so no module keeps a global.
+ *
+ * Every argument that becomes a label is drawn from a fixed set (operation names of this client,
+ * job statuses of the spec, configured GPU tiers): never an id, a URL or anything a secret could
+ * hide in.
+ */
+
+/** How one HTTP attempt ended: the status class, `429` on its own, or `error` when no answer came. */
+export type CallOutcome = '2xx' | '4xx' | '429' | '5xx' | 'error';
+
+/** accepted: the service took it; refused: it certainly did not; uncertain: it may have. */
+export type SubmitOutcome = 'accepted' | 'refused' | 'uncertain';
+
+export type WebhookVerdict =
+  | { accepted: true; reason: 'signalled' | 'workflow-closed' | 'not-needed' }
+  | { accepted: false; reason: 'no-token' | 'bad-token' | 'malformed' | 'temporal-unavailable' };
+
+export interface LibraryMetrics {
+  /** One HTTP attempt to the service (a 429 retried by the client is two attempts). */
+  httpCall(operation: string, outcome: CallOutcome, seconds: number): void;
+  /** A 429 the client waited out before trying again, and how long it waited. */
+  rateLimitDelay(operation: string, delayMs: number): void;
+  /** One look at /status by the wait activity. */
+  poll(): void;
+  /** One webhook call reaching the gateway, and what the gateway made of it. */
+  webhook(verdict: WebhookVerdict): void;
+  submission(outcome: SubmitOutcome): void;
+  /** A remote job run seen in a final status (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
+  jobRunFinished(status: string): void;
+  /** The estimated cost of one finished run, in the price table's currency. */
+  estimatedCost(tier: string, amount: number): void;
+}
+
+const nothing = () => {};
+
+export const noopMetrics: LibraryMetrics = {
+  httpCall: nothing,
+  rateLimitDelay: nothing,
+  poll: nothing,
+  webhook: nothing,
+  submission: nothing,
+  jobRunFinished: nothing,
+  estimatedCost: nothing,
+};
+
+export function callOutcome(status: number | undefined): CallOutcome {
+  if (status === undefined) return 'error';
+  if (status === 429) return '429';
+  if (status >= 500) return '5xx';
+  if (status >= 400) return '4xx';
+  return '2xx';
+}
