@@ -143,8 +143,10 @@ export interface Stack {
   gateway: ManagedProcess;
   /** Starts a worker process (npm run worker) on this stack's task queue, stopped by close(). */
   startWorker(): ManagedProcess;
-  /** A fresh endpoint on the scripted handler: one per job. */
-  endpoint(): string;
+  /** A fresh endpoint on the scripted handler: one per job (one worker), or one per batch (`fields`). */
+  endpoint(fields?: { workersMin?: number; workersMax?: number }): string;
+  /** The workers' RESULT_STORE_DIR (a batch's results live in its `batches` folder). */
+  resultDir: string;
   /** /run requests the service acted on, over all of this stack's endpoints (the emulator's count). */
   submissions(): number;
   /** Jobs the service has and has not finished: queued or running there. */
@@ -204,11 +206,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       workers.push(worker);
       return worker;
     },
-    endpoint() {
+    resultDir,
+    endpoint(fields = {}) {
       const { id } = emulator.control.createEndpoint(apiKey, {
         name: `${options.name}-${endpointIds.length + 1}`,
         templateId: 'scripted',
         workersMax: 1,
+        ...fields,
       });
       endpointIds.push(id);
       return id;
@@ -247,7 +251,7 @@ export interface Outage {
  */
 export async function outage(
   stack: Stack,
-  run: JobRun,
+  run: Pick<JobRun, 'started' | 'settled'>,
   afterSubmissions: number,
   cause: { begin(): Promise<void>; end(): Promise<void> },
 ): Promise<Outage> {
@@ -317,7 +321,7 @@ export async function until(what: string, reached: () => boolean, timeoutMs = 18
  * gets connection errors, which a caller of the library would retry the same way. A workflow's own
  * failure is an answer.
  */
-async function untilAnswered<T>(attempt: () => Promise<T>, deadline: number): Promise<T> {
+export async function untilAnswered<T>(attempt: () => Promise<T>, deadline: number): Promise<T> {
   for (;;) {
     try {
       return await attempt();
