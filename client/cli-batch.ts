@@ -107,11 +107,16 @@ async function watchProgress(
       finished = true;
     },
   );
-  while (!finished) {
+  const show = async () => {
     const progress = await getBatchProgress(await ctx.connect(), workflowId).catch(() => undefined);
     if (progress) ctx.err(`${progressLine(progress)}\n`);
+  };
+  while (!finished) {
+    await show();
     await Promise.race([until.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
   }
+  // The last line shows where the batch ended, however fast it went (a closed workflow still answers).
+  await show();
 }
 
 export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
