@@ -126,6 +126,13 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
       const retrying = await stack.snapshotWhen(handle.workflowId, (s) => s.phase === 'retrying');
       const jobId = retrying.jobId as string;
       expect(retrying).toMatchObject({ status: 'FAILED', retries: 0 });
+      // 'retrying' may be shown before the first /retry went out: wait until one was refused.
+      await eventually(async () => {
+        const { raw } = await stack.client.workflow.getHandle(handle.workflowId).describe();
+        return (raw.pendingActivities ?? []).some(
+          (a) => a.activityType?.name === 'retryJob' && (a.attempt ?? 0) >= 2,
+        );
+      });
       stack.control.advance(RETENTION_MS + 60_000);
       expect(stack.control.job(jobId)).toMatchObject({ expired: true, removedReason: 'expired' });
       allowRetries();
@@ -186,14 +193,23 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
 
   it("the ttl deletes the running job: /status answers 404 and the workflow ends JobExpired 'ttl'", async () => {
     const endpointId = stack.endpoint({ flashBootType: 'FLASHBOOT' });
-    const handle = await stack.start({
-      endpointId,
-      // 10 s of ttl (100 ms here) for a job that runs 10 minutes: deleted while it runs.
-      request: { input: { sleepMs: 600_000 }, policy: { ttl: 10_000 } },
-      retry: { maxRetries: 3, initialInterval: 50 },
-      polling: FAST_POLLING,
-    });
-    const failure = await failureOf(awaitJob(stack.client, handle));
+    stack.control.freeze();
+    let failure: Awaited<ReturnType<typeof failureOf>>;
+    try {
+      const handle = await stack.start({
+        endpointId,
+        // 10 s of ttl for a job that runs 10 minutes: deleted while it runs.
+        request: { input: { sleepMs: 600_000 }, policy: { ttl: 10_000 } },
+        retry: { maxRetries: 3, initialInterval: 50 },
+        polling: FAST_POLLING,
+      });
+      // The clock moves past the ttl only once the workflow holds the job (and any lease is extended).
+      await stack.snapshotWhen(handle.workflowId, (s) => s.jobId !== undefined && s.phase === 'waiting');
+      stack.control.advance(10_001);
+      failure = await failureOf(awaitJob(stack.client, handle));
+    } finally {
+      stack.control.resume();
+    }
 
     expect(stack.control.jobs(endpointId)).toEqual([]); // gone from the endpoint
     const jobId = failure?.details?.jobId as string;
