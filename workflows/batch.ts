@@ -277,7 +277,8 @@ class Batch {
   private readonly sending = new Set<number>();
   private submitsRunning = 0;
   private retryRunning = false;
-  private extendRunning = false;
+  /** Extension activities under way: one per page's worth of new jobs, never waiting for another. */
+  private extendsRunning = 0;
   private recordRunning = false;
   /** The lease setting the submits carry; undefined: no lease (off, or a batch from before it). */
   private readonly lease: SubmitLeaseSetting | undefined;
@@ -438,7 +439,7 @@ class Batch {
     return (
       this.submitsRunning === 0 &&
       !this.retryRunning &&
-      !this.extendRunning &&
+      this.extendsRunning === 0 &&
       !this.recordRunning &&
       !this.watch
     );
@@ -800,12 +801,14 @@ class Batch {
 
   // --- the lease's extension
 
-  /** One activity extends the leases of the jobs that have one (a page's worth, as they come). */
+  /**
+   * One activity extends the leases of the new jobs (a page's worth, as they come); it does not wait
+   * for an earlier one, which may be trying a job until its lease ends while new leases run.
+   */
   private startExtensions(): void {
-    if (this.extendRunning) return;
     const due = this.s.inflight.filter((item) => item.ls !== undefined && !item.xd && !item.xr);
     if (due.length === 0) return;
-    this.extendRunning = true;
+    this.extendsRunning += 1;
     const items = due.map((item): [number, string, number, number] => [
       item.i,
       item.id,
@@ -841,7 +844,7 @@ class Batch {
         },
       )
       .finally(() => {
-        this.extendRunning = false;
+        this.extendsRunning -= 1;
         this.bump();
       });
   }
