@@ -6,7 +6,7 @@
  * still live that the batch does not own. The jobs run longer than their lease, so a job whose
  * lease lapsed (deleted by the service) cannot have completed.
  *
- * BATCH_LEASE_ITEMS (default 300) sets the size; `npm run bench:batch -- --faults` runs 2,000.
+ * BATCH_LEASE_ITEMS (default 200) sets the size; `npm run bench:batch -- --faults` runs 2,000.
  * Temporal's timers run in real time: the lease is the spec's minimum, 10 s, so the wait after an
  * uncertain submit (lease + webhook retry window + margin) is 40 s.
  */
@@ -15,7 +15,7 @@ import { awaitBatch, type BatchResultLine, readBatchResults, startBatch } from '
 import { injectLeaseFaultMix } from '../../emulator/fault-mix';
 import { type JobStack, startJobStack } from '../support/integration';
 
-const ITEMS = Number(process.env.BATCH_LEASE_ITEMS ?? 300);
+const ITEMS = Number(process.env.BATCH_LEASE_ITEMS ?? 200);
 // Longer than the lease: a job deleted at its lease never completes.
 const JOB_MS = 12_000;
 
