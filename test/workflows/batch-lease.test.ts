@@ -3,7 +3,8 @@
  * with a fake service: every branch of the job workflow's lease, per item: the extension succeeds;
  * an uncertain submit's orphan reports by webhook within the lease and is adopted (then extended);
  * no orphan reports and the item is submitted again after the lease and the webhook window; the
- * extension meets a 404 (the lease ran out) and the item is submitted again.
+ * extension meets a 404 (the lease ran out) and the item is submitted again; the extension gets no
+ * answer until the lease ends and the watcher's 404 tells that the job is gone.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -156,5 +157,29 @@ describe('batch workflow under a submit lease', () => {
     });
     expect(fake.submitsPerItem.get(0)).toBe(2);
     expect(fake.lines.find((line) => line.index === 0)?.jobId).not.toBe(first);
+  });
+
+  it('leaves a job whose extension got no answer to the watcher: its 404 is a lapse, submitted again', async () => {
+    let first: string | undefined;
+    const fake = fakeService(3, (i, attempt): Fate => (i === 0 && attempt === 1 ? 'held' : 'COMPLETED'), {
+      ...LEASE,
+      extend: (i, jobId) => {
+        if (i !== 0) return 'extended';
+        first ??= jobId;
+        if (jobId !== first) return 'extended';
+        // Every try failed until the lease ended; the service deleted the job at its lease.
+        fake.jobs.delete(jobId);
+        return 'unknown';
+      },
+    });
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (await start(queue, input())).result(),
+    );
+    expect(summary).toMatchObject({
+      counts: { completed: 3, expired: 0 },
+      submissions: 4,
+      lease: { leaseLapses: 1 },
+    });
+    expect(fake.submitsPerItem.get(0)).toBe(2);
   });
 });
