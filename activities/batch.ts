@@ -8,7 +8,10 @@
  *   manifest in the store, checking every line first;
  * - submitBatchPage: POST /run for a page of items under the client's rate limiter. Never retried
  *   by Temporal, like the job workflow's submit: per item it answers the job id, a certain failure
- *   or "uncertain" (the request may have created a job whose id never came back);
+ *   or "uncertain" (the request may have created a job whose id never came back). Under a submit
+ *   lease (workflows/submit-lease.ts) each request goes out with ttl = the lease;
+ * - extendBatchLeases: /status?ttl= sets each new job's ttl to the caller's, tried until its lease
+ *   would end (a 404 says it is gone);
  * - watchBatchJobs: one look at /status for every job in flight; it writes COMPLETED results
  *   itself and returns the items that finished. When nothing changed it fails with a retryable
  *   JobUnchanged whose nextRetryDelay is the next polling interval: between looks the server
@@ -21,7 +24,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
-import type { JobRequestInput } from '../api/schemas/job';
+import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import {
   type BatchResultLine,
   type ItemChange,
@@ -30,6 +33,7 @@ import {
   type WatchedItem,
 } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
+import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflows/submit-lease';
 import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
 import { type Polling, submitRequestSchema } from './job-types';
 import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
@@ -167,13 +171,15 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       indexes: number[];
       /** Name a webhook (per item) in each request. */
       webhook?: boolean;
+      /** The batch's submitLease setting; absent: no lease (batches started before it). */
+      submitLease?: SubmitLeaseSetting;
     }): Promise<{ results: SubmitItemResult[] }> {
       const { workflowId } = context();
       const lines = await store.readLines(input.manifestKey, input.indexes);
       const webhook = input.webhook === false ? undefined : deps.webhookUrlFor?.(workflowId);
       // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
       // from the timeout and only the rest of the page counts as uncertain.
-      const created: Array<{ i: number; id: string; ttl?: number }> = [];
+      const created: Array<{ i: number; id: string; ttl?: number; lease?: number }> = [];
       const ctx = Context.current();
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
@@ -187,11 +193,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             };
           }
           // The item rides in the URL so that an orphan of an uncertain submit names its item.
-          const body = webhook ? { ...request, webhook: `${webhook}&item=${i}` } : request;
+          const armed = webhook ? { ...request, webhook: `${webhook}&item=${i}` } : request;
+          const ttl = request.policy?.ttl;
+          const lease =
+            input.submitLease === undefined
+              ? undefined
+              : leaseRequest(input.submitLease, 'async', ttl ?? JOB_LIMITS.ttlDefaultMs);
+          const leaseTtl = leaseApplies(lease, webhook !== undefined) ? lease.ttlMs : undefined;
+          const leased = leaseTtl === undefined ? {} : { lease: leaseTtl };
+          const body =
+            leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
           try {
             const submitted = await client.jobs.run(input.endpointId, body);
-            const ttl = request.policy?.ttl;
-            const result = { i, id: submitted.id, ...(ttl === undefined ? {} : { ttl }) };
+            const result = { i, id: submitted.id, ...(ttl === undefined ? {} : { ttl }), ...leased };
             created.push(result);
             ctx.heartbeat({ created });
             return result;
@@ -205,7 +219,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               };
             }
             const message = error instanceof Error ? error.message : String(error);
-            return { i, uncertain: message, armed: webhook !== undefined };
+            return {
+              i,
+              uncertain: message,
+              armed: webhook !== undefined,
+              ...leased,
+              ...(ttl === undefined ? {} : { ttl }),
+            };
           }
         }),
       );
@@ -317,6 +337,42 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         await store.writeLines(`${input.batchKey}/results/${runId}-${info.activityId}.jsonl`, lines);
       }
       return { changes, running };
+    },
+
+    /**
+     * /status?ttl= for each job submitted under a lease: its ttl becomes the caller's (the service
+     * counts it from submission). Each is tried, at the client's /status pace, until `until` (when
+     * its lease would end): extended, gone (a 404: the lease ran out) or neither (every try failed;
+     * the watcher's next looks tell which).
+     */
+    async extendBatchLeases(input: {
+      endpointId: string;
+      items: Array<[index: number, jobId: string, ttl: number, until: number]>;
+    }): Promise<{ results: Array<{ i: number; extended?: true; gone?: true }> }> {
+      const ctx = Context.current();
+      const signal = ctx.cancellationSignal;
+      setMaxListeners(2 * input.items.length + 10, signal);
+      let done = 0;
+      const results = await Promise.all(
+        input.items.map(async ([i, jobId, ttl, until]) => {
+          for (let tries = 0; ; tries++) {
+            try {
+              await client.jobs.status(input.endpointId, jobId, { ttl, signal });
+              return { i, extended: true as const };
+            } catch (error) {
+              if (error instanceof ServiceError && error.kind === 'NotFound')
+                return { i, gone: true as const };
+              const pause = Math.min(1_000 * 2 ** tries, 10_000);
+              if (signal.aborted || Date.now() + pause >= until) return { i };
+              await ctx.sleep(pause);
+            } finally {
+              ctx.heartbeat(++done);
+            }
+          }
+        }),
+      );
+      if (signal.aborted) throw new CancelledFailure('activity cancelled');
+      return { results };
     },
 
     /** POST /retry for each job (same id, original input). */

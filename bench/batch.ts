@@ -5,12 +5,18 @@
  * its number of runs. Asserts nothing.
  *
  *   npm run bench:batch [-- --items 2000] [--concurrency 1000] [--workers 200] [--service-ms 1000]
+ *   npm run bench:batch -- --faults [--items 2000] [--lease-s 60]
  *
  * The bare loop: submit every item at once (the limiter queues them), then look at every job not
  * finished yet, once a second, until all are. The batch: one serverlessBatch with the items inline,
  * run by the library's worker (runWorker) in this process, on a dev server of its own.
+ *
+ * --faults: the batch alone (no bare loop: it has no answer to faults) under the fault mix of issue
+ * 16 (emulator/fault-mix.ts), webhooks armed, submitting under a lease (--lease-s, default the
+ * library's 60 s): completed / uncertain resolved / failed, submissions per item, and the
+ * emulator's check that no item's job ran to completion twice.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +25,7 @@ import { Runtime } from '@temporalio/worker';
 import { createServiceClient } from '../api';
 import { awaitBatch, startBatch } from '../client/batches';
 import { startEmulator } from '../emulator';
+import { injectLeaseFaultMix } from '../emulator/fault-mix';
 import { provisionedServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
@@ -35,6 +42,8 @@ const ITEMS = Math.round(arg('items', 2_000));
 const CONCURRENCY = Math.round(arg('concurrency', 1_000));
 const WORKERS = Math.round(arg('workers', 200));
 const SERVICE_MS = Math.round(arg('service-ms', 1_000));
+const FAULTS = process.argv.includes('--faults');
+const LEASE_S = arg('lease-s', 60);
 const say = (line: string) => console.log(line);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
@@ -82,25 +91,32 @@ async function main() {
   say(`${ITEMS} items of ${SERVICE_MS} ms on ${WORKERS} emulator workers, rate limits on`);
 
   // --- the bare loop over api/
-  const bareEndpoint = await warmEndpoint();
-  const client = createServiceClient(service);
-  const bareStart = performance.now();
-  const ids = await Promise.all(
-    Array.from({ length: ITEMS }, (_, i) => client.jobs.run(bareEndpoint, request(i)).then((job) => job.id)),
-  );
-  let pending = ids;
-  let statusCalls = 0;
-  while (pending.length > 0) {
-    const statuses = await Promise.all(
-      pending.map((id) => client.jobs.status(bareEndpoint, id).then((status) => status.status)),
+  let bareMs = Number.NaN;
+  if (!FAULTS) bareMs = await bareLoop();
+  async function bareLoop(): Promise<number> {
+    const bareEndpoint = await warmEndpoint();
+    const client = createServiceClient(service);
+    const bareStart = performance.now();
+    const ids = await Promise.all(
+      Array.from({ length: ITEMS }, (_, i) =>
+        client.jobs.run(bareEndpoint, request(i)).then((job) => job.id),
+      ),
     );
-    statusCalls += pending.length;
-    pending = pending.filter((_, k) => !TERMINAL.has(statuses[k] as string));
-    if (pending.length > 0) await sleep(1_000);
+    let pending = ids;
+    let statusCalls = 0;
+    while (pending.length > 0) {
+      const statuses = await Promise.all(
+        pending.map((id) => client.jobs.status(bareEndpoint, id).then((status) => status.status)),
+      );
+      statusCalls += pending.length;
+      pending = pending.filter((_, k) => !TERMINAL.has(statuses[k] as string));
+      if (pending.length > 0) await sleep(1_000);
+    }
+    const ms = performance.now() - bareStart;
+    await client.close();
+    say(`bare loop: ${(ms / 1000).toFixed(1)} s (${statusCalls} status calls)`);
+    return ms;
   }
-  const bareMs = performance.now() - bareStart;
-  await client.close();
-  say(`bare loop: ${(bareMs / 1000).toFixed(1)} s (${statusCalls} status calls)`);
 
   // --- the batch engine
   const batchEndpoint = await warmEndpoint();
@@ -115,6 +131,7 @@ async function main() {
       SERVERLESS_REST_URL: emulator.restUrl,
       RESULT_STORE_DIR: resultDir,
       WORKER_SHUTDOWN_GRACE_MS: '500',
+      ...(FAULTS ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
     },
     process.cwd(),
   );
@@ -124,10 +141,12 @@ async function main() {
     worker = runWorker(config, {
       signal: stop.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey] }),
+      publicUrlFromGateway: FAULTS,
       onReady: () => resolve(),
     });
     worker.catch(reject);
   });
+  const removeFaults = FAULTS ? injectLeaseFaultMix(emulator.control, batchEndpoint) : () => undefined;
   const rssBefore = process.memoryUsage().rss;
   const batchStart = performance.now();
   const handle = await startBatch(
@@ -136,10 +155,12 @@ async function main() {
       endpointId: batchEndpoint,
       items: { inline: Array.from({ length: ITEMS }, (_, i) => request(i)) },
       maxConcurrency: CONCURRENCY,
+      // Under the faults: the lease (webhooks are armed), and room for uncertain submits in a row.
+      ...(FAULTS ? { job: { submitLease: LEASE_S * 1000, maxSubmissions: 6 } } : {}),
     },
     { workflowId: `bench-batch-${randomUUID()}`, taskQueue },
   );
-  const summary = await awaitBatch(env.client, handle);
+  const summary = await awaitBatch(env.client, handle).finally(removeFaults);
   const batchMs = performance.now() - batchStart;
   say(
     `batch: ${(batchMs / 1000).toFixed(1)} s; completed ${summary.counts.completed}/${summary.total}, ` +
@@ -150,7 +171,25 @@ async function main() {
       `${(summary.historyEvents / ITEMS).toFixed(3)} per item; worker RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB ` +
       `(${(rssBefore / 2 ** 20).toFixed(0)} MiB before)`,
   );
-  say(`ratio (bare loop time / batch time): ${(bareMs / batchMs).toFixed(2)}`);
+  if (FAULTS) {
+    const { uncertainAdopted, resubmittedAfterLease, leaseLapses } = summary.lease;
+    const live = emulator.control.jobs(batchEndpoint);
+    const perItem = new Map<string, number>();
+    for (const job of live)
+      if (job.status === 'COMPLETED')
+        perItem.set(job.webhook ?? job.id, (perItem.get(job.webhook ?? job.id) ?? 0) + 1);
+    say(
+      `fault mix, lease ${LEASE_S} s: completed ${summary.counts.completed}, failed ${summary.failures}; ` +
+        `uncertain submits ${summary.uncertainSubmits}, resolved ${uncertainAdopted + resubmittedAfterLease} ` +
+        `(adopted ${uncertainAdopted}, submitted again after the lease ${resubmittedAfterLease}); ` +
+        `lease lapses ${leaseLapses}; submissions per item ${(summary.submissions / ITEMS).toFixed(3)}`,
+    );
+    say(
+      `emulator: items with a completed job ${perItem.size}, items completed twice ` +
+        `${[...perItem.values()].filter((n) => n > 1).length}, jobs still live and unfinished ` +
+        `${live.filter((job) => job.status !== 'COMPLETED').length}`,
+    );
+  } else say(`ratio (bare loop time / batch time): ${(bareMs / batchMs).toFixed(2)}`);
 
   stop.abort();
   await worker.catch(() => undefined);

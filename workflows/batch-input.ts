@@ -19,6 +19,7 @@ export const batchItemOptionsSchema = z.strictObject({
   onExpired: job.onExpired,
   onUncertainSubmit: job.onUncertainSubmit,
   uncertainSubmitWait: job.uncertainSubmitWait,
+  submitLease: job.submitLease,
   maxSubmissions: job.maxSubmissions,
   polling: job.polling,
   outputInlineMaxBytes: job.outputInlineMaxBytes,
@@ -101,11 +102,22 @@ export type WatchedItem = [
 
 /** A submit's answer for one item. */
 export type SubmitItemResult =
-  | { i: number; id: string; ttl?: number }
+  /** ttl: the caller's (the request's policy.ttl); lease: the ttl it went out with under a lease. */
+  | { i: number; id: string; ttl?: number; lease?: number }
   /** The service certainly did not act on it. */
   | { i: number; rejected: { type: string; message: string; retryable: boolean } }
-  /** It may have created a job whose id never arrived. */
-  | { i: number; uncertain: string; armed: boolean };
+  /** It may have created a job whose id never arrived (under a lease: lease is its ttl). */
+  | { i: number; uncertain: string; armed: boolean; lease?: number; ttl?: number };
+
+/** The submit lease's counts (workflows/submit-lease.ts), in the summary and the progress. */
+export interface BatchLeaseCounts {
+  /** Uncertain submits resolved by adopting the orphan that reported itself by webhook. */
+  uncertainAdopted: number;
+  /** Uncertain submits under a lease resolved by a new submission once the lease was over. */
+  resubmittedAfterLease: number;
+  /** Jobs whose lease ran out before it could be extended (a 404), submitted again. */
+  leaseLapses: number;
+}
 
 /** A status change the watcher saw (COMPLETED lines are already written by it). */
 export interface ItemChange {
@@ -165,6 +177,8 @@ export interface BatchSummary {
   /** POST /run calls that may have created a job, uncertain ones included. */
   submissions: number;
   uncertainSubmits: number;
+  /** How the uncertain submits and the lease ended (workflows/submit-lease.ts). */
+  lease: BatchLeaseCounts;
   retries: number;
   webhooks: number;
   toleranceExceeded: boolean;
@@ -196,6 +210,7 @@ export interface BatchProgress {
   etaMs?: number;
   submissions: number;
   uncertainSubmits: number;
+  lease: BatchLeaseCounts;
   retries: number;
   runs: number;
   historyEvents: number;

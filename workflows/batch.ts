@@ -9,6 +9,12 @@
  *   results are kept, the ttl deadline, expiry (onExpired), uncertain submits (onUncertainSubmit,
  *   uncertainSubmitWait, maxSubmissions). An orphan of an uncertain submit reports itself by
  *   webhook (its URL names the item) and is adopted, then confirmed by /status like any job.
+ * - Under a submit lease (workflows/submit-lease.ts, the job workflow's rules): each job goes out
+ *   with ttl = the lease and is extended to the caller's ttl by one activity for the jobs of a page
+ *   (a 404: the lease ran out, the item is submitted again). An uncertain submit waits (a due time,
+ *   no worker slot) for the lease and the webhook window: a reporting orphan is adopted (then
+ *   extended), else the item is submitted again. Batches started before it ('batch-submit-lease')
+ *   replay without it.
  * - Failures beyond the tolerance stop new submissions; jobs in flight finish and are recorded, and
  *   the batch fails with BatchToleranceExceeded carrying the summary.
  * - The run continues as new when Temporal suggests it or after maxEventsPerRun events, carrying
@@ -24,6 +30,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -44,6 +51,7 @@ import {
   BATCH_FAILURE,
   type BatchCounts,
   type BatchInput,
+  type BatchLeaseCounts,
   type BatchProgress,
   type BatchResultLine,
   type BatchSummary,
@@ -66,6 +74,14 @@ import {
   ttlDeadline,
   whyGone,
 } from './job-rules';
+import {
+  extensionTtl,
+  leaseEndsBy,
+  leaseRequest,
+  orphanWaitUntil,
+  type SubmitLeaseSetting,
+  unreportedLeaseTtl,
+} from './submit-lease';
 
 export type { BatchInput, BatchProgress, BatchSummary } from './batch-input';
 
@@ -97,6 +113,12 @@ interface Item {
   retryAt?: number;
   /** Its /retry is under way. */
   rq?: boolean;
+  /** Submitted under a lease and not extended yet: the lease (its ttl now) and when it answered. */
+  ls?: number;
+  ans?: number;
+  /** Its extension is under way; it was tried and neither made nor refused (the watcher decides). */
+  xr?: boolean;
+  xd?: boolean;
 }
 
 /** An item waiting to be (re)submitted. */
@@ -116,6 +138,10 @@ interface Uncertain {
   a: number;
   until: number;
   armed: boolean;
+  /** Under a lease: its ttl, when the submit answered (the orphan's lease started before), the caller's ttl. */
+  ls?: number;
+  ans?: number;
+  ttl?: number;
 }
 
 /** Everything a run hands to the next one. */
@@ -133,6 +159,10 @@ export interface BatchState {
   counts: BatchCounts;
   submissions: number;
   uncertainSubmits: number;
+  /** The lease's counts (absent in states carried from runs before it). */
+  uncertainAdopted?: number;
+  resubmittedAfterLease?: number;
+  leaseLapses?: number;
   retries: number;
   webhooks: number;
   maxConcurrency: number;
@@ -170,19 +200,31 @@ function submitActivities(submitTimeoutMs: number, pageSize: number) {
   });
 }
 
+/** The extension of a page's leases: the activity tries each job until its lease would end. */
+function leaseActivities(untilMs: number) {
+  return proxyActivities<BatchActivities>({
+    startToCloseTimeout: Math.max(untilMs, 1_000) + 30_000,
+    heartbeatTimeout: '1 minute',
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+type Created = { i: number; id: string; ttl?: number; lease?: number };
+
 /** The jobs a submit that never answered had created, from its last heartbeat. */
-function createdBeforeTimeout(error: unknown): Map<number, { i: number; id: string; ttl?: number }> {
+function createdBeforeTimeout(error: unknown): Map<number, Created> {
   const cause = (error as { cause?: unknown } | undefined)?.cause;
   const details =
     cause instanceof TimeoutFailure ? (cause.lastHeartbeatDetails as { created?: unknown }) : undefined;
   const created = Array.isArray(details?.created) ? details.created : [];
-  const out = new Map<number, { i: number; id: string; ttl?: number }>();
-  for (const entry of created as Array<{ i?: unknown; id?: unknown; ttl?: unknown }>) {
+  const out = new Map<number, Created>();
+  for (const entry of created as Array<{ i?: unknown; id?: unknown; ttl?: unknown; lease?: unknown }>) {
     if (typeof entry?.i === 'number' && typeof entry.id === 'string') {
       out.set(entry.i, {
         i: entry.i,
         id: entry.id,
         ...(typeof entry.ttl === 'number' ? { ttl: entry.ttl } : {}),
+        ...(typeof entry.lease === 'number' ? { lease: entry.lease } : {}),
       });
     }
   }
@@ -209,7 +251,9 @@ export async function serverlessBatch(input: BatchInput, carried?: BatchState): 
       details: [{ field: parsed.field, rule: parsed.rule }],
     });
   }
-  const batch = new Batch(parsed.value, carried);
+  // Batches started before the lease replay without it: their submits carried the caller's ttl.
+  const leased = patched('batch-submit-lease');
+  const batch = new Batch(parsed.value, carried, leased);
   batch.listen();
   try {
     if (!carried) await batch.stage();
@@ -233,14 +277,19 @@ class Batch {
   private readonly sending = new Set<number>();
   private submitsRunning = 0;
   private retryRunning = false;
+  /** Extension activities under way: one per page's worth of new jobs, never waiting for another. */
+  private extendsRunning = 0;
   private recordRunning = false;
+  /** The lease setting the submits carry; undefined: no lease (off, or a batch from before it). */
+  private readonly lease: SubmitLeaseSetting | undefined;
   private watch?: CancellationScope;
   private draining = false;
   private dirty = 0;
   private timer?: { due: number; scope: CancellationScope };
 
-  constructor(options: ParsedBatchInput, carried: BatchState | undefined) {
+  constructor(options: ParsedBatchInput, carried: BatchState | undefined, leased: boolean) {
     this.o = options;
+    this.lease = leased && options.job.submitLease !== false ? options.job.submitLease : undefined;
     this.polling = { ...BATCH_POLLING, ...options.job.polling };
     this.s = carried ?? {
       batchKey: '',
@@ -266,6 +315,7 @@ class Batch {
     };
     for (const item of this.s.inflight) {
       delete item.rq;
+      delete item.xr;
       this.byIndex.set(item.i, item);
     }
   }
@@ -346,6 +396,7 @@ class Batch {
       } else {
         this.startSubmits(now);
         this.startRetries(now);
+        this.startExtensions();
         this.startWatch();
         this.startRecord();
       }
@@ -385,7 +436,13 @@ class Batch {
   }
 
   private idle(): boolean {
-    return this.submitsRunning === 0 && !this.retryRunning && !this.recordRunning && !this.watch;
+    return (
+      this.submitsRunning === 0 &&
+      !this.retryRunning &&
+      this.extendsRunning === 0 &&
+      !this.recordRunning &&
+      !this.watch
+    );
   }
 
   private async continueAsNew(): Promise<never> {
@@ -465,15 +522,17 @@ class Batch {
         manifestKey: this.s.manifestKey,
         indexes: page.map((q) => q.i),
         // Only an orphan that may be adopted needs a webhook; every other job is watched.
-        webhook: this.o.job.uncertainSubmitWait > 0,
+        webhook: this.o.job.uncertainSubmitWait > 0 || this.lease !== undefined,
+        ...(this.lease === undefined ? {} : { submitLease: this.lease }),
       }),
     )
       .then(
         ({ results }) => {
           const byIndex = new Map(page.map((q) => [q.i, q]));
+          const answeredAt = Date.now();
           for (const result of results) {
             const entry = byIndex.get(result.i);
-            if (entry) this.submitted(entry, result, sentAt);
+            if (entry) this.submitted(entry, result, sentAt, answeredAt);
           }
         },
         (error: unknown) => {
@@ -481,11 +540,24 @@ class Batch {
           // exist; any other request of the page may have gone out.
           const reason = activityOutcome(error)?.message ?? String(error);
           const created = createdBeforeTimeout(error);
+          // The lease of a request that never reported is known only when it applies regardless of
+          // webhooks; asked for the longest ttl, it bounds every item's.
+          const lease =
+            this.lease === undefined
+              ? undefined
+              : unreportedLeaseTtl(leaseRequest(this.lease, 'async', Number.MAX_SAFE_INTEGER));
+          const answeredAt = Date.now();
           for (const entry of page) {
             this.submitted(
               entry,
-              created.get(entry.i) ?? { i: entry.i, uncertain: reason, armed: true },
+              created.get(entry.i) ?? {
+                i: entry.i,
+                uncertain: reason,
+                armed: true,
+                ...(lease === undefined ? {} : { lease }),
+              },
               sentAt,
+              answeredAt,
             );
           }
         },
@@ -498,7 +570,7 @@ class Batch {
       });
   }
 
-  private submitted(entry: Queued, result: SubmitItemResult, sentAt: number): void {
+  private submitted(entry: Queued, result: SubmitItemResult, sentAt: number, answeredAt: number): void {
     const s = this.s;
     if ('id' in result) {
       s.submissions += 1;
@@ -512,6 +584,7 @@ class Batch {
         t: sentAt,
         ttl: result.ttl ?? JOB_LIMITS.ttlDefaultMs,
       };
+      underLease(item, result.lease, answeredAt);
       s.inflight.push(item);
       this.byIndex.set(item.i, item);
       return;
@@ -536,6 +609,20 @@ class Batch {
     }
     s.submissions += 1;
     s.uncertainSubmits += 1;
+    if (result.lease !== undefined) {
+      // Under a lease: the orphan reports itself within the lease and the webhook window, or is gone.
+      s.uncertain.push({
+        i: entry.i,
+        n: entry.n + 1,
+        a: entry.a,
+        until: orphanWaitUntil(answeredAt, result.lease, result.armed),
+        armed: result.armed,
+        ls: result.lease,
+        ans: answeredAt,
+        ...(result.ttl === undefined ? {} : { ttl: result.ttl }),
+      });
+      return;
+    }
     const wait = result.armed ? this.o.job.uncertainSubmitWait : 0;
     s.uncertain.push({
       i: entry.i,
@@ -553,6 +640,24 @@ class Batch {
     if (due.length === 0) return;
     s.uncertain = s.uncertain.filter((u) => u.until > now);
     for (const u of due) {
+      if (u.ls !== undefined) {
+        // No orphan reported within its lease and the webhook window: none can still run.
+        if (u.n < this.o.job.maxSubmissions && !s.stopping) {
+          s.resubmittedAfterLease = (s.resubmittedAfterLease ?? 0) + 1;
+          s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
+        } else
+          this.end('uncertain', {
+            index: u.i,
+            status: 'UNCERTAIN',
+            error: s.stopping
+              ? 'the submit may have created a job whose id never arrived; the batch stopped'
+              : `the submit was uncertain and maxSubmissions (${this.o.job.maxSubmissions}) is reached; ` +
+                'no orphan of it can still run (its lease has run out)',
+            attempts: u.a,
+            submissions: u.n,
+          });
+        continue;
+      }
       const decision = onUncertainSubmit(this.o.job, u.n);
       if (decision.choice === 'resubmit' && !s.stopping) s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
       else
@@ -580,6 +685,7 @@ class Batch {
       }
       const [u] = s.uncertain.splice(index, 1) as [Uncertain];
       log.info('adopted the job of an uncertain submit from its webhook', { item: u.i, jobId: hint.jobId });
+      s.uncertainAdopted = (s.uncertainAdopted ?? 0) + 1;
       const item: Item = {
         i: u.i,
         id: hint.jobId,
@@ -587,9 +693,11 @@ class Batch {
         a: u.a + 1,
         n: u.n,
         r: 0,
-        t: u.until - (u.armed ? this.o.job.uncertainSubmitWait : 0),
-        ttl: JOB_LIMITS.ttlDefaultMs,
+        t: u.ans ?? u.until - (u.armed ? this.o.job.uncertainSubmitWait : 0),
+        ttl: u.ttl ?? JOB_LIMITS.ttlDefaultMs,
       };
+      // An adopted orphan still runs under its lease: extended like any other.
+      if (u.ans !== undefined) underLease(item, u.ls, u.ans);
       s.inflight.push(item);
       this.byIndex.set(item.i, item);
     }
@@ -639,6 +747,10 @@ class Batch {
     const item = this.byIndex.get(change.i);
     if (!item || item.retryAt !== undefined) return;
     const now = Date.now();
+    if (change.gone && item.ls !== undefined) {
+      this.leaseLapsed(item);
+      return;
+    }
     if (change.gone) {
       this.expire(item, whyGone(now, ttlDeadline(item.t, item.ttl), item.ttl, undefined, 'run'));
       return;
@@ -684,6 +796,70 @@ class Batch {
     this.end('expired', {
       ...lineOf(item, 'EXPIRED', Date.now()),
       error: why === 'ttl' ? 'its ttl passed (the service deleted it)' : 'its results expired before a retry',
+    });
+  }
+
+  // --- the lease's extension
+
+  /**
+   * One activity extends the leases of the new jobs (a page's worth, as they come); it does not wait
+   * for an earlier one, which may be trying a job until its lease ends while new leases run.
+   */
+  private startExtensions(): void {
+    const due = this.s.inflight.filter((item) => item.ls !== undefined && !item.xd && !item.xr);
+    if (due.length === 0) return;
+    this.extendsRunning += 1;
+    const items = due.map((item): [number, string, number, number] => [
+      item.i,
+      item.id,
+      item.ttl,
+      leaseEndsBy(item.ans ?? item.t, item.ls as number),
+    ]);
+    for (const item of due) item.xr = true;
+    const longest = Math.max(...items.map((entry) => entry[3])) - Date.now();
+    const settle = (item: Item) => {
+      delete item.xr;
+      return this.byIndex.get(item.i) === item;
+    };
+    leaseActivities(longest)
+      .extendBatchLeases({ endpointId: this.o.endpointId, items })
+      .then(
+        ({ results }) => {
+          const byIndex = new Map(due.map((item) => [item.i, item]));
+          for (const result of results) {
+            const item = byIndex.get(result.i);
+            if (!item || !settle(item)) continue;
+            if (result.extended) {
+              delete item.ls;
+              delete item.ans;
+            } else if (result.gone) this.leaseLapsed(item);
+            // Neither: an answer may have been lost after it was made; the watcher's 404 tells.
+            else item.xd = true;
+          }
+        },
+        (error: unknown) => {
+          for (const item of due) if (settle(item)) item.xd = true;
+          if (!isCancellation(error))
+            log.warn('extending leases failed', { error: activityOutcome(error)?.message });
+        },
+      )
+      .finally(() => {
+        this.extendsRunning -= 1;
+        this.bump();
+      });
+  }
+
+  /** The job's lease ran out unextended: the service deleted it, so submitting again is safe. */
+  private leaseLapsed(item: Item): void {
+    this.remove(item);
+    this.s.leaseLapses = (this.s.leaseLapses ?? 0) + 1;
+    if (item.n < this.o.job.maxSubmissions && !this.s.stopping) {
+      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0 });
+      return;
+    }
+    this.end('expired', {
+      ...lineOf(item, 'EXPIRED', Date.now()),
+      error: `its submit lease ran out before it could be extended, and maxSubmissions (${this.o.job.maxSubmissions}) is reached`,
     });
   }
 
@@ -806,6 +982,7 @@ class Batch {
       notStarted: Math.max(0, s.total - s.counts.completed - failures - s.inflight.length),
       submissions: s.submissions,
       uncertainSubmits: s.uncertainSubmits,
+      lease: this.leaseCounts(),
       retries: s.retries,
       webhooks: s.webhooks,
       toleranceExceeded: this.exceeded(),
@@ -817,6 +994,15 @@ class Batch {
       elapsedMs: Date.now() - s.startedAt,
       runs: s.runs,
       historyEvents: s.events + workflowInfo().historyLength,
+    };
+  }
+
+  private leaseCounts(): BatchLeaseCounts {
+    const s = this.s;
+    return {
+      uncertainAdopted: s.uncertainAdopted ?? 0,
+      resubmittedAfterLease: s.resubmittedAfterLease ?? 0,
+      leaseLapses: s.leaseLapses ?? 0,
     };
   }
 
@@ -854,6 +1040,7 @@ class Batch {
       ...(ratePerSecond > 0 ? { etaMs: Math.round((left / ratePerSecond) * 1000) } : {}),
       submissions: s.submissions,
       uncertainSubmits: s.uncertainSubmits,
+      lease: this.leaseCounts(),
       retries: s.retries,
       runs: s.runs,
       historyEvents: s.events + workflowInfo().historyLength,
@@ -917,6 +1104,13 @@ class Batch {
       await shortActivities.recordBatchResults({ batchKey: s.batchKey, lines });
     }
   }
+}
+
+/** A job submitted under a lease needs its extension, unless the lease already is the caller's ttl. */
+function underLease(item: Item, lease: number | undefined, answeredAt: number): void {
+  if (lease === undefined || extensionTtl(lease, item.ttl) === undefined) return;
+  item.ls = lease;
+  item.ans = answeredAt;
 }
 
 function tally(entry: Queued): { attempts: number; submissions: number } {

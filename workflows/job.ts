@@ -62,7 +62,14 @@ import {
 } from './job-rules';
 import type { JobResult, JobSnapshot } from './job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
-import { extensionTtl, type LeaseRequest, leaseEndsBy, leaseRequest, orphanWaitUntil } from './submit-lease';
+import {
+  extensionTtl,
+  type LeaseRequest,
+  leaseEndsBy,
+  leaseRequest,
+  orphanWaitUntil,
+  unreportedLeaseTtl,
+} from './submit-lease';
 
 export type { JobWorkflowInput } from './job-input';
 export type { JobResult, JobSnapshot } from './job-snapshot';
@@ -466,8 +473,7 @@ function uncertainLease(
   outcome: Extract<SubmitOutcome, { kind: 'uncertain' }>,
 ): number | undefined {
   if (outcome.leaseTtlMs !== undefined) return outcome.leaseTtlMs;
-  if (outcome.webhookArmed === undefined && run.lease && !run.lease.onlyWithWebhook) return run.lease.ttlMs;
-  return undefined;
+  return outcome.webhookArmed === undefined ? unreportedLeaseTtl(run.lease) : undefined;
 }
 
 /**

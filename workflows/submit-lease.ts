@@ -1,6 +1,6 @@
 /**
  * Submitting under a lease: the pure decisions, shared by the job workflow, the submit activities
- * and (later) the batch engine.
+ * and the batch engine.
  *
  * The service cannot de-duplicate a submit, but it deletes every job at its ttl ("a hard limit that
  * starts at submission") and `GET /status/{id}?ttl=` sets that ttl. So a submit goes out with a short
@@ -48,6 +48,15 @@ export function leaseRequest(
   if (setting === false || mode === 'runsync') return undefined;
   const lease = setting === 'auto' ? DEFAULT_LEASE_MS : setting;
   return { ttlMs: leaseTtl(lease, callerTtlMs), onlyWithWebhook: setting === 'auto' };
+}
+
+/**
+ * The lease of an uncertain submit whose activity never reported (a worker that died mid-submit):
+ * known only when the lease applies with or without a webhook. Asked with the longest caller's ttl,
+ * it is an upper bound of every item's lease, so waiting it out is safe.
+ */
+export function unreportedLeaseTtl(lease: LeaseRequest | undefined): number | undefined {
+  return lease && !lease.onlyWithWebhook ? lease.ttlMs : undefined;
 }
 
 /** ttl = min(lease, caller's ttl), never below the spec's 10 s. */

@@ -6,7 +6,14 @@
  * emulator saw exactly one submission per item. Past its tolerance a batch fails with the summary
  * and keeps every result, and a redrive runs what did not complete; a cancel reaches every job in
  * flight.
+ *
+ * The emulator runs at time scale 100 here, where the default 60 s submit lease is 0.6 s of real
+ * time: too short to extend. These batches run with `submitLease: false`; the lease is tested at
+ * time scale 1 in batch-lease.test.ts.
  */
+/** The submit lease off (see above). */
+const NO_LEASE = { submitLease: false } as const;
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   awaitBatch,
@@ -50,6 +57,7 @@ describe('batch engine on the emulator', () => {
         endpointId,
         items: { inline },
         job: {
+          ...NO_LEASE,
           retry: { maxRetries: 1, initialInterval: 100 },
           polling: { initialIntervalMs: 100, maxIntervalMs: 500, backoffCoefficient: 1.5 },
         },
@@ -119,7 +127,7 @@ describe('batch engine on the emulator', () => {
     const inline = Array.from({ length: 100 }, (_, i) => ({
       input: { output: { index: i }, ...(i < 10 ? { failTimes: 2 } : {}) },
     }));
-    const job = { retry: { maxRetries: 1, initialInterval: 100 } };
+    const job = { ...NO_LEASE, retry: { maxRetries: 1, initialInterval: 100 } };
     const handle = await startBatch(
       stack.client,
       {
@@ -154,7 +162,7 @@ describe('batch engine on the emulator', () => {
       stack.client,
       handle,
       { workflowId: `batch-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
-      { job: { retry: { maxRetries: 2, initialInterval: 100 } } },
+      { job: { ...NO_LEASE, retry: { maxRetries: 2, initialInterval: 100 } } },
     );
     const again = await awaitBatch(stack.client, redrive);
     expect(again).toMatchObject({ total: summary.failures + summary.notStarted, failures: 0 });
@@ -170,7 +178,7 @@ describe('batch engine on the emulator', () => {
     const inline = Array.from({ length: 50 }, (_, i) => ({ input: { output: { index: i } } }));
     const handle = await startBatch(
       stack.client,
-      { endpointId, items: { inline }, job: { uncertainSubmitWait: '2 minutes' }, pageSize: 10 },
+      { endpointId, items: { inline }, job: { ...NO_LEASE, uncertainSubmitWait: '2 minutes' }, pageSize: 10 },
       { workflowId: `batch-orphans-${Date.now()}`, taskQueue: stack.taskQueue },
     );
     const summary = await awaitBatch(stack.client, handle);
@@ -195,7 +203,7 @@ describe('batch engine on the emulator', () => {
     const inline = Array.from({ length: 200 }, (_, i) => ({ input: { sleepMs: 3_600_000, output: { i } } }));
     const handle = await startBatch(
       stack.client,
-      { endpointId, items: { inline }, maxConcurrency: 30, pageSize: 30 },
+      { endpointId, items: { inline }, job: NO_LEASE, maxConcurrency: 30, pageSize: 30 },
       { workflowId: `batch-cancel-${Date.now()}`, taskQueue: stack.taskQueue },
     );
     await eventually(

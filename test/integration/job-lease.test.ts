@@ -18,6 +18,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
+import { injectLeaseFaultMix } from '../../emulator/fault-mix';
 import type { JobState } from '../../emulator/jobs';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
 
@@ -27,36 +28,6 @@ const LEASE = '10 seconds';
 const JOB_MS = 12_000;
 // LEASE_JOBS jobs look at /status about LEASE_JOBS / 3 s times a second at most: within the spec's rate.
 const POLLING = { initialIntervalMs: 3_000, maxIntervalMs: 6_000, backoffCoefficient: 1.5 };
-
-/**
- * The issue's fault mix; the first matching rule whose roll passes applies, so later ones are
- * scaled. Returns the remover.
- */
-function injectFaultMix(control: JobStack['control'], endpointId: string): () => void {
-  const removers = [
-    control.injectFault({
-      operation: 'run',
-      endpointId,
-      kind: 'status',
-      httpStatus: 429,
-      retryAfterSeconds: 2,
-      probability: 0.3,
-    }),
-    control.injectFault({ operation: 'run', endpointId, kind: 'drop-before', probability: 0.1 / 0.7 }),
-    control.injectFault({
-      operation: 'status',
-      endpointId,
-      kind: 'status',
-      httpStatus: 500,
-      probability: 0.2,
-    }),
-    control.injectFault({ operation: 'status', endpointId, kind: 'drop-after', probability: 0.1 / 0.8 }),
-    control.webhookFaults({ lose: 0.5 }),
-  ];
-  return () => {
-    for (const remove of removers) remove();
-  };
-}
 
 async function inBatches<T>(count: number, size: number, make: (index: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
@@ -90,7 +61,7 @@ describe('submitting under a lease (dev server, emulator over HTTP, real worker 
   it(`the issue's fault mix on ${LEASE_JOBS} jobs: every one completes with its output, none twice`, async () => {
     const { control } = stack;
     const endpointId = stack.endpoint({ workersMin: 0, workersMax: LEASE_JOBS, flashBootType: 'FLASHBOOT' });
-    const removeFaults = injectFaultMix(control, endpointId);
+    const removeFaults = injectLeaseFaultMix(control, endpointId);
     const handles: JobHandle[] = await inBatches(LEASE_JOBS, 50, (index) =>
       stack.start(
         {

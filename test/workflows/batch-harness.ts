@@ -17,7 +17,19 @@ export function bundleBatchWorkflow(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 /** What happens to an item's job on one attempt; `submit` overrides the submit's answer. */
-export type Fate = 'COMPLETED' | 'FAILED' | 'TIMED_OUT' | 'held' | { submit: 'uncertain' | 'rejected' };
+export type Fate =
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'TIMED_OUT'
+  | 'held'
+  /** orphan: the answer is lost but the job was created (held until released). */
+  | { submit: 'uncertain' | 'rejected' | 'orphan' };
+
+/** The submit lease in the fake: submits answer with it; the extension's answer per job. */
+export interface FakeLease {
+  ms: number;
+  extend?: (index: number, jobId: string) => 'extended' | 'gone' | 'unknown';
+}
 
 interface FakeJob {
   i: number;
@@ -29,6 +41,7 @@ interface FakeJob {
 export function fakeService(
   total: number,
   plan: (index: number, attempt: number) => Fate = () => 'COMPLETED',
+  lease?: FakeLease,
 ) {
   const jobs = new Map<string, FakeJob>();
   const byItem = new Map<number, FakeJob[]>();
@@ -39,6 +52,8 @@ export function fakeService(
   let releaseAll = false;
   let nextId = 0;
   let maxInFlight = 0;
+  const extensions: Array<{ i: number; id: string; ttl: number; answer: string }> = [];
+  const orphans: Array<{ i: number; id: string }> = [];
 
   const live = () => [...jobs.values()].filter((job) => job.status === 'IN_PROGRESS').length;
   function fateNow(job: FakeJob): string {
@@ -51,20 +66,28 @@ export function fakeService(
     async stageBatchItems() {
       return { batchKey: 'batch-test', manifestKey: 'batch-test/items.jsonl', total };
     },
-    async submitBatchPage({ indexes }) {
+    async submitBatchPage({ indexes, submitLease }) {
+      const leased = lease && submitLease !== undefined ? { lease: lease.ms } : {};
       const results: SubmitItemResult[] = indexes.map((i) => {
         const submits = (submitsPerItem.get(i) ?? 0) + 1;
         submitsPerItem.set(i, submits);
         const attempt = (byItem.get(i)?.reduce((n, job) => n + job.attempt, 0) ?? 0) + 1;
         const fate = plan(i, attempt);
         if (typeof fate === 'object' && fate.submit === 'uncertain')
-          return { i, uncertain: 'the answer was lost', armed: false };
+          return { i, uncertain: 'the answer was lost', armed: 'lease' in leased, ...leased };
+        if (typeof fate === 'object' && fate.submit === 'orphan') {
+          const job: FakeJob = { i, id: `orphan-${i}-${nextId++}`, status: 'IN_PROGRESS', attempt };
+          jobs.set(job.id, job);
+          byItem.set(i, [...(byItem.get(i) ?? []), job]);
+          orphans.push({ i, id: job.id });
+          return { i, uncertain: 'the answer was lost', armed: true, ...leased };
+        }
         if (typeof fate === 'object' && fate.submit === 'rejected')
           return { i, rejected: { type: 'BadRequest', message: 'no', retryable: false } };
         const job: FakeJob = { i, id: `job-${i}-${nextId++}`, status: 'IN_PROGRESS', attempt };
         jobs.set(job.id, job);
         byItem.set(i, [...(byItem.get(i) ?? []), job]);
-        return { i, id: job.id };
+        return { i, id: job.id, ...leased };
       });
       maxInFlight = Math.max(maxInFlight, live());
       return { results };
@@ -100,6 +123,20 @@ export function fakeService(
       }
       return { changes, running: live() };
     },
+    async extendBatchLeases({ items }) {
+      return {
+        results: items.map(([i, id, ttl]) => {
+          const answer = lease?.extend?.(i, id) ?? 'extended';
+          extensions.push({ i, id, ttl, answer });
+          if (answer === 'gone') jobs.delete(id);
+          return answer === 'extended'
+            ? { i, extended: true }
+            : answer === 'gone'
+              ? { i, gone: true }
+              : { i };
+        }),
+      };
+    },
     async retryBatchJobs({ items }) {
       return {
         results: items.map(([i, id]) => {
@@ -131,6 +168,8 @@ export function fakeService(
     cancelled,
     jobs,
     submitsPerItem,
+    extensions,
+    orphans,
     release(i: number) {
       released.add(i);
     },

@@ -1,0 +1,185 @@
+/**
+ * The batch workflow under a submit lease (workflows/submit-lease.ts), on the time-skipping server
+ * with a fake service: every branch of the job workflow's lease, per item: the extension succeeds;
+ * an uncertain submit's orphan reports by webhook within the lease and is adopted (then extended);
+ * no orphan reports and the item is submitted again after the lease and the webhook window; the
+ * extension meets a 404 (the lease ran out) and the item is submitted again; the extension gets no
+ * answer until the lease ends and the watcher's 404 tells that the job is gone.
+ */
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { serverlessBatch } from '../../workflows/batch';
+import type { BatchInput } from '../../workflows/batch-input';
+import { jobWebhookSignal } from '../../workflows/definitions';
+import {
+  DEFAULT_LEASE_MS,
+  orphanWaitUntil,
+  WEBHOOK_MARGIN_MS,
+  WEBHOOK_RETRY_WINDOW_MS,
+} from '../../workflows/submit-lease';
+import {
+  bundleBatchWorkflow,
+  type Fate,
+  fakeService,
+  quietRuntime,
+  timeSkippingEnv,
+  withWorker,
+} from './batch-harness';
+
+quietRuntime();
+
+const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
+  endpointId: 'ep-1',
+  items: { manifest: { key: 'items.jsonl' } },
+  ...extra,
+});
+
+const LEASE = { ms: DEFAULT_LEASE_MS };
+
+describe('batch workflow under a submit lease', () => {
+  let env: TestWorkflowEnvironment;
+  let bundle: WorkflowBundleWithSourceMap;
+  let id = 0;
+  beforeAll(async () => {
+    env = await timeSkippingEnv();
+    bundle = await bundleBatchWorkflow();
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const start = (taskQueue: string, args: BatchInput) =>
+    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+      taskQueue,
+      workflowId: `batch-lease-wf-${++id}`,
+      args: [args],
+    });
+
+  async function until(check: () => boolean, what: string): Promise<void> {
+    for (let k = 0; k < 400; k++) {
+      if (check()) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`never: ${what}`);
+  }
+
+  it("extends every new job's lease to the caller's ttl, one activity for the page", async () => {
+    const fake = fakeService(5, () => 'held', LEASE);
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(queue, input({ pageSize: 5 }));
+      await until(() => fake.extensions.length === 5, 'the five leases extended');
+      fake.releaseAll();
+      return handle.result();
+    });
+    expect(summary).toMatchObject({
+      counts: { completed: 5 },
+      submissions: 5,
+      uncertainSubmits: 0,
+      lease: { uncertainAdopted: 0, resubmittedAfterLease: 0, leaseLapses: 0 },
+    });
+    expect(fake.extensions.map((e) => e.answer)).toEqual(Array(5).fill('extended'));
+    // The caller's ttl (the service default here), counted from submission as the service counts it.
+    expect(new Set(fake.extensions.map((e) => e.ttl)).size).toBe(1);
+    expect(fake.extensions[0]?.ttl).toBeGreaterThan(DEFAULT_LEASE_MS);
+  });
+
+  it("adopts an uncertain submit's orphan that reports by webhook within the lease, then extends it", async () => {
+    const fake = fakeService(
+      4,
+      (i, attempt): Fate => (i === 2 && attempt === 1 ? { submit: 'orphan' } : 'COMPLETED'),
+      LEASE,
+    );
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(queue, input({ pageSize: 4 }));
+      await until(() => fake.orphans.length === 1, 'the orphan created');
+      const orphan = fake.orphans[0] as { i: number; id: string };
+      await handle.signal(jobWebhookSignal, { jobId: orphan.id, status: 'COMPLETED', item: orphan.i });
+      return handle.result();
+    });
+    const orphan = fake.orphans[0] as { i: number; id: string };
+    expect(summary).toMatchObject({
+      counts: { completed: 4 },
+      submissions: 4,
+      uncertainSubmits: 1,
+      lease: { uncertainAdopted: 1, resubmittedAfterLease: 0, leaseLapses: 0 },
+    });
+    expect(fake.submitsPerItem.get(2)).toBe(1);
+    expect(fake.lines.find((line) => line.index === 2)).toMatchObject({
+      status: 'COMPLETED',
+      jobId: orphan.id,
+    });
+    // Adopted within the lease: long before the lease and the webhook window were over.
+    expect(summary.elapsedMs).toBeLessThan(orphanWaitUntil(0, DEFAULT_LEASE_MS, true));
+  });
+
+  it('submits an uncertain item again once the lease and the webhook window pass with no report', async () => {
+    let submits = (_i: number) => 0;
+    const fake = fakeService(
+      3,
+      (i): Fate => (i === 1 && submits(1) === 1 ? { submit: 'uncertain' } : 'COMPLETED'),
+      LEASE,
+    );
+    submits = (i) => fake.submitsPerItem.get(i) ?? 0;
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (await start(queue, input())).result(),
+    );
+    expect(summary).toMatchObject({
+      counts: { completed: 3, uncertain: 0 },
+      submissions: 4,
+      uncertainSubmits: 1,
+      lease: { uncertainAdopted: 0, resubmittedAfterLease: 1, leaseLapses: 0 },
+    });
+    expect(fake.submitsPerItem.get(1)).toBe(2);
+    // Not one moment before no orphan could still run or report.
+    expect(summary.elapsedMs).toBeGreaterThanOrEqual(
+      DEFAULT_LEASE_MS + WEBHOOK_RETRY_WINDOW_MS + WEBHOOK_MARGIN_MS,
+    );
+  });
+
+  it('submits an item again when its extension meets a 404 (the lease ran out)', async () => {
+    let first: string | undefined;
+    const fake = fakeService(3, (i, attempt): Fate => (i === 0 && attempt === 1 ? 'held' : 'COMPLETED'), {
+      ...LEASE,
+      extend: (i, jobId) => {
+        if (i !== 0) return 'extended';
+        first ??= jobId;
+        return jobId === first ? 'gone' : 'extended';
+      },
+    });
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (await start(queue, input())).result(),
+    );
+    expect(summary).toMatchObject({
+      counts: { completed: 3, expired: 0 },
+      submissions: 4,
+      lease: { uncertainAdopted: 0, resubmittedAfterLease: 0, leaseLapses: 1 },
+    });
+    expect(fake.submitsPerItem.get(0)).toBe(2);
+    expect(fake.lines.find((line) => line.index === 0)?.jobId).not.toBe(first);
+  });
+
+  it('leaves a job whose extension got no answer to the watcher: its 404 is a lapse, submitted again', async () => {
+    let first: string | undefined;
+    const fake = fakeService(3, (i, attempt): Fate => (i === 0 && attempt === 1 ? 'held' : 'COMPLETED'), {
+      ...LEASE,
+      extend: (i, jobId) => {
+        if (i !== 0) return 'extended';
+        first ??= jobId;
+        if (jobId !== first) return 'extended';
+        // Every try failed until the lease ended; the service deleted the job at its lease.
+        fake.jobs.delete(jobId);
+        return 'unknown';
+      },
+    });
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (await start(queue, input())).result(),
+    );
+    expect(summary).toMatchObject({
+      counts: { completed: 3, expired: 0 },
+      submissions: 4,
+      lease: { leaseLapses: 1 },
+    });
+    expect(fake.submitsPerItem.get(0)).toBe(2);
+  });
+});
