@@ -92,6 +92,8 @@ describe('reliability: 20% injected faults on every job operation (real server o
           polling: { initialIntervalMs: 250, maxIntervalMs: 1_000, backoffCoefficient: 1.5 },
           // A lost answer's orphan is adopted when its webhook comes; otherwise SubmitUncertain.
           uncertainSubmitWaitMs: 10_000,
+          // Time scale 10: see scriptedJob's submitLease.
+          submitLease: false,
         }),
       timeoutMs: 540_000,
     });

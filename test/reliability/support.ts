@@ -432,6 +432,12 @@ export function scriptedJob(
     submitTimeoutMs?: number;
     /** Fresh submissions allowed in total; the library's default (3) when absent. */
     maxSubmissions?: number;
+    /**
+     * false: no submit lease. The emulator counts a lease in service time while the workflow's
+     * timers run in real time, so at a time scale above 1 a 60 s lease lasts 6 s (at x10) and
+     * lapses before its extension; the lease is tested at time scale 1 (test/integration/*-lease).
+     */
+    submitLease?: false;
   },
 ): JobSpec {
   const expected = { job: index, tag: `out-${index}` };
@@ -448,6 +454,7 @@ export function scriptedJob(
       ...(options.maxSubmissions ? { maxSubmissions: options.maxSubmissions } : {}),
       uncertainSubmitWait: options.uncertainSubmitWaitMs,
       ...(options.onUncertainSubmit ? { onUncertainSubmit: options.onUncertainSubmit } : {}),
+      ...(options.submitLease === false ? { submitLease: false as const } : {}),
     },
   };
 }

@@ -43,6 +43,8 @@ describe('reliability: every webhook lost (real server on PostgreSQL)', () => {
           // the service (1 or 2 in 500, never on an idle machine). That is not what this case is
           // about: such a submit is sent again, and a second job would show as submitted twice.
           uncertainSubmitWaitMs: 0,
+          // Time scale 10: see scriptedJob's submitLease.
+          submitLease: false,
           onUncertainSubmit: 'resubmit',
           submitTimeoutMs: 30_000,
         }),
