@@ -353,6 +353,9 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const signal = ctx.cancellationSignal;
       setMaxListeners(2 * input.items.length + 10, signal);
       let done = 0;
+      // A try can wait out 429s for longer than the heartbeat timeout: the beat says "alive", not
+      // "progress", so a dead worker is still noticed within it.
+      const beat = setInterval(() => ctx.heartbeat(done), 1_000);
       const results = await Promise.all(
         input.items.map(async ([i, jobId, ttl, until]) => {
           for (let tries = 0; ; tries++) {
@@ -370,7 +373,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             }
           }
         }),
-      );
+      ).finally(() => clearInterval(beat));
       if (signal.aborted) throw new CancelledFailure('activity cancelled');
       return { results };
     },

@@ -200,6 +200,14 @@ export function createJobActivities(deps: JobActivityDeps) {
   }
 
   return {
+    /**
+     * Whether this worker arms webhooks (and with them an 'auto' lease): asked by a workflow whose
+     * submit never reported, to know whether the request carried the lease.
+     */
+    async webhooksArmed(): Promise<boolean> {
+      return deps.webhookUrlFor !== undefined;
+    },
+
     /** POST /run. Never retried by Temporal: see the submission policy above. */
     async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
       const { endpointId, request, lease } = parsed(submitJobInputSchema, input, 'input');

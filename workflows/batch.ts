@@ -63,7 +63,7 @@ import {
   type WatchedItem,
 } from './batch-input';
 import { jobWebhookSignal } from './definitions';
-import { SUBMIT_RETRY } from './job-activities';
+import { leaseAttemptMs, SUBMIT_RETRY } from './job-activities';
 import { activityOutcome } from './job-failures';
 import {
   afterTerminal,
@@ -200,11 +200,15 @@ function submitActivities(submitTimeoutMs: number, pageSize: number) {
   });
 }
 
-/** The extension of a page's leases: the activity tries each job until its lease would end. */
-function leaseActivities(untilMs: number) {
+/**
+ * The extension of a page's leases: the activity tries each job until its lease would end. Its
+ * heartbeat timeout is the job workflow's try length for the shortest lease: a worker that dies
+ * holding it is noticed while the leases still run, and the items are tried again.
+ */
+function leaseActivities(untilMs: number, heartbeatMs: number) {
   return proxyActivities<BatchActivities>({
     startToCloseTimeout: Math.max(untilMs, 1_000) + 30_000,
-    heartbeatTimeout: '1 minute',
+    heartbeatTimeout: heartbeatMs,
     retry: { maximumAttempts: 1 },
   });
 }
@@ -817,11 +821,14 @@ class Batch {
     ]);
     for (const item of due) item.xr = true;
     const longest = Math.max(...items.map((entry) => entry[3])) - Date.now();
+    const shortest = Math.min(...due.map((item) => item.ls as number));
     const settle = (item: Item) => {
       delete item.xr;
       return this.byIndex.get(item.i) === item;
     };
-    leaseActivities(longest)
+    // Batches from before 'batch-lease-heartbeat' waited a minute for a dead worker's heartbeat.
+    const heartbeatMs = patched('batch-lease-heartbeat') ? leaseAttemptMs(shortest) : 60_000;
+    leaseActivities(longest, heartbeatMs)
       .extendBatchLeases({ endpointId: this.o.endpointId, items })
       .then(
         ({ results }) => {
@@ -838,9 +845,15 @@ class Batch {
           }
         },
         (error: unknown) => {
-          for (const item of due) if (settle(item)) item.xd = true;
+          // A worker that died mid-extension: whatever lease still runs is tried again at once.
+          const retry = heartbeatMs < 60_000 && activityOutcome(error)?.source === 'timeout';
+          const now = Date.now();
+          for (const item of due) {
+            if (!settle(item)) continue;
+            if (!retry || leaseEndsBy(item.ans ?? item.t, item.ls as number) <= now) item.xd = true;
+          }
           if (!isCancellation(error))
-            log.warn('extending leases failed', { error: activityOutcome(error)?.message });
+            log.warn('extending leases failed', { error: activityOutcome(error)?.message, retry });
         },
       )
       .finally(() => {

@@ -65,13 +65,23 @@ export function streamActivities(polling: Polling, untilMs: number) {
  * The extension of a submit lease (/status?ttl=): retried (it is harmless to repeat) until the lease
  * runs out, after which the service has deleted the job and trying again is pointless.
  */
-export function leaseActivities(untilMs: number) {
+export function leaseActivities(untilMs: number, attemptMs = HTTP_CALL_MS) {
   const left = Math.max(untilMs, 1_000);
   return proxyActivities<JobActivities>({
-    startToCloseTimeout: Math.min(HTTP_CALL_MS, left),
+    startToCloseTimeout: Math.min(attemptMs, left),
     scheduleToCloseTimeout: left,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
   });
+}
+
+/**
+ * One try of a lease's extension: a quarter of the lease, at least 5 s. A worker that dies holding
+ * a try is noticed only when the try times out; with one HTTP call's worst case (90 s) that would
+ * outlast a 60 s lease, and the job would be deleted (its output with it) before another worker
+ * could try again.
+ */
+export function leaseAttemptMs(leaseTtlMs: number): number {
+  return Math.min(HTTP_CALL_MS, Math.max(5_000, Math.floor(leaseTtlMs / 4)));
 }
 
 /** One-shot calls (status, cancel, retry): a few tries, then the workflow decides. */

@@ -41,6 +41,7 @@ import type { JobStatusValue } from '../api/schemas/job';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
 import {
   leaseActivities,
+  leaseAttemptMs,
   SUBMIT_RETRY,
   shortActivities,
   streamActivities,
@@ -355,7 +356,7 @@ async function submitFresh(run: Run): Promise<void> {
     }
     run.s.uncertainSubmits += 1;
     log.warn('a submit may have reached the service without an answer', { reason: outcome.reason });
-    const leaseTtlMs = uncertainLease(run, outcome);
+    const leaseTtlMs = await uncertainLease(run, outcome);
     if (leaseTtlMs !== undefined) {
       // Under a lease: wait (a timer, no slot held) for the orphan to report itself, else send again.
       const armed = outcome.webhookArmed !== false;
@@ -466,14 +467,22 @@ function pickFieldRule(facts: Record<string, unknown>): Partial<JobFailureDetail
 /**
  * The lease an uncertain submit went out under. The activity says so; one that never reported (a
  * worker that died mid-submit) leaves it unknown unless the lease applies with or without a
- * webhook.
+ * webhook. A lease that applies only with a webhook ('auto') is then asked of the workers: they
+ * share their webhook setting, so the one that sent the request armed its webhook (and with it
+ * the lease) exactly when this one does. Before 'lease-unreported-submit' such a submit fell to
+ * onUncertainSubmit.
  */
-function uncertainLease(
+async function uncertainLease(
   run: Run,
   outcome: Extract<SubmitOutcome, { kind: 'uncertain' }>,
-): number | undefined {
+): Promise<number | undefined> {
   if (outcome.leaseTtlMs !== undefined) return outcome.leaseTtlMs;
-  return outcome.webhookArmed === undefined ? unreportedLeaseTtl(run.lease) : undefined;
+  if (outcome.webhookArmed !== undefined) return undefined;
+  const known = unreportedLeaseTtl(run.lease);
+  if (known !== undefined || !run.lease || !patched('lease-unreported-submit')) return known;
+  const armed = await shortActivities.webhooksArmed();
+  outcome.webhookArmed = armed;
+  return armed ? run.lease.ttlMs : undefined;
 }
 
 /**
@@ -500,7 +509,11 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
   };
   try {
     const until = leaseEndsBy(answeredAt, leaseTtlMs);
-    await leaseActivities(until - Date.now()).fetchJobStatus({ ...ref, ttl, ...inline });
+    await leaseActivities(until - Date.now(), leaseAttemptMs(leaseTtlMs)).fetchJobStatus({
+      ...ref,
+      ttl,
+      ...inline,
+    });
     return extended();
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;

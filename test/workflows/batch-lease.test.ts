@@ -6,6 +6,7 @@
  * extension meets a 404 (the lease ran out) and the item is submitted again; the extension gets no
  * answer until the lease ends and the watcher's 404 tells that the job is gone.
  */
+import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -157,6 +158,32 @@ describe('batch workflow under a submit lease', () => {
     });
     expect(fake.submitsPerItem.get(0)).toBe(2);
     expect(fake.lines.find((line) => line.index === 0)?.jobId).not.toBe(first);
+  });
+
+  it('tries the leases again at once when the worker extending them dies (no heartbeat): none lapses', async () => {
+    const fake = fakeService(3, (): Fate => 'held', LEASE);
+    const extend = fake.activities.extendBatchLeases;
+    let calls = 0;
+    fake.activities.extendBatchLeases = async (args) => {
+      // The first worker dies holding the page: no heartbeat, no answer.
+      if (++calls === 1) await Context.current().sleep(10 * DEFAULT_LEASE_MS);
+      return extend(args);
+    };
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(queue, input({ pageSize: 3 }));
+      // Moves the test server's clock past the heartbeat timeout (a quarter of the lease).
+      await env.sleep(DEFAULT_LEASE_MS / 2);
+      await until(() => fake.extensions.length === 3, 'the leases extended by a second try');
+      fake.releaseAll();
+      return handle.result();
+    });
+    expect(calls).toBe(2);
+    expect(summary).toMatchObject({
+      counts: { completed: 3 },
+      submissions: 3,
+      lease: { leaseLapses: 0 },
+    });
+    expect(fake.extensions.map((e) => e.answer)).toEqual(Array(3).fill('extended'));
   });
 
   it('leaves a job whose extension got no answer to the watcher: its 404 is a lapse, submitted again', async () => {

@@ -100,6 +100,7 @@ export function fakeJob(impl: Partial<{ [K in keyof JobActivities]: Impl<K> }>):
       return fn(...args);
     };
   const defaults: { [K in keyof JobActivities]: Impl<K> } = {
+    webhooksArmed: async () => true,
     submitJob: async () => submitted('job-1'),
     runJobSync: async () => ({
       ...observation('sync-1', 'COMPLETED', { output: { ok: true } }),

@@ -337,6 +337,72 @@ describe('job workflow: submitting under a lease', () => {
     });
   });
 
+  it("a worker dying mid-submit under 'auto': the workers arm webhooks, so the lease is waited out and it is sent again", async () => {
+    let submits = 0;
+    const fake = fakeJob({
+      submitJob: async () => {
+        submits += 1;
+        if (submits === 1) await Context.current().sleep(60_000);
+        return submitted('job-2', { leaseTtlMs: LEASE_MS });
+      },
+      fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'ok' }),
+    });
+    const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input({ submitTimeout: '1 second', onUncertainSubmit: 'fail' }));
+      return { result: await handle.result(), elapsed: await workflowElapsed(handle) };
+    });
+    expect(result).toMatchObject({
+      jobId: 'job-2',
+      submissions: 2,
+      uncertainSubmits: 1,
+      resubmittedAfterLease: 1,
+    });
+    expect(fake.named('webhooksArmed')).toHaveLength(1);
+    // Not sent again before the lease, the webhook's retries and the margin were over.
+    expect(elapsed).toBeGreaterThanOrEqual(LEASE_MS + WEBHOOK_RETRY_WINDOW_MS + WEBHOOK_MARGIN_MS);
+  });
+
+  it("a worker dying mid-submit under 'auto' on workers without webhooks: no lease went out, onUncertainSubmit decides", async () => {
+    const fake = fakeJob({
+      webhooksArmed: async () => false,
+      submitJob: async () => {
+        await Context.current().sleep(60_000);
+        return submitted('job-late', { webhookArmed: false });
+      },
+    });
+    const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      failureOf((await start(taskQueue, input({ submitTimeout: '1 second' }))).result()),
+    );
+    expect(failure.type).toBe('SubmitUncertain');
+    expect(failure.message).toContain('ActivityTimeout');
+    expect(fake.named('submitJob')).toHaveLength(1);
+  });
+
+  it('a worker dying mid-extension: the try times out within a quarter of the lease and another try extends it in time', async () => {
+    let tries = 0;
+    const fake = fakeJob({
+      submitJob: async () => submitted('job-1', { leaseTtlMs: LEASE_MS }),
+      fetchJobStatus: async (req) => {
+        if (req.ttl !== undefined && ++tries === 1) {
+          // The worker holding the first try dies: no answer ever comes.
+          await Context.current().sleep(10 * LEASE_MS);
+        }
+        return observation(req.jobId, req.ttl === undefined ? 'COMPLETED' : 'IN_PROGRESS', { output: 'ok' });
+      },
+    });
+    const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input());
+      const result = await handle.result();
+      return { result, snapshot: await handle.query(jobSnapshotQuery) };
+    });
+    expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, jobIds: ['job-1'] });
+    expect(result).not.toHaveProperty('leaseLapses');
+    const tried = extensions(fake.named('fetchJobStatus'));
+    expect(tried).toHaveLength(2);
+    // The second try came while the lease still ran: the extension counts from submission.
+    expect(snapshot.timings.ttlDeadline).toBe((snapshot.timings.submittedAt as number) + DAY_MS);
+  });
+
   it('submitLease false: no lease goes to the activity, and uncertain submits follow onUncertainSubmit', async () => {
     const fake = fakeJob({
       submitJob: async () => {

@@ -135,7 +135,7 @@ describe('job workflow: submission and cancellation', () => {
       expect(fake.named('submitJob')).toHaveLength(2);
     });
 
-    it('treats a submit that never answers (a worker dead mid-submit) as uncertain, and never retries it', async () => {
+    it('without a lease, treats a submit that never answers (a worker dead mid-submit) as uncertain, and never retries it', async () => {
       const fake = fakeJob({
         submitJob: async () => {
           await sleepReal(3_000); // past the 1-second timeout: the answer is lost
@@ -143,7 +143,9 @@ describe('job workflow: submission and cancellation', () => {
         },
       });
       const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
-        failureOf((await start(taskQueue, input({ submitTimeout: '1 second' }))).result()),
+        failureOf(
+          (await start(taskQueue, input({ submitTimeout: '1 second', submitLease: false }))).result(),
+        ),
       );
       expect(failure.type).toBe('SubmitUncertain');
       expect(failure.message).toContain('ActivityTimeout');
