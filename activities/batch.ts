@@ -37,6 +37,7 @@ import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflow
 import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
 import { type Polling, submitRequestSchema } from './job-types';
 import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
+import { extendLeaseAtOnce } from './lease-extend';
 import {
   createLocalResultStore,
   DEFAULT_INLINE_MAX_BYTES,
@@ -205,9 +206,23 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
           try {
             const submitted = await client.jobs.run(input.endpointId, body);
-            const result = { i, id: submitted.id, ...(ttl === undefined ? {} : { ttl }), ...leased };
+            const result: { i: number; id: string; ttl?: number; lease?: number } = {
+              i,
+              id: submitted.id,
+              ...(ttl === undefined ? {} : { ttl }),
+              ...leased,
+            };
             created.push(result);
             ctx.heartbeat({ created });
+            // The lease extended at once, as the job's submit does (activities/job.ts): the answer
+            // then says no lease, and the workflow has nothing to extend.
+            if (
+              leaseTtl !== undefined &&
+              (await extendLeaseAtOnce(client, input.endpointId, submitted.id, leaseTtl, ttl))
+            ) {
+              delete result.lease;
+              ctx.heartbeat({ created });
+            }
             return result;
           } catch (error) {
             if (error instanceof ValidationError)

@@ -51,8 +51,21 @@ import {
   waitForJobChangeInputSchema,
 } from './job-types';
 import { lookForChange } from './job-wait';
+import { extendLeaseAtOnce } from './lease-extend';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
+
+/** Heartbeats every second while `fn` runs (the SDK throttles what it sends to the server). */
+async function whileBeating<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const beat = setInterval(() => ctx.heartbeat(), 1_000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(beat);
+  }
+}
 
 export interface JobActivityDeps {
   /** Only `jobs` is used, so a stub with that one member is enough in tests. */
@@ -84,6 +97,8 @@ export interface SubmitResult extends JobObservation {
   webhookArmed: boolean;
   /** The ttl the request carried when it went out under a lease (workflows/submit-lease.ts). */
   leaseTtlMs?: number;
+  /** The lease was already extended to the caller's ttl by the submit itself. */
+  extended?: true;
 }
 
 export interface CancelJobResult {
@@ -222,18 +237,25 @@ export function createJobActivities(deps: JobActivityDeps) {
       let submitted: JobSubmitted;
       try {
         // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
-        // its own timeouts instead (worker shutdown gives it a grace period).
-        submitted = await client.jobs.run(endpointId, body);
+        // its own timeouts instead (worker shutdown gives it a grace period). The beat says the
+        // worker lives (a lease needs a dead one noticed quickly), also while 429s are waited out.
+        submitted = await whileBeating(() => client.jobs.run(endpointId, body));
         metrics.submission('accepted');
       } catch (error) {
         throw submitFailure(error, webhookArmed, metrics, leaseTtlMs);
       }
+      const extended =
+        leaseTtlMs !== undefined &&
+        (await whileBeating(() =>
+          extendLeaseAtOnce(client, endpointId, submitted.id, leaseTtlMs, armed.body.policy?.ttl),
+        ));
       return {
         jobId: submitted.id,
         status: submitted.status,
         observedAt: Date.now(),
         webhookArmed,
         ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
+        ...(extended ? { extended: true as const } : {}),
       };
     },
 

@@ -33,7 +33,11 @@ export interface EmulatorControl {
   submissions(endpointId: string): number;
   webhookDeliveries(): WebhookDelivery[];
   job(jobId: string): JobState | undefined;
-  jobs(endpointId?: string): JobState[];
+  /**
+   * The jobs the service holds (of one endpoint, or all). `removed`: also the remembered snapshots of
+   * jobs already gone (deleted at their ttl, expired, ...), as far as the tombstone limit keeps them.
+   */
+  jobs(endpointId?: string, options?: { removed?: boolean }): JobState[];
   endpoints(apiKey?: string): EndpointState[];
   now(): number;
   reset(): void;
@@ -101,10 +105,13 @@ export function createControl(engine: Engine): EmulatorControl {
       if (job) return jobState(engine, job);
       return store.tombstones.get(jobId) as JobState | undefined;
     },
-    jobs(endpointId) {
+    jobs(endpointId, options) {
       clock.runDue();
       const source = endpointId === undefined ? store.jobs.values() : endpointFor(endpointId).jobs.values();
-      return [...source].map((job) => jobState(engine, job));
+      const live = [...source].map((job) => jobState(engine, job));
+      if (!options?.removed) return live;
+      const gone = [...store.tombstones.values()] as JobState[];
+      return [...live, ...gone.filter((job) => endpointId === undefined || job.endpointId === endpointId)];
     },
     endpoints(apiKey) {
       clock.runDue();

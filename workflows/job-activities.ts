@@ -12,12 +12,21 @@ import { INLINE_BUDGET_MS } from '../activities/job-wait-policy';
  * that never came) or any failure after sending could mean the job exists, and sending again could
  * run it twice. The workflow retries what the activity reports as certainly not sent.
  */
-export function submitActivities(startToCloseMs: number) {
+export function submitActivities(startToCloseMs: number, heartbeatMs?: number) {
   return proxyActivities<JobActivities>({
     startToCloseTimeout: startToCloseMs,
+    // Under a lease, a worker that dies mid-submit must be noticed while the lease runs: its
+    // orphan may finish and report inside it, and is deleted (output and all) when it ends.
+    ...(heartbeatMs === undefined ? {} : { heartbeatTimeout: heartbeatMs }),
     retry: { maximumAttempts: 1 },
   });
 }
+
+/** Questions to the worker itself (no HTTP): a dead worker is noticed within seconds. */
+export const workerActivities = proxyActivities<JobActivities>({
+  startToCloseTimeout: '5 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 20 },
+});
 
 /** Backoff of the workflow's own retries of a submit that certainly was not sent. */
 export const SUBMIT_RETRY = {

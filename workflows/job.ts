@@ -47,6 +47,7 @@ import {
   streamActivities,
   submitActivities,
   waitActivities,
+  workerActivities,
 } from './job-activities';
 import { activityOutcome, JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
 import { type JobWorkflowInput, type ParsedJobInput, parseJobWorkflowInput } from './job-input';
@@ -348,9 +349,12 @@ async function submitFresh(run: Run): Promise<void> {
     const outcome = await submitOnce(run);
     const answeredAt = Date.now();
     if (outcome.kind === 'submitted') {
-      const { leaseTtlMs } = outcome.job;
+      const { leaseTtlMs, extended } = outcome.job;
       ownJob(run, outcome.job, sentAt, false, leaseTtlMs);
-      if (leaseTtlMs === undefined || (await extendLease(run, leaseTtlMs, answeredAt))) return;
+      if (leaseTtlMs === undefined) return;
+      // The submit extended it at once (an older worker's submit does not: then the workflow does).
+      if (extended) return leaseExtended(run, run.job.ttlMs);
+      if (await extendLease(run, leaseTtlMs, answeredAt)) return;
       leaseLapsed(run);
       continue;
     }
@@ -360,7 +364,10 @@ async function submitFresh(run: Run): Promise<void> {
     if (leaseTtlMs !== undefined) {
       // Under a lease: wait (a timer, no slot held) for the orphan to report itself, else send again.
       const armed = outcome.webhookArmed !== false;
-      if (await adoptOrphan(run, sentAt, orphanWaitUntil(answeredAt, leaseTtlMs, armed), leaseTtlMs)) {
+      const lease = { ttlMs: leaseTtlMs, endsBy: leaseEndsBy(answeredAt, leaseTtlMs) };
+      if (await adoptOrphan(run, sentAt, orphanWaitUntil(answeredAt, leaseTtlMs, armed), lease)) {
+        // The look that adopted it extended it too (workflows from before that extend it now).
+        if (run.s.leaseTtlMs === undefined) return;
         if (await extendLease(run, leaseTtlMs, answeredAt)) return;
         leaseLapsed(run);
         continue;
@@ -415,7 +422,10 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
               ...(options.runsyncWait === undefined ? {} : { wait: options.runsyncWait }),
               ...inline,
             })
-          : submitActivities(options.submitTimeout).submitJob({
+          : submitActivities(
+              options.submitTimeout,
+              run.lease ? leaseAttemptMs(run.lease.ttlMs) : undefined,
+            ).submitJob({
               endpointId: options.endpointId,
               request,
               ...inline,
@@ -480,7 +490,7 @@ async function uncertainLease(
   if (outcome.webhookArmed !== undefined) return undefined;
   const known = unreportedLeaseTtl(run.lease);
   if (known !== undefined || !run.lease || !patched('lease-unreported-submit')) return known;
-  const armed = await shortActivities.webhooksArmed();
+  const armed = await workerActivities.webhooksArmed();
   outcome.webhookArmed = armed;
   return armed ? run.lease.ttlMs : undefined;
 }
@@ -503,8 +513,7 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
   // The status it answers with is left to the watcher: a stream must start before the job is seen
   // finished, and a short job may finish before this answer comes.
   const extended = () => {
-    delete s.leaseTtlMs;
-    setDeadline(run, ttl);
+    leaseExtended(run, ttl);
     return true;
   };
   try {
@@ -541,6 +550,12 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
   }
 }
 
+/** The job now lives under the caller's ttl, counted from submission. */
+function leaseExtended(run: Run, ttl: number): void {
+  delete run.s.leaseTtlMs;
+  setDeadline(run, ttl);
+}
+
 /** The job's lease ran out unextended: the service deleted it, so submitting again is safe. */
 function leaseLapsed(run: Run): void {
   const { options } = run.job;
@@ -556,19 +571,31 @@ function leaseLapsed(run: Run): void {
 
 /**
  * After an uncertain submit: a webhook naming a job this workflow never saw is that job. Waits
- * until `until` (a timer: no worker slot is held); `leaseTtlMs`: the orphan went out under a lease.
+ * until `until` (a timer: no worker slot is held). `lease`: the orphan went out under one, so the
+ * look must come before the service deletes it (with its output) at the lease's end: its tries are
+ * short, so that a worker dying mid-look does not use up the lease.
  */
-async function adoptOrphan(run: Run, sentAt: number, until: number, leaseTtlMs?: number): Promise<boolean> {
+async function adoptOrphan(
+  run: Run,
+  sentAt: number,
+  until: number,
+  lease?: { ttlMs: number; endsBy: number },
+): Promise<boolean> {
   run.s.phase = 'adopting';
   const adoptable = () => run.hints.some((hint) => !run.s.jobIds.includes(hint.jobId));
   for (;;) {
     const index = run.hints.findIndex((hint) => !run.s.jobIds.includes(hint.jobId));
     if (index >= 0) {
       const [hint] = run.hints.splice(index, 1);
-      const observation = hint ? await lookQuietly(run, hint.jobId) : undefined;
+      const observation: (JobObservation & { extendedTo?: number }) | undefined = hint
+        ? lease
+          ? await lookWithinLease(run, hint.jobId, lease)
+          : await lookQuietly(run, hint.jobId)
+        : undefined;
       if (observation) {
         log.info('adopted the job of an uncertain submit from its webhook', { jobId: observation.jobId });
-        ownJob(run, observation, sentAt, true, leaseTtlMs);
+        ownJob(run, observation, sentAt, true, lease?.ttlMs);
+        if (observation.extendedTo !== undefined) leaseExtended(run, observation.extendedTo);
         run.s.uncertainAdopted += 1;
         return true;
       }
@@ -577,6 +604,39 @@ async function adoptOrphan(run: Run, sentAt: number, until: number, leaseTtlMs?:
     const left = until - Date.now();
     if (left <= 0) return false;
     await condition(adoptable, left);
+  }
+}
+
+/**
+ * One /status, tried in short tries until the lease ends; undefined once it has (or on a 404). The
+ * look also extends the orphan to the caller's ttl ('lease-adopt-extends'; before it, the extension
+ * was a call of its own after the adoption): `extendedTo` says so.
+ */
+async function lookWithinLease(
+  run: Run,
+  jobId: string,
+  lease: { ttlMs: number; endsBy: number },
+): Promise<(JobObservation & { extendedTo?: number }) | undefined> {
+  const left = lease.endsBy - Date.now();
+  if (left <= 0) return undefined;
+  const ttl = patched('lease-adopt-extends') ? run.job.ttlMs : undefined;
+  try {
+    const observation = await leaseActivities(left, leaseAttemptMs(lease.ttlMs)).fetchJobStatus({
+      endpointId: run.s.endpointId,
+      jobId,
+      ...(ttl !== undefined && extensionTtl(lease.ttlMs, ttl) !== undefined ? { ttl } : {}),
+      ...(run.job.options.outputInlineMaxBytes === undefined
+        ? {}
+        : { inlineMaxBytes: run.job.options.outputInlineMaxBytes }),
+    });
+    return ttl === undefined ? observation : { ...observation, extendedTo: ttl };
+  } catch (error) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
+    log.warn('an orphan could not be looked at within its lease', {
+      jobId,
+      error: activityOutcome(error)?.message ?? String(error),
+    });
+    return undefined;
   }
 }
 

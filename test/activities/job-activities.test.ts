@@ -128,6 +128,24 @@ describe('job activities', () => {
       expect(error.details?.[0]).toMatchObject({ webhookArmed: true, leaseTtlMs: 60_000 });
     });
 
+    it("extends the lease to the caller's ttl itself right after the id arrives; a failed try leaves it to the workflow", async () => {
+      const lease = { ttlMs: 60_000, onlyWithWebhook: true };
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' }, { id: 'job-2', status: 'IN_QUEUE' });
+      stub.answer(
+        'status',
+        { id: 'job-1', status: 'IN_QUEUE' },
+        serviceError({ kind: 'ServerError', operation: 'status', retryable: true }),
+      );
+      const request = { input: {}, policy: { ttl: 3_600_000 } };
+      const done = await activityEnv().call(activities().submitJob, { endpointId: 'ep-1', request, lease });
+      expect(done).toMatchObject({ jobId: 'job-1', leaseTtlMs: 60_000, extended: true });
+      expect(stub.named('status')[0]).toEqual(['ep-1', 'job-1', expect.objectContaining({ ttl: 3_600_000 })]);
+
+      const left = await activityEnv().call(activities().submitJob, { endpointId: 'ep-1', request, lease });
+      expect(left).toMatchObject({ jobId: 'job-2', leaseTtlMs: 60_000 });
+      expect(left).not.toHaveProperty('extended');
+    });
+
     it('applies an explicit lease without a webhook too', async () => {
       stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
       const result = await activityEnv().call(activities({ webhookUrlFor: undefined }).submitJob, {

@@ -168,6 +168,14 @@ describe('state table', () => {
       expect(status.body.error).toEqual(expect.any(String));
       expect(emulator.control.job(job.body.id)).toMatchObject({ deleted: true, removedReason: 'ttl' });
     }
+    // Introspection: live listings drop them; with `removed` they are still there, with why they went.
+    expect(emulator.control.jobs(one.id)).toEqual([]);
+    const gone = emulator.control.jobs(one.id, { removed: true });
+    expect(gone.map((job) => [job.id, job.removedReason])).toEqual([
+      [running.body.id, 'ttl'],
+      [queued.body.id, 'ttl'],
+    ]);
+    expect(gone[0]?.startedAt).toEqual(expect.any(Number));
     advance(MINUTE);
     expect((await one.api.status(running.body.id)).status).toBe(404);
     const empty = { completed: 0, failed: 0, inProgress: 0, inQueue: 0, retried: 0 };

@@ -232,7 +232,7 @@ describe('job workflow: submitting under a lease', () => {
     expect(fake.named('submitJob')).toHaveLength(1);
   });
 
-  it('an orphan that reports COMPLETED is adopted with its output; no extension is needed', async () => {
+  it('an orphan that reports COMPLETED is adopted with its output by one look; no extension follows', async () => {
     const fake = fakeJob({
       submitJob: async () => {
         throw uncertainUnderLease();
@@ -246,7 +246,8 @@ describe('job workflow: submitting under a lease', () => {
       return handle.result();
     });
     expect(result).toMatchObject({ jobId: 'orphan-2', output: 'orphan output', uncertainAdopted: 1 });
-    expect(extensions(fake.named('fetchJobStatus'))).toEqual([]);
+    // One call: the look that adopted it, which also carried the caller's ttl; no extension after.
+    expect(fake.named('fetchJobStatus')).toHaveLength(1);
   });
 
   it('no orphan reports: after the lease and the webhook window it is submitted again (a timer, no slot)', async () => {
@@ -360,6 +361,32 @@ describe('job workflow: submitting under a lease', () => {
     expect(fake.named('webhooksArmed')).toHaveLength(1);
     // Not sent again before the lease, the webhook's retries and the margin were over.
     expect(elapsed).toBeGreaterThanOrEqual(LEASE_MS + WEBHOOK_RETRY_WINDOW_MS + WEBHOOK_MARGIN_MS);
+  });
+
+  it("a worker dying mid-submit under 'auto' is noticed by its heartbeat within the lease, and the orphan that reported is adopted", async () => {
+    const fake = fakeJob({
+      // The worker dies after sending: no heartbeat, no answer (the default submitTimeout is 2 min).
+      submitJob: async () => {
+        await Context.current().sleep(10 * LEASE_MS);
+        return submitted('never');
+      },
+      fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'from the orphan' }),
+    });
+    const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input({ onUncertainSubmit: 'fail' }));
+      await untilPhase(handle, 'submitting');
+      await handle.signal(jobWebhookSignal, { jobId: 'orphan-1', status: 'COMPLETED' });
+      return { result: await handle.result(), elapsed: await workflowElapsed(handle) };
+    });
+    expect(result).toMatchObject({
+      jobId: 'orphan-1',
+      output: 'from the orphan',
+      submissions: 1,
+      uncertainSubmits: 1,
+      uncertainAdopted: 1,
+    });
+    // Adopted while the orphan's lease still ran, so its output was still there.
+    expect(elapsed).toBeLessThan(LEASE_MS);
   });
 
   it("a worker dying mid-submit under 'auto' on workers without webhooks: no lease went out, onUncertainSubmit decides", async () => {
