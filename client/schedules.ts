@@ -109,9 +109,17 @@ export function scheduledRunWorkflowId(scheduleId: string, at: Date): string {
   return `${scheduleId}-${at.toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
 }
 
+/**
+ * Everything scheduleJob/Batch/EphemeralRun check, without sending: for callers (the CLI) that
+ * must refuse bad input before they even connect.
+ */
+export function checkSchedule(kind: ScheduleKind, input: unknown) {
+  const options = parse(scheduleOptionsSchema, input, '');
+  return { options, args: actionArgs(kind, options.input) };
+}
+
 async function createSchedule(client: Client, kind: ScheduleKind, raw: unknown): Promise<ScheduleHandle> {
-  const options = parse(scheduleOptionsSchema, raw, '');
-  const args = actionArgs(kind, options.input);
+  const { options, args } = checkSchedule(kind, raw);
   return client.schedule.create({
     scheduleId: options.scheduleId,
     spec: toTemporalSpec(options.spec),
@@ -296,6 +304,9 @@ const backfillSchema = z
   .refine((b) => b.start < b.end, { error: 'must be after start', path: ['end'] });
 export type BackfillInput = z.input<typeof backfillSchema>;
 
+/** What backfillSchedule checks, without sending. */
+export const checkBackfill = (window: BackfillInput) => parse(backfillSchema, window, '');
+
 /**
  * Runs the times the spec gives between start and end, as if the schedule had run then; each
  * run's id carries its time, so a backfill over times already run starts nothing again.
@@ -305,7 +316,7 @@ export async function backfillSchedule(
   scheduleId: string,
   window: BackfillInput,
 ): Promise<void> {
-  const { start, end, overlap } = parse(backfillSchema, window, '');
+  const { start, end, overlap } = checkBackfill(window);
   await handleOf(client, scheduleId).backfill({ start, end, ...(overlap ? { overlap } : {}) });
 }
 
@@ -320,6 +331,9 @@ const updateSchema = z.strictObject({
 });
 export type ScheduleUpdate = z.input<typeof updateSchema>;
 
+/** What updateSchedule checks before reading the schedule (the input waits for its kind). */
+export const checkScheduleUpdate = (changes: ScheduleUpdate) => parse(updateSchema, changes, '');
+
 /**
  * Changes a schedule's spec, policies or input. The new input is checked for the schedule's kind
  * (read from the server) before the update is sent; runs already started are not touched.
@@ -329,7 +343,7 @@ export async function updateSchedule(
   scheduleId: string,
   changes: ScheduleUpdate,
 ): Promise<void> {
-  const parsed = parse(updateSchema, changes, '');
+  const parsed = checkScheduleUpdate(changes);
   const handle = handleOf(client, scheduleId);
   await handle.update((previous) => {
     let args = previous.action.args;
