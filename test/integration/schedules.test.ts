@@ -273,6 +273,44 @@ describe('schedules on the dev server', () => {
     expect(stack.control.endpoints(stack.apiKey).some((e) => e.id === result.endpointId)).toBe(false);
   });
 
+  it('every cron form the validator accepts, Temporal accepts too; an update of the note alone keeps them', async () => {
+    const forms = [
+      '0 2 * * *',
+      '*/15 * * * *',
+      '0 2 * * * 2030',
+      '30 0 2 1 JAN * 2030-2031',
+      '0 9 * * MON-FRI',
+      '@yearly',
+      '@annually',
+      '@monthly',
+      '@weekly',
+      '@daily',
+      '@midnight',
+      '@hourly',
+      '@every 90m',
+      '@every 1h/15m',
+      'CRON_TZ=America/New_York 0 9 * * 1-5',
+      '0 2 * * * # nightly',
+    ];
+    for (const [k, cron] of forms.entries()) {
+      const id = newId(`cron-${k}`);
+      await scheduleJob(stack.client, {
+        scheduleId: id,
+        spec: { cron: [cron] },
+        input: jobInput(1),
+        taskQueue: stack.taskQueue,
+        paused: true,
+      });
+      const before = await describeSchedule(stack.client, id);
+      expect(before.nextActionTimes.length, cron).toBeGreaterThan(0);
+      await updateSchedule(stack.client, id, { note: 'only the note' });
+      const after = await describeSchedule(stack.client, id);
+      expect(after.note).toBe('only the note');
+      expect(after.nextActionTimes, cron).toEqual(before.nextActionTimes);
+      await deleteSchedule(stack.client, id);
+    }
+  });
+
   it('deletes a schedule', async () => {
     const id = newId('delete');
     await scheduleJob(stack.client, {
