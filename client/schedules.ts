@@ -83,7 +83,8 @@ function underInput<T>(check: () => T): T {
     return check();
   } catch (error) {
     if (error instanceof ValidationError)
-      throw new ValidationError(`input.${error.field}`.replace(/\.(input)?$/, ''), error.rule);
+      // `input` alone is a validator's name for the whole input, already our field's name.
+      throw new ValidationError(error.field === 'input' ? 'input' : `input.${error.field}`, error.rule);
     throw error;
   }
 }

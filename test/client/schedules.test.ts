@@ -88,7 +88,8 @@ describe('schedule validation', () => {
     [{ ...base, paused: 'no' }, 'paused', /boolean/],
     [{ ...base, surprise: 1 }, '', /unknown field\(s\) surprise/],
     [{ ...base, input: { request: { input: {} } } }, 'input.endpointId', /./],
-    [{ ...base, input: { endpointId: 'ep-1', request: {} } }, 'input.request', /./],
+    [{ ...base, input: { endpointId: 'ep-1', request: {} } }, 'input.request.input', /./],
+    [{ ...base, input: 'not an object' }, 'input', /./],
   ])('job schedule %#: names %s', async (input, field, rule) => {
     const { client, calls } = recordingClient();
     const refused = await refusal(scheduleJob(client, input as never));
