@@ -17,6 +17,7 @@ import type {
 } from '../workflows/endpoint-input';
 import { addBatchCommands } from './cli-batch';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import { addScheduleCommands } from './cli-schedule';
 import {
   connectionOptions,
   DEFAULT_TEMPORAL_ADDRESS,
@@ -337,6 +338,7 @@ export function buildProgram(
     .action(async (workflowId: string) => print(io, await getLifecyclePhase(await connect(), workflowId)));
 
   addBatchCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
 
   return program;
 }

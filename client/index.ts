@@ -5,3 +5,4 @@ export * from './batches';
 export * from './connection';
 export * from './endpoints';
 export * from './jobs';
+export * from './schedules';

@@ -1,0 +1,376 @@
+/**
+ * Scheduled jobs, batches and ephemeral-endpoint runs, on Temporal Schedules (`client.schedule`):
+ * the server keeps the timetable, the overlap policy, catch-up, pause, trigger and backfill; we
+ * add no timer of our own.
+ *
+ * Run ids: the action's workflow id is the schedule id, and Temporal appends each run's scheduled
+ * time to it, so the run due at 2026-01-01T02:00:00Z of schedule `nightly` is the workflow
+ * `nightly-2026-01-01T02:00:00Z` (see scheduledRunWorkflowId). A retried action (the server's own
+ * retry, a backfill over the same time) meets that id and never starts the run twice.
+ *
+ * Every input is parsed before anything is sent: a bad one throws ValidationError naming the field
+ * (`spec.cron.0`, `input.request.input`, ...). The workflow input goes through the same validators
+ * as startJob, startBatch and startEphemeralEndpoint, and reaches the workflow as they pass it.
+ */
+import type { Client, ScheduleDescription, ScheduleHandle } from '@temporalio/client';
+import { z } from 'zod';
+import { ValidationError } from '../api/errors';
+import type { BatchInput } from '../workflows/batch-input';
+import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../workflows/endpoint-input';
+import { firstIssue } from '../workflows/input-rules';
+import type { JobWorkflowInput } from '../workflows/job-input';
+import { validateBatchInput } from './batches';
+import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { validateJobInput } from './jobs';
+import {
+  instantSchema,
+  type OverlapPolicy,
+  overlapSchema,
+  schedulePoliciesSchema,
+  scheduleSpecSchema,
+  toTemporalSpec,
+} from './schedule-spec';
+
+export type { OverlapPolicy, SchedulePoliciesInput, ScheduleSpecInput } from './schedule-spec';
+export { cronProblem, OVERLAP_POLICIES } from './schedule-spec';
+
+/** What a schedule runs, and the workflow type each kind starts. */
+export const SCHEDULE_KINDS = {
+  job: 'serverlessJob',
+  batch: 'serverlessBatch',
+  ephemeral: 'ephemeralEndpointWorkflow',
+} as const;
+export type ScheduleKind = keyof typeof SCHEDULE_KINDS;
+
+/** Room for the `-<RFC 3339 time>` Temporal appends, under its 1,000-character workflow id limit. */
+const MAX_SCHEDULE_ID = 200;
+const scheduleIdSchema = z
+  .string({ error: 'is required' })
+  .min(1, { error: 'must not be empty' })
+  .max(MAX_SCHEDULE_ID, { error: `must be at most ${MAX_SCHEDULE_ID} characters` })
+  .regex(/^\S+$/, { error: 'must not contain spaces' });
+
+const scheduleOptionsSchema = z.strictObject({
+  scheduleId: scheduleIdSchema,
+  spec: scheduleSpecSchema,
+  policies: schedulePoliciesSchema.optional(),
+  taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
+  /** Create it paused (it runs only when triggered or backfilled until unpaused). */
+  paused: z.boolean({ error: 'must be a boolean' }).default(false),
+  /** Shown by describe and the UI; why it was created, or paused. */
+  note: z.string({ error: 'must be a string' }).max(1000).optional(),
+  /** Yours, kept on the schedule (not on its runs). */
+  memo: z.record(z.string(), z.unknown(), { error: 'must be an object' }).optional(),
+  /** The workflow input: checked by the kind's own validator, so typed loosely here. */
+  input: z.unknown(),
+});
+
+type CommonScheduleInput = Omit<z.input<typeof scheduleOptionsSchema>, 'input'>;
+export type ScheduleJobInput = CommonScheduleInput & { input: JobWorkflowInput };
+export type ScheduleBatchInput = CommonScheduleInput & { input: BatchInput };
+export type ScheduleEphemeralRunInput = CommonScheduleInput & { input: EphemeralEndpointInput };
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, root: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const { field, rule } = firstIssue(result.error, root);
+  throw new ValidationError(field, rule);
+}
+
+/** Under `input.`: the error names the field inside the workflow input. */
+function underInput<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof ValidationError)
+      // `input` alone is a validator's name for the whole input, already our field's name.
+      throw new ValidationError(error.field === 'input' ? 'input' : `input.${error.field}`, error.rule);
+    throw error;
+  }
+}
+
+/** The workflow arguments of a kind, checked as its start function checks them, in the same shape. */
+function actionArgs(kind: ScheduleKind, input: unknown): unknown[] {
+  return underInput(() => {
+    if (kind === 'job') {
+      validateJobInput(input as JobWorkflowInput);
+      return [input];
+    }
+    if (kind === 'batch') {
+      validateBatchInput(input as BatchInput);
+      return [input];
+    }
+    // startEphemeralEndpoint passes the parsed request; so does its schedule.
+    return [parse(ephemeralEndpointInputSchema, input, '')];
+  });
+}
+
+/** The id of the run a schedule starts for `at` (its scheduled time, not the jittered start). */
+export function scheduledRunWorkflowId(scheduleId: string, at: Date): string {
+  return `${scheduleId}-${at.toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
+}
+
+/**
+ * Everything scheduleJob/Batch/EphemeralRun check, without sending: for callers (the CLI) that
+ * must refuse bad input before they even connect.
+ */
+export function checkSchedule(kind: ScheduleKind, input: unknown) {
+  const options = parse(scheduleOptionsSchema, input, '');
+  return { options, args: actionArgs(kind, options.input) };
+}
+
+async function createSchedule(client: Client, kind: ScheduleKind, raw: unknown): Promise<ScheduleHandle> {
+  const { options, args } = checkSchedule(kind, raw);
+  return client.schedule.create({
+    scheduleId: options.scheduleId,
+    spec: toTemporalSpec(options.spec),
+    action: {
+      type: 'startWorkflow',
+      workflowType: SCHEDULE_KINDS[kind],
+      // The prefix of every run's id: Temporal appends the scheduled time (scheduledRunWorkflowId).
+      workflowId: options.scheduleId,
+      taskQueue: options.taskQueue,
+      args,
+      // No search attributes: startJob sets none either; each workflow upserts its own
+      // (ServerlessEndpointId, ...), so scheduled runs are listed like any other.
+    },
+    ...(options.policies ? { policies: options.policies } : {}),
+    memo: { ...options.memo, durableServerlessKind: kind },
+    state: { paused: options.paused, ...(options.note !== undefined ? { note: options.note } : {}) },
+  });
+}
+
+/** A schedule of job workflows. A schedule id already in use throws ScheduleAlreadyRunning. */
+export function scheduleJob(client: Client, input: ScheduleJobInput): Promise<ScheduleHandle> {
+  return createSchedule(client, 'job', input);
+}
+
+/** A schedule of batches: each run is one batch of the same items (inline or a manifest). */
+export function scheduleBatch(client: Client, input: ScheduleBatchInput): Promise<ScheduleHandle> {
+  return createSchedule(client, 'batch', input);
+}
+
+/** A schedule of ephemeral-endpoint runs: each provisions an endpoint, runs the jobs, tears it down. */
+export function scheduleEphemeralRun(
+  client: Client,
+  input: ScheduleEphemeralRunInput,
+): Promise<ScheduleHandle> {
+  return createSchedule(client, 'ephemeral', input);
+}
+
+const handleOf = (client: Client, scheduleId: string): ScheduleHandle =>
+  client.schedule.getHandle(parse(scheduleIdSchema, scheduleId, 'scheduleId'));
+
+const kindOf = (workflowType: string | undefined): ScheduleKind | undefined =>
+  (Object.keys(SCHEDULE_KINDS) as ScheduleKind[]).find((kind) => SCHEDULE_KINDS[kind] === workflowType);
+
+export interface ScheduleListing {
+  scheduleId: string;
+  kind: ScheduleKind;
+  paused: boolean;
+  note?: string;
+  nextActionTimes: Date[];
+  recentWorkflowIds: string[];
+}
+
+/**
+ * The schedules of this library's workflows (others in the namespace are left out). Listing reads
+ * Temporal's visibility store, so a schedule just created may take a moment to appear.
+ */
+export async function* listSchedules(
+  client: Client,
+  filter: { kind?: ScheduleKind } = {},
+): AsyncIterable<ScheduleListing> {
+  for await (const summary of client.schedule.list()) {
+    const kind = kindOf(summary.action?.workflowType);
+    if (!kind || (filter.kind && filter.kind !== kind)) continue;
+    yield {
+      scheduleId: summary.scheduleId,
+      kind,
+      paused: summary.state.paused,
+      ...(summary.state.note ? { note: summary.state.note } : {}),
+      nextActionTimes: summary.info.nextActionTimes,
+      recentWorkflowIds: summary.info.recentActions.map((a) => a.action.workflow.workflowId),
+    };
+  }
+}
+
+export interface ScheduledRun {
+  /** The time the run was due (its id carries it). */
+  scheduledAt: Date;
+  /** When the schedule started it (later by the jitter, or by the backfill's replay). */
+  takenAt: Date;
+  workflowId: string;
+  runId: string;
+  /** RUNNING, COMPLETED, FAILED, CANCELLED, TERMINATED, TIMED_OUT, CONTINUED_AS_NEW, or UNKNOWN. */
+  status: string;
+}
+
+export interface ScheduleDetails {
+  scheduleId: string;
+  kind: ScheduleKind | undefined;
+  workflowType: string;
+  taskQueue: string;
+  /** Every run's id is this, `-`, and its scheduled time (RFC 3339, UTC). */
+  workflowIdPrefix: string;
+  spec: ScheduleDescription['spec'];
+  policies: ScheduleDescription['policies'];
+  paused: boolean;
+  note?: string;
+  memo?: Record<string, unknown>;
+  nextActionTimes: Date[];
+  /** The latest runs (Temporal keeps the last 10), oldest first, each with its outcome now. */
+  recentRuns: ScheduledRun[];
+  runningWorkflowIds: string[];
+  numActionsTaken: number;
+  numActionsSkippedOverlap: number;
+  numActionsMissedCatchupWindow: number;
+  createdAt: Date;
+}
+
+/**
+ * A schedule: its spec and policies, its next times, and its recent runs with their status read
+ * from each workflow. The workflow input is left out: it may carry credentials (s3Config).
+ */
+export async function describeSchedule(client: Client, scheduleId: string): Promise<ScheduleDetails> {
+  const d = await handleOf(client, scheduleId).describe();
+  const recentRuns = await Promise.all(
+    d.info.recentActions.map(async ({ scheduledAt, takenAt, action }) => {
+      const { workflowId, firstExecutionRunId } = action.workflow;
+      const status = await client.workflow
+        .getHandle(workflowId, firstExecutionRunId)
+        .describe()
+        .then((w) => w.status.name as string)
+        .catch(() => 'UNKNOWN');
+      return { scheduledAt, takenAt, workflowId, runId: firstExecutionRunId, status };
+    }),
+  );
+  const memo = { ...d.memo };
+  delete memo.durableServerlessKind;
+  return {
+    scheduleId: d.scheduleId,
+    kind: kindOf(d.action.workflowType),
+    workflowType: d.action.workflowType,
+    taskQueue: d.action.taskQueue,
+    workflowIdPrefix: d.action.workflowId,
+    spec: d.spec,
+    policies: d.policies,
+    paused: d.state.paused,
+    ...(d.state.note ? { note: d.state.note } : {}),
+    ...(Object.keys(memo).length > 0 ? { memo } : {}),
+    nextActionTimes: d.info.nextActionTimes,
+    recentRuns,
+    runningWorkflowIds: d.info.runningActions.map((a) => a.workflow.workflowId),
+    numActionsTaken: d.info.numActionsTaken,
+    numActionsSkippedOverlap: d.info.numActionsSkippedOverlap,
+    numActionsMissedCatchupWindow: d.info.numActionsMissedCatchupWindow,
+    createdAt: d.info.createdAt,
+  };
+}
+
+const noteSchema = z.string({ error: 'must be a string' }).max(1000).optional();
+
+/** No scheduled runs until unpaused (trigger and backfill still run). */
+export async function pauseSchedule(client: Client, scheduleId: string, note?: string): Promise<void> {
+  const checked = parse(noteSchema, note, 'note');
+  await handleOf(client, scheduleId).pause(checked);
+}
+
+export async function unpauseSchedule(client: Client, scheduleId: string, note?: string): Promise<void> {
+  const checked = parse(noteSchema, note, 'note');
+  await handleOf(client, scheduleId).unpause(checked);
+}
+
+/**
+ * Starts a run now. Its overlap policy is the schedule's unless `overlap` overrides it (the SDK
+ * alone would allow every overlap); a run still going with SKIP means this one does not start.
+ */
+export async function triggerSchedule(
+  client: Client,
+  scheduleId: string,
+  options: { overlap?: OverlapPolicy } = {},
+): Promise<void> {
+  const overlap = parse(overlapSchema.optional(), options.overlap, 'overlap');
+  const handle = handleOf(client, scheduleId);
+  await handle.trigger(overlap ?? (await handle.describe()).policies.overlap);
+}
+
+const backfillSchema = z
+  .strictObject({
+    start: instantSchema,
+    end: instantSchema,
+    /** Default: the schedule's policy. BUFFER_ALL or ALLOW_ALL to run every time in the window. */
+    overlap: overlapSchema.optional(),
+  })
+  .refine((b) => b.start < b.end, { error: 'must be after start', path: ['end'] });
+export type BackfillInput = z.input<typeof backfillSchema>;
+
+/** What backfillSchedule checks, without sending. */
+export const checkBackfill = (window: BackfillInput) => parse(backfillSchema, window, '');
+
+/**
+ * Runs the times the spec gives between start and end, as if the schedule had run then; each
+ * run's id carries its time, so a backfill over times already run starts nothing again.
+ */
+export async function backfillSchedule(
+  client: Client,
+  scheduleId: string,
+  window: BackfillInput,
+): Promise<void> {
+  const { start, end, overlap } = checkBackfill(window);
+  await handleOf(client, scheduleId).backfill({ start, end, ...(overlap ? { overlap } : {}) });
+}
+
+const updateSchema = z.strictObject({
+  /** Replaces the whole spec. */
+  spec: scheduleSpecSchema.optional(),
+  /** Changes the policies given; the others stay. */
+  policies: schedulePoliciesSchema.optional(),
+  /** Replaces the workflow input, checked by the schedule's kind's validator. */
+  input: z.unknown().optional(),
+  note: noteSchema,
+});
+export type ScheduleUpdate = z.input<typeof updateSchema>;
+
+/** What updateSchedule checks before reading the schedule (the input waits for its kind). */
+export const checkScheduleUpdate = (changes: ScheduleUpdate) => parse(updateSchema, changes, '');
+
+/**
+ * Changes a schedule's spec, policies or input. The new input is checked for the schedule's kind
+ * (read from the server) before the update is sent; runs already started are not touched.
+ */
+export async function updateSchedule(
+  client: Client,
+  scheduleId: string,
+  changes: ScheduleUpdate,
+): Promise<void> {
+  const parsed = checkScheduleUpdate(changes);
+  const handle = handleOf(client, scheduleId);
+  await handle.update((previous) => {
+    let args = previous.action.args;
+    if (parsed.input !== undefined) {
+      const kind = kindOf(previous.action.workflowType);
+      if (!kind)
+        throw new ValidationError(
+          'scheduleId',
+          `runs ${previous.action.workflowType}, not a job, batch or ephemeral run`,
+        );
+      args = actionArgs(kind, parsed.input);
+    }
+    return {
+      ...previous,
+      spec: parsed.spec ? toTemporalSpec(parsed.spec) : previous.spec,
+      policies: { ...previous.policies, ...parsed.policies },
+      action: { ...previous.action, args },
+      state: {
+        ...previous.state,
+        ...(parsed.note !== undefined ? { note: parsed.note } : {}),
+      },
+    };
+  });
+}
+
+/** Deletes the schedule; runs it started carry on. */
+export async function deleteSchedule(client: Client, scheduleId: string): Promise<void> {
+  await handleOf(client, scheduleId).delete();
+}

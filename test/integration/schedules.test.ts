@@ -1,0 +1,325 @@
+/**
+ * Schedules on the dev server's Temporal Schedules, with the real worker and the emulator over
+ * HTTP: a schedule's next times, a run triggered now that completes, pause and unpause, pause on
+ * failure, a backfill of a past window starting exactly the runs of its times (ids carry the
+ * times; a second backfill while they run starts none again), SKIP honoured while a run goes on,
+ * an update of spec and input, batch and ephemeral schedules, and delete.
+ *
+ * Nothing waits on the wall clock: each step waits for what describe shows (the scheduler handles
+ * requests in order, so a trigger's run appearing means the requests before it were handled), and
+ * the emulator's clock is frozen where a run must stay in flight.
+ */
+import { randomUUID } from 'node:crypto';
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitBatch } from '../../client/batches';
+import { awaitJob } from '../../client/jobs';
+import {
+  backfillSchedule,
+  deleteSchedule,
+  describeSchedule,
+  listSchedules,
+  pauseSchedule,
+  type ScheduleDetails,
+  scheduleBatch,
+  scheduledRunWorkflowId,
+  scheduleEphemeralRun,
+  scheduleJob,
+  triggerSchedule,
+  unpauseSchedule,
+  updateSchedule,
+} from '../../client/schedules';
+import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint-lifecycle';
+import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
+
+describe('schedules on the dev server', () => {
+  let stack: JobStack;
+  let endpointId: string;
+  const created: string[] = [];
+  beforeAll(async () => {
+    stack = await startJobStack({ name: 'schedules', timeScale: 100 });
+    endpointId = stack.endpoint({ workersMin: 0, workersMax: 10 });
+  });
+  afterAll(async () => {
+    for (const id of created) await deleteSchedule(stack.client, id).catch(() => undefined);
+    await stack?.close();
+  });
+
+  /** A job input that completes with `output` (the submit lease is off at time scale 100). */
+  const jobInput = (output: unknown, extra: Record<string, unknown> = {}) => ({
+    endpointId,
+    request: { input: { output, ...extra } },
+    polling: FAST_POLLING,
+    submitLease: false as const,
+  });
+  const newId = (label: string) => {
+    const id = `sched-${label}-${randomUUID().slice(0, 8)}`;
+    created.push(id);
+    return id;
+  };
+  const describeWhen = (id: string, check: (d: ScheduleDetails) => boolean) =>
+    eventually(async () => {
+      const d = await describeSchedule(stack.client, id);
+      return check(d) ? d : undefined;
+    });
+
+  it('creates a schedule, shows its next times in its zone, and a triggered run completes', async () => {
+    const id = newId('job');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { cron: ['0 3 * * *'], timezone: 'Europe/Paris' },
+      input: jobInput({ ran: 'now' }),
+      taskQueue: stack.taskQueue,
+      note: 'nightly at 3 in Paris',
+      memo: { owner: 'tests' },
+    });
+    const before = await describeSchedule(stack.client, id);
+    expect(before).toMatchObject({
+      kind: 'job',
+      workflowType: 'serverlessJob',
+      workflowIdPrefix: id,
+      paused: false,
+      note: 'nightly at 3 in Paris',
+      memo: { owner: 'tests' },
+      recentRuns: [],
+      policies: { overlap: 'SKIP' },
+    });
+    expect(before.nextActionTimes.length).toBeGreaterThan(1);
+    const paris = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Paris',
+      hour: '2-digit',
+      minute: '2-digit',
+    });
+    for (const time of before.nextActionTimes) expect(paris.format(time)).toBe('03:00');
+    expect(
+      before.nextActionTimes[1]!.getTime() - before.nextActionTimes[0]!.getTime(),
+    ).toBeGreaterThanOrEqual(23 * 3_600_000);
+
+    await triggerSchedule(stack.client, id);
+    const started = await describeWhen(id, (d) => d.recentRuns.length === 1);
+    const run = started.recentRuns[0]!;
+    expect(run.workflowId).toBe(scheduledRunWorkflowId(id, run.scheduledAt));
+    expect(await awaitJob(stack.client, run.workflowId)).toMatchObject({
+      status: 'COMPLETED',
+      output: { ran: 'now' },
+    });
+    const after = await describeSchedule(stack.client, id);
+    expect(after.recentRuns).toMatchObject([{ workflowId: run.workflowId, status: 'COMPLETED' }]);
+    expect(after.numActionsTaken).toBe(1);
+
+    const listed = await eventually(async () => {
+      for await (const schedule of listSchedules(stack.client, { kind: 'job' }))
+        if (schedule.scheduleId === id) return schedule;
+      return undefined;
+    });
+    expect(listed).toMatchObject({ kind: 'job', paused: false, recentWorkflowIds: [run.workflowId] });
+  });
+
+  it('pauses and unpauses with a note', async () => {
+    const id = newId('pause');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { intervals: [{ every: '1 day' }] },
+      input: jobInput(1),
+      taskQueue: stack.taskQueue,
+      paused: true,
+    });
+    expect((await describeSchedule(stack.client, id)).paused).toBe(true);
+    await unpauseSchedule(stack.client, id, 'back on');
+    expect(await describeSchedule(stack.client, id)).toMatchObject({ paused: false, note: 'back on' });
+    await pauseSchedule(stack.client, id, 'maintenance');
+    expect(await describeSchedule(stack.client, id)).toMatchObject({ paused: true, note: 'maintenance' });
+  });
+
+  it('pauses itself when a run fails, with pauseOnFailure', async () => {
+    const id = newId('fails');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { intervals: [{ every: '1 day' }] },
+      input: jobInput(null, { fail: 'broken on purpose' }),
+      taskQueue: stack.taskQueue,
+      policies: { pauseOnFailure: true },
+    });
+    await triggerSchedule(stack.client, id);
+    const paused = await describeWhen(id, (d) => d.paused);
+    expect(paused.recentRuns).toMatchObject([{ status: 'FAILED' }]);
+  });
+
+  it('backfills a past window: one run per time, ids carrying the times, none twice while they run', async () => {
+    const id = newId('backfill');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { intervals: [{ every: '1 minute' }] },
+      input: jobInput({ backfilled: true }, { sleepMs: 1_000 }),
+      taskQueue: stack.taskQueue,
+      // Paused: only the backfill (and the trigger below) start runs.
+      paused: true,
+    });
+    const t0 = Math.floor(Date.now() / 60_000) * 60_000 - 60 * 60_000;
+    const window = { start: new Date(t0), end: new Date(t0 + 2 * 60_000), overlap: 'ALLOW_ALL' as const };
+    const expected = [0, 1, 2].map((k) => scheduledRunWorkflowId(id, new Date(t0 + k * 60_000)));
+
+    // Service time stands still, so every run stays in flight through the second backfill.
+    stack.control.freeze();
+    try {
+      await backfillSchedule(stack.client, id, window);
+      const first = await describeWhen(id, (d) => d.recentRuns.length === 3);
+      expect(first.recentRuns.map((r) => r.workflowId)).toEqual(expected);
+      await backfillSchedule(stack.client, id, window);
+      // Handled in order: once the trigger's run shows, the second backfill has been handled.
+      await triggerSchedule(stack.client, id, { overlap: 'ALLOW_ALL' });
+      const after = await describeWhen(id, (d) => d.recentRuns.length === 4);
+      expect(after.numActionsTaken).toBe(4);
+      expect(after.recentRuns.slice(0, 3).map((r) => r.workflowId)).toEqual(expected);
+      expect(after.recentRuns.slice(0, 3).map((r) => r.runId)).toEqual(first.recentRuns.map((r) => r.runId));
+    } finally {
+      stack.control.resume();
+    }
+    for (const workflowId of expected)
+      expect(await awaitJob(stack.client, workflowId)).toMatchObject({ output: { backfilled: true } });
+
+    // A limit of Temporal's scheduler, pinned here because the README states it: once a run has
+    // closed, its id may start again, so a backfill over finished times runs them again.
+    await backfillSchedule(stack.client, id, window);
+    const again = await describeWhen(id, (d) => d.numActionsTaken === 7);
+    expect(again.recentRuns.slice(-3).map((r) => r.workflowId)).toEqual(expected);
+  });
+
+  it('honours SKIP: a trigger while a run goes on starts nothing', async () => {
+    const id = newId('skip');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { intervals: [{ every: '1 day' }] },
+      input: jobInput('once', { sleepMs: 1_000 }),
+      taskQueue: stack.taskQueue,
+      policies: { overlap: 'SKIP' },
+    });
+    stack.control.freeze();
+    let workflowId: string;
+    try {
+      await triggerSchedule(stack.client, id);
+      workflowId = (await describeWhen(id, (d) => d.runningWorkflowIds.length === 1)).runningWorkflowIds[0]!;
+      await triggerSchedule(stack.client, id);
+      const skipped = await describeWhen(id, (d) => d.numActionsSkippedOverlap === 1);
+      expect(skipped.numActionsTaken).toBe(1);
+      expect(skipped.recentRuns.map((r) => r.workflowId)).toEqual([workflowId]);
+    } finally {
+      stack.control.resume();
+    }
+    expect(await awaitJob(stack.client, workflowId)).toMatchObject({ output: 'once' });
+  });
+
+  it('updates the spec and the input; the next run takes the new input', async () => {
+    const id = newId('update');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { cron: ['0 3 * * *'] },
+      input: jobInput('old'),
+      taskQueue: stack.taskQueue,
+    });
+    await updateSchedule(stack.client, id, {
+      spec: { cron: ['30 4 * * *'] },
+      policies: { overlap: 'BUFFER_ONE' },
+      input: jobInput('new'),
+      note: 'moved to 4:30',
+    });
+    const updated = await describeSchedule(stack.client, id);
+    expect(updated).toMatchObject({ note: 'moved to 4:30', policies: { overlap: 'BUFFER_ONE' } });
+    for (const time of updated.nextActionTimes) expect(time.toISOString()).toMatch(/T04:30:00\.000Z$/);
+    await triggerSchedule(stack.client, id);
+    const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
+    expect(await awaitJob(stack.client, run.workflowId)).toMatchObject({ output: 'new' });
+  });
+
+  it('runs a scheduled batch', async () => {
+    const id = newId('batch');
+    await scheduleBatch(stack.client, {
+      scheduleId: id,
+      spec: { cron: ['@daily'] },
+      input: {
+        endpointId,
+        items: { inline: [1, 2, 3].map((n) => ({ input: { output: n } })) },
+        job: { polling: FAST_POLLING, submitLease: false },
+      },
+      taskQueue: stack.taskQueue,
+    });
+    expect((await describeSchedule(stack.client, id)).kind).toBe('batch');
+    await triggerSchedule(stack.client, id);
+    const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
+    expect(await awaitBatch(stack.client, run.workflowId)).toMatchObject({
+      total: 3,
+      counts: { completed: 3 },
+    });
+  });
+
+  it('runs a scheduled ephemeral endpoint: provisioned, its job run, torn down', async () => {
+    const id = newId('ephemeral');
+    await scheduleEphemeralRun(stack.client, {
+      scheduleId: id,
+      spec: { cron: ['@weekly'] },
+      input: {
+        endpoint: { templateId: 'scripted', gpuIds: 'AMPERE_16', workersMax: 1 },
+        jobs: [{ input: { request: { input: { output: 'eph' } }, mode: 'sync' } }],
+        teardown: { pollInterval: 200 },
+      },
+      taskQueue: stack.taskQueue,
+    });
+    await triggerSchedule(stack.client, id);
+    const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
+    const result = await stack.client.workflow
+      .getHandle<typeof ephemeralEndpointWorkflow>(run.workflowId)
+      .result();
+    expect(result.results).toMatchObject([{ status: 'COMPLETED', output: 'eph' }]);
+    expect(stack.control.endpoints(stack.apiKey).some((e) => e.id === result.endpointId)).toBe(false);
+  });
+
+  it('every cron form the validator accepts, Temporal accepts too; an update of the note alone keeps them', async () => {
+    const forms = [
+      '0 2 * * *',
+      '*/15 * * * *',
+      '0 2 * * * 2030',
+      '30 0 2 1 JAN * 2030-2031',
+      '0 9 * * MON-FRI',
+      '@yearly',
+      '@annually',
+      '@monthly',
+      '@weekly',
+      '@daily',
+      '@midnight',
+      '@hourly',
+      '@every 90m',
+      '@every 1h/15m',
+      'CRON_TZ=America/New_York 0 9 * * 1-5',
+      '0 2 * * * # nightly',
+    ];
+    for (const [k, cron] of forms.entries()) {
+      const id = newId(`cron-${k}`);
+      await scheduleJob(stack.client, {
+        scheduleId: id,
+        spec: { cron: [cron] },
+        input: jobInput(1),
+        taskQueue: stack.taskQueue,
+        paused: true,
+      });
+      const before = await describeSchedule(stack.client, id);
+      expect(before.nextActionTimes.length, cron).toBeGreaterThan(0);
+      await updateSchedule(stack.client, id, { note: 'only the note' });
+      const after = await describeSchedule(stack.client, id);
+      expect(after.note).toBe('only the note');
+      expect(after.nextActionTimes, cron).toEqual(before.nextActionTimes);
+      await deleteSchedule(stack.client, id);
+    }
+  });
+
+  it('deletes a schedule', async () => {
+    const id = newId('delete');
+    await scheduleJob(stack.client, {
+      scheduleId: id,
+      spec: { cron: ['@hourly'] },
+      input: jobInput(1),
+      taskQueue: stack.taskQueue,
+    });
+    await deleteSchedule(stack.client, id);
+    await expect(describeSchedule(stack.client, id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+  });
+});
