@@ -437,7 +437,7 @@ export function scriptedJob(
      * timers run in real time, so at a time scale above 1 a 60 s lease lasts 6 s (at x10) and
      * lapses before its extension; the lease is tested at time scale 1 (test/integration/*-lease).
      */
-    submitLease?: false;
+    submitLease?: false | string;
   },
 ): JobSpec {
   const expected = { job: index, tag: `out-${index}` };
@@ -454,7 +454,7 @@ export function scriptedJob(
       ...(options.maxSubmissions ? { maxSubmissions: options.maxSubmissions } : {}),
       uncertainSubmitWait: options.uncertainSubmitWaitMs,
       ...(options.onUncertainSubmit ? { onUncertainSubmit: options.onUncertainSubmit } : {}),
-      ...(options.submitLease === false ? { submitLease: false as const } : {}),
+      ...(options.submitLease === undefined ? {} : { submitLease: options.submitLease }),
     },
   };
 }

@@ -26,6 +26,7 @@ const KILLS = 20;
  */
 const SUBMISSIONS_PER_WORKER = 6;
 const MAX_SUBMISSIONS = 10;
+const LEASE = '3 minutes';
 
 describe('reliability: the worker killed again and again (real server on PostgreSQL)', () => {
   let stack: Stack;
@@ -59,8 +60,14 @@ describe('reliability: the worker killed again and again (real server on Postgre
           // submissions then ends it as SubmitUncertain, as documented; a caller expecting crash
           // loops raises it.
           maxSubmissions: MAX_SUBMISSIONS,
+          // A crash loop: a kill every ~9 s, 80 jobs in flight at each. An orphan can be adopted
+          // only while its lease runs, and in a loop like this the workflow may learn of it (dead
+          // submit noticed, the workers asked, the hint looked at) later than 60 s after it went
+          // out: with the default lease 7 of 200 orphans had been deleted by then, and ran again.
+          // The lease must outlast the workers' recovery; the README says so.
+          submitLease: LEASE,
         }),
-      timeoutMs: 480_000,
+      timeoutMs: 720_000,
     });
     const inFlightAtKills: number[] = [];
     let startingMs = 0;
@@ -99,5 +106,5 @@ describe('reliability: the worker killed again and again (real server on Postgre
     expect(settledAtLastKill).toBeLessThan(JOBS);
     expect(figures.ranTwice, examples(outcomes, stack)).toBe(0);
     expect(figures.completed, examples(outcomes, stack)).toBe(JOBS);
-  });
+  }, 900_000);
 });
