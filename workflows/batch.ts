@@ -17,6 +17,9 @@
  *   replay without it.
  * - Failures beyond the tolerance stop new submissions; jobs in flight finish and are recorded, and
  *   the batch fails with BatchToleranceExceeded carrying the summary.
+ * - Cost: the watcher estimates each finished run (activities/cost.ts) and the workflow keeps the
+ *   running total (one number in its state). A `budget` stops new submissions once the total
+ *   reaches it, the same way; the batch then fails with BatchBudgetExceeded carrying the summary.
  * - The run continues as new when Temporal suggests it or after maxEventsPerRun events, carrying
  *   the cursor, the items in flight and the counters, once its activities and handlers are done.
  * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
@@ -49,6 +52,7 @@ import {
 } from './batch-definitions';
 import {
   BATCH_FAILURE,
+  type BatchCost,
   type BatchCounts,
   type BatchInput,
   type BatchLeaseCounts,
@@ -119,6 +123,8 @@ interface Item {
   /** Its extension is under way; it was tried and neither made nor refused (the watcher decides). */
   xr?: boolean;
   xd?: boolean;
+  /** The estimated cost of its runs so far (set once a run had an estimate). */
+  c?: number;
 }
 
 /** An item waiting to be (re)submitted. */
@@ -172,6 +178,10 @@ export interface BatchState {
   runs: number;
   /** History events of the earlier runs. */
   events: number;
+  /** The running cost estimate (absent in states carried from runs before it). */
+  cost?: BatchCost;
+  /** The budget stopped the submissions. */
+  budgetExceeded?: boolean;
 }
 
 const stageActivities = proxyActivities<BatchActivities>({
@@ -286,6 +296,8 @@ class Batch {
   private recordRunning = false;
   /** The lease setting the submits carry; undefined: no lease (off, or a batch from before it). */
   private readonly lease: SubmitLeaseSetting | undefined;
+  /** The budget, when one is set (and the batch's code knows budgets: 'batch-budget'). */
+  private readonly budget: number | undefined;
   private watch?: CancellationScope;
   private draining = false;
   private dirty = 0;
@@ -295,6 +307,8 @@ class Batch {
     this.o = options;
     this.lease = leased && options.job.submitLease !== false ? options.job.submitLease : undefined;
     this.polling = { ...BATCH_POLLING, ...options.job.polling };
+    // Only a budget changes the commands; asked only then, so batches without one record no marker.
+    this.budget = options.budget !== undefined && patched('batch-budget') ? options.budget : undefined;
     this.s = carried ?? {
       batchKey: '',
       manifestKey: '',
@@ -393,6 +407,14 @@ class Batch {
           failures: this.failures(),
         });
       }
+      if (!this.s.stopping && this.overBudget() && this.waiting()) {
+        this.s.stopping = true;
+        this.s.budgetExceeded = true;
+        log.warn('budget reached: no more submissions; jobs in flight finish', {
+          estimate: this.cost().amount,
+          budget: this.budget,
+        });
+      }
       if (!this.draining && this.runIsFull()) this.draining = true;
       if (this.draining) {
         this.watch?.cancel();
@@ -460,6 +482,30 @@ class Batch {
   private input(): BatchInput {
     const { items: _items, ...rest } = this.o;
     return { ...rest, items: { manifest: { key: this.s.manifestKey } } } as BatchInput;
+  }
+
+  /** Items still to submit (a budget reached after the last submit stops nothing). */
+  private waiting(): boolean {
+    return this.s.cursor < this.s.total || this.s.queue.length > 0 || this.s.uncertain.length > 0;
+  }
+
+  private overBudget(): boolean {
+    return this.budget !== undefined && this.cost().amount >= this.budget;
+  }
+
+  private cost(): BatchCost {
+    this.s.cost ??= { amount: 0, items: 0 };
+    return this.s.cost;
+  }
+
+  /** A finished run's estimate, counted once (a change the workflow acts on). */
+  private addCost(item: Item, amount: number | undefined): void {
+    if (amount === undefined) return;
+    const cost = this.cost();
+    // Rounded like each estimate: float noise would make a sum differ from the lines' sum.
+    cost.amount = roundCost(cost.amount + amount);
+    cost.items += 1;
+    item.c = roundCost((item.c ?? 0) + amount);
   }
 
   private finished(): boolean {
@@ -714,7 +760,11 @@ class Batch {
     if (this.watch) return;
     const items: WatchedItem[] = this.s.inflight
       .filter((item) => item.retryAt === undefined)
-      .map((item) => [item.i, item.id, item.st, item.a, item.t]);
+      .map((item) =>
+        item.c === undefined
+          ? [item.i, item.id, item.st, item.a, item.t]
+          : [item.i, item.id, item.st, item.a, item.t, item.c],
+      );
     if (items.length === 0) return;
     const scope = new CancellationScope();
     this.watch = scope;
@@ -733,7 +783,8 @@ class Batch {
         }),
       )
       .then(
-        ({ changes }) => {
+        ({ changes, currency }) => {
+          if (currency !== undefined) this.cost().currency = currency;
           for (const change of changes) this.changed(change);
         },
         (error: unknown) => {
@@ -760,6 +811,7 @@ class Batch {
       return;
     }
     const status = change.status as 'COMPLETED' | 'CANCELLED' | 'FAILED' | 'TIMED_OUT';
+    this.addCost(item, change.cost);
     const decision = afterTerminal(status, this.o.job.retry, item.r);
     const times = {
       ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
@@ -999,6 +1051,9 @@ class Batch {
       retries: s.retries,
       webhooks: s.webhooks,
       toleranceExceeded: this.exceeded(),
+      ...this.budgetFields(),
+      ...(this.stoppedBecause(cancelled) ? { stoppedBecause: this.stoppedBecause(cancelled) } : {}),
+      cost: { ...this.cost() },
       cancelled,
       results: ref,
       failuresRef: { ...ref, only: 'failures' },
@@ -1031,6 +1086,18 @@ class Batch {
         details: [summary],
       });
     }
+    if (summary.budgetExceeded) {
+      const cost = summary.cost;
+      throw ApplicationFailure.create({
+        type: BATCH_FAILURE.budgetExceeded,
+        message:
+          `the estimated cost ${cost.amount}${cost.currency ? ` ${cost.currency}` : ''} reached the budget ` +
+          `${summary.budget}: no more items were submitted; ${summary.notStarted} of ${summary.total} ` +
+          `were not started. Results: ${summary.results.key}`,
+        nonRetryable: true,
+        details: [summary],
+      });
+    }
     return summary;
   }
 
@@ -1059,7 +1126,21 @@ class Batch {
       historyEvents: s.events + workflowInfo().historyLength,
       startedAt: s.startedAt,
       toleranceExceeded: this.exceeded(),
+      ...this.budgetFields(),
+      cost: { ...this.cost() },
     };
+  }
+
+  private budgetFields(): { budget?: number; budgetExceeded?: boolean } {
+    return this.budget === undefined
+      ? {}
+      : { budget: this.budget, budgetExceeded: this.s.budgetExceeded === true };
+  }
+
+  private stoppedBecause(cancelled: boolean): BatchSummary['stoppedBecause'] {
+    if (cancelled) return 'cancelled';
+    if (!this.s.stopping) return undefined;
+    return this.s.budgetExceeded ? 'budget' : 'failure-tolerance';
   }
 
   // --- cancellation
@@ -1130,6 +1211,10 @@ function tally(entry: Queued): { attempts: number; submissions: number } {
   return { attempts: entry.a, submissions: entry.n };
 }
 
+function roundCost(amount: number): number {
+  return Math.round(amount * 1e6) / 1e6;
+}
+
 function lineOf(item: Item, status: string, at: number): BatchResultLine {
   return {
     index: item.i,
@@ -1137,6 +1222,7 @@ function lineOf(item: Item, status: string, at: number): BatchResultLine {
     status,
     attempts: item.a,
     submissions: item.n,
+    ...(item.c === undefined ? {} : { cost: item.c }),
     submittedAt: item.t,
     finishedAt: at,
   };

@@ -42,6 +42,8 @@ export function fakeService(
   total: number,
   plan: (index: number, attempt: number) => Fate = () => 'COMPLETED',
   lease?: FakeLease,
+  /** Each finished run's estimated cost (the watcher's), in USD; absent: no estimates. */
+  costOf?: (index: number, attempt: number) => number,
 ) {
   const jobs = new Map<string, FakeJob>();
   const byItem = new Map<number, FakeJob[]>();
@@ -111,6 +113,7 @@ export function fakeService(
           status,
           at: Date.now(),
           ...(status === 'FAILED' ? { error: `item ${i} failed` } : {}),
+          ...(costOf ? { cost: costOf(i, job.attempt) } : {}),
         });
       }
       if (changes.length === 0) {
@@ -121,7 +124,7 @@ export function fakeService(
           category: ApplicationFailureCategory.BENIGN,
         });
       }
-      return { changes, running: live() };
+      return { changes, running: live(), ...(costOf ? { currency: 'USD' } : {}) };
     },
     async extendBatchLeases({ items }) {
       return {
