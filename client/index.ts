@@ -3,5 +3,6 @@
 
 export * from './batches';
 export * from './connection';
+export * from './costs';
 export * from './endpoints';
 export * from './jobs';
