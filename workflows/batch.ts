@@ -135,6 +135,8 @@ interface Queued {
   /** Certain (not sent) failures in a row, and the earliest time to try again. */
   tries: number;
   at?: number;
+  /** The estimated cost of its earlier runs (an item submitted afresh after its job expired). */
+  c?: number;
 }
 
 /** An uncertain submit waiting for its orphan's webhook. */
@@ -148,6 +150,7 @@ interface Uncertain {
   ls?: number;
   ans?: number;
   ttl?: number;
+  c?: number;
 }
 
 /** Everything a run hands to the next one. */
@@ -633,6 +636,7 @@ class Batch {
         r: 0,
         t: sentAt,
         ttl: result.ttl ?? JOB_LIMITS.ttlDefaultMs,
+        ...earlier(entry.c),
       };
       underLease(item, result.lease, answeredAt);
       s.inflight.push(item);
@@ -670,6 +674,7 @@ class Batch {
         ls: result.lease,
         ans: answeredAt,
         ...(result.ttl === undefined ? {} : { ttl: result.ttl }),
+        ...earlier(entry.c),
       });
       return;
     }
@@ -680,6 +685,7 @@ class Batch {
       a: entry.a,
       until: Date.now() + wait,
       armed: result.armed,
+      ...earlier(entry.c),
     });
   }
 
@@ -694,7 +700,7 @@ class Batch {
         // No orphan reported within its lease and the webhook window: none can still run.
         if (u.n < this.o.job.maxSubmissions && !s.stopping) {
           s.resubmittedAfterLease = (s.resubmittedAfterLease ?? 0) + 1;
-          s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
+          s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0, ...earlier(u.c) });
         } else
           this.end('uncertain', {
             index: u.i,
@@ -703,20 +709,19 @@ class Batch {
               ? 'the submit may have created a job whose id never arrived; the batch stopped'
               : `the submit was uncertain and maxSubmissions (${this.o.job.maxSubmissions}) is reached; ` +
                 'no orphan of it can still run (its lease has run out)',
-            attempts: u.a,
-            submissions: u.n,
+            ...tally(u),
           });
         continue;
       }
       const decision = onUncertainSubmit(this.o.job, u.n);
-      if (decision.choice === 'resubmit' && !s.stopping) s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
+      if (decision.choice === 'resubmit' && !s.stopping)
+        s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0, ...earlier(u.c) });
       else
         this.end('uncertain', {
           index: u.i,
           status: 'UNCERTAIN',
           error: `the submit may have created a job whose id never arrived; ${decision.choice === 'fail' ? decision.why : 'the batch stopped'}`,
-          attempts: u.a,
-          submissions: u.n,
+          ...tally(u),
         });
     }
   }
@@ -745,6 +750,7 @@ class Batch {
         r: 0,
         t: u.ans ?? u.until - (u.armed ? this.o.job.uncertainSubmitWait : 0),
         ttl: u.ttl ?? JOB_LIMITS.ttlDefaultMs,
+        ...earlier(u.c),
       };
       // An adopted orphan still runs under its lease: extended like any other.
       if (u.ans !== undefined) underLease(item, u.ls, u.ans);
@@ -846,7 +852,7 @@ class Batch {
   private expire(item: Item, why: 'ttl' | 'results'): void {
     this.remove(item);
     if (onExpired(this.o.job, item.n) === 'resubmit' && !this.s.stopping) {
-      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0 });
+      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0, ...earlier(item.c) });
       return;
     }
     this.end('expired', {
@@ -919,7 +925,7 @@ class Batch {
     this.remove(item);
     this.s.leaseLapses = (this.s.leaseLapses ?? 0) + 1;
     if (item.n < this.o.job.maxSubmissions && !this.s.stopping) {
-      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0 });
+      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0, ...earlier(item.c) });
       return;
     }
     this.end('expired', {
@@ -1186,8 +1192,7 @@ class Batch {
         index: u.i,
         status: 'UNCERTAIN',
         error: 'the batch was cancelled after an uncertain submit',
-        attempts: u.a,
-        submissions: u.n,
+        ...tally(u),
       });
     }
     s.queue = [];
@@ -1207,8 +1212,13 @@ function underLease(item: Item, lease: number | undefined, answeredAt: number): 
   item.ans = answeredAt;
 }
 
-function tally(entry: Queued): { attempts: number; submissions: number } {
-  return { attempts: entry.a, submissions: entry.n };
+function tally(entry: Queued | Uncertain): { attempts: number; submissions: number; cost?: number } {
+  return { attempts: entry.a, submissions: entry.n, ...(entry.c === undefined ? {} : { cost: entry.c }) };
+}
+
+/** An item's earlier runs' cost, carried when it is queued or submitted again. */
+function earlier(c: number | undefined): { c?: number } {
+  return c === undefined ? {} : { c };
 }
 
 function roundCost(amount: number): number {

@@ -47,14 +47,6 @@ describe('batch cost and budget', () => {
       args: [args],
     });
 
-  async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-    for (let k = 0; k < 2_000; k++) {
-      if (await check()) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`never: ${what}`);
-  }
-
   it('refuses a budget that is not a positive number, naming the field', () => {
     expect(parseBatchInput(input({ budget: 0 }))).toMatchObject({ ok: false, field: 'budget' });
     expect(parseBatchInput(input({ budget: -1 }))).toMatchObject({ ok: false, field: 'budget' });
@@ -90,22 +82,45 @@ describe('batch cost and budget', () => {
 
   it('stops submitting once the estimate reaches the budget; jobs in flight finish and count', async () => {
     // Item 0 finishes at once and costs the whole budget; items 1 to 3 are in flight until released.
+    // Both pages go out in the first turn (4 slots, pages of 2), so 4 items are submitted.
     const fake = fakeService(
       10,
       (i) => (i === 0 ? 'COMPLETED' : 'held'),
       undefined,
       (i) => (i === 0 ? 5 : 1),
     );
-    const failure = await withWorker(env, bundle, fake.activities, async (queue) => {
+    // The watcher after the one that saw item 0 finish starts once the workflow has taken that in
+    // (the budget reached): what it is asked to watch is what was in flight then; it releases them.
+    let itemZeroSeen = false;
+    let inFlightAtBudget: number[] | undefined;
+    const watch = fake.activities.watchBatchJobs;
+    const activities = {
+      ...fake.activities,
+      watchBatchJobs: async (args: Parameters<typeof watch>[0]) => {
+        if (itemZeroSeen && !inFlightAtBudget) {
+          inFlightAtBudget = args.items.map(([i]) => i).sort();
+          fake.releaseAll();
+        }
+        const answer = await watch(args);
+        if (answer.changes.some((change) => change.i === 0)) itemZeroSeen = true;
+        return answer;
+      },
+    };
+    const failure = await withWorker(env, bundle, activities, async (queue) => {
       const handle = await start(queue, input({ budget: 5, maxConcurrency: 4, pageSize: 2 }));
-      await until(async () => (await handle.query(batchProgressQuery)).budgetExceeded === true, 'budget');
-      const progress = await handle.query(batchProgressQuery);
-      expect(progress).toMatchObject({ cursor: 4, inFlight: 3, budget: 5, cost: { amount: 5, items: 1 } });
-      fake.releaseAll();
       const failure = await failureOf(handle.result());
       expect(historyText(await handle.fetchHistory())).toContain('"id":"batch-budget"');
+      // The progress query carries the same running total and budget.
+      expect(await handle.query(batchProgressQuery)).toMatchObject({
+        cursor: 4,
+        inFlight: 0,
+        budget: 5,
+        budgetExceeded: true,
+        cost: { amount: 8, currency: 'USD', items: 4 },
+      });
       return failure;
     });
+    expect(inFlightAtBudget).toEqual([1, 2, 3]);
     expect(failure.type).toBe('BatchBudgetExceeded');
     expect(failure.message).toMatch(/reached the budget 5/);
     const summary = failure.details?.[0] as BatchSummary;

@@ -6,7 +6,7 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { BatchActivities } from '../../activities/batch';
-import type { BatchResultLine, ItemChange, SubmitItemResult } from '../../workflows/batch-input';
+import type { BatchResultLine, ItemChange, SubmitItemResult, WatchedItem } from '../../workflows/batch-input';
 import { bundleWorkflows } from '../support/workflow-harness';
 
 export { timeSkippingEnv } from '../support/temporal';
@@ -56,6 +56,8 @@ export function fakeService(
   let maxInFlight = 0;
   const extensions: Array<{ i: number; id: string; ttl: number; answer: string }> = [];
   const orphans: Array<{ i: number; id: string }> = [];
+  /** Every item the watcher was asked about, as the workflow sent it. */
+  const watched: WatchedItem[] = [];
 
   const live = () => [...jobs.values()].filter((job) => job.status === 'IN_PROGRESS').length;
   function fateNow(job: FakeJob): string {
@@ -95,6 +97,7 @@ export function fakeService(
       return { results };
     },
     async watchBatchJobs({ items }) {
+      watched.push(...items);
       const changes: ItemChange[] = [];
       for (const [i, id] of items) {
         const job = jobs.get(id);
@@ -173,6 +176,7 @@ export function fakeService(
     submitsPerItem,
     extensions,
     orphans,
+    watched,
     release(i: number) {
       released.add(i);
     },
