@@ -24,6 +24,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
+import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import {
   type BatchResultLine,
@@ -35,6 +36,8 @@ import {
 import { firstIssue } from '../workflows/input-rules';
 import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflows/submit-lease';
 import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
+import type { EstimateCost } from './cost-estimator';
+import { createInFlightTracker } from './in-flight';
 import { type Polling, submitRequestSchema } from './job-types';
 import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
 import { extendLeaseAtOnce } from './lease-extend';
@@ -56,6 +59,10 @@ export interface BatchActivityDeps {
   resultStoreDir?: string;
   inlineMaxBytes?: number;
   errorMaxChars?: number;
+  /** Finished runs, batch item outcomes and jobs in flight are counted here; default: nowhere. */
+  metrics?: LibraryMetrics;
+  /** Estimates a finished run's cost (activities/cost-estimator.ts); absent: no estimates. */
+  estimateCost?: EstimateCost;
 }
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
@@ -100,6 +107,20 @@ export function createBatchActivities(deps: BatchActivityDeps) {
   const outputs = deps.resultStore ?? createLocalResultStore(resultStoreDir);
   const errorMaxChars = deps.errorMaxChars ?? 2_000;
   const shorten = (text: string) => (text.length > errorMaxChars ? `${text.slice(0, errorMaxChars)}…` : text);
+  const metrics = deps.metrics ?? noopMetrics;
+  const inFlight = createInFlightTracker(metrics);
+  const countOutcome = (status: string) => {
+    const outcome = batchItemOutcome(status);
+    if (outcome) metrics.batchItemFinished(outcome);
+  };
+
+  /** One finished run's estimate, as the job activities make it; a failed estimate is none. */
+  async function runCost(endpointId: string, executionTime: number | undefined) {
+    if (!deps.estimateCost || executionTime === undefined) return undefined;
+    const cost = await deps.estimateCost(endpointId, executionTime).catch(() => undefined);
+    if (cost) metrics.estimatedCost(cost.tier, cost.amount);
+    return cost;
+  }
 
   async function checkLines(key: string, total: number): Promise<void> {
     const page = 1_000;
@@ -206,6 +227,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
           try {
             const submitted = await client.jobs.run(input.endpointId, body);
+            metrics.submission('accepted');
+            inFlight.started(input.endpointId, submitted.id);
             const result: { i: number; id: string; ttl?: number; lease?: number } = {
               i,
               id: submitted.id,
@@ -225,14 +248,18 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             }
             return result;
           } catch (error) {
-            if (error instanceof ValidationError)
+            if (error instanceof ValidationError) {
+              metrics.submission('refused');
               return { i, rejected: { type: 'BadRequest', message: error.message, retryable: false } };
+            }
             if (error instanceof ServiceError && !error.mayHaveReachedService) {
+              metrics.submission('refused');
               return {
                 i,
                 rejected: { type: error.kind, message: error.message, retryable: error.retryable },
               };
             }
+            metrics.submission('uncertain');
             const message = error instanceof Error ? error.message : String(error);
             return {
               i,
@@ -259,7 +286,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       returnAfter: number;
       holdMs: number;
       inlineMaxBytes?: number;
-    }): Promise<{ changes: ItemChange[]; running: number }> {
+    }): Promise<{ changes: ItemChange[]; running: number; currency?: string }> {
       const { info, runId } = context();
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
@@ -271,18 +298,21 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const lines: string[] = [];
       const started = Date.now();
       let running = 0;
+      let currency: string | undefined;
+      let completed = 0;
       for (;;) {
         running = 0;
         let errors = 0;
         let looked = 0;
         await Promise.all(
-          [...pending.values()].map(async ([i, jobId, , attempts, submittedAt]) => {
+          [...pending.values()].map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
             let status: Awaited<ReturnType<typeof client.jobs.status>>;
             try {
               status = await client.jobs.status(input.endpointId, jobId, { signal });
             } catch (error) {
               if (error instanceof ServiceError && error.kind === 'NotFound') {
                 pending.delete(i);
+                inFlight.finished(input.endpointId, jobId);
                 changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
               } else errors++;
               return;
@@ -300,6 +330,18 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             if (status.executionTime !== undefined) change.executionTime = status.executionTime;
             if (status.status === 'FAILED' && status.error !== undefined)
               change.error = shorten(status.error);
+            metrics.jobRunFinished(status.status);
+            inFlight.finished(input.endpointId, jobId);
+            const cost = await runCost(input.endpointId, status.executionTime);
+            if (cost) {
+              change.cost = cost.amount;
+              currency = cost.currency;
+            }
+            // The item's line carries all its runs: the earlier ones of a retried job too.
+            const itemCost =
+              cost || earlierCost !== undefined
+                ? Math.round(((cost?.amount ?? 0) + (earlierCost ?? 0)) * 1e6) / 1e6
+                : undefined;
             if (status.status === 'COMPLETED') {
               const output =
                 status.output === undefined
@@ -319,10 +361,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                 submissions: 0,
                 ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
                 ...(change.executionTime !== undefined ? { executionTime: change.executionTime } : {}),
+                ...(itemCost !== undefined ? { cost: itemCost } : {}),
                 submittedAt,
                 finishedAt: at,
               };
               lines.push(JSON.stringify(line));
+              completed++;
             }
             changes.push(change);
           }),
@@ -351,7 +395,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         // One part per activity: a retried attempt replaces it (the same jobs are still COMPLETED).
         await store.writeLines(`${input.batchKey}/results/${runId}-${info.activityId}.jsonl`, lines);
       }
-      return { changes, running };
+      for (let k = 0; k < completed; k++) metrics.batchItemFinished('completed');
+      return { changes, running, ...(currency === undefined ? {} : { currency }) };
     },
 
     /**
@@ -402,6 +447,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         input.items.map(async ([i, jobId]) => {
           try {
             const answer = await client.jobs.retry(input.endpointId, jobId);
+            inFlight.started(input.endpointId, jobId);
             return { i, status: answer.status };
           } catch (error) {
             if (error instanceof ServiceError && error.kind === 'NotFound') return { i, gone: true };
@@ -427,9 +473,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         input.items.map(async ([i, jobId]) => {
           try {
             const answer = await client.jobs.cancel(input.endpointId, jobId);
+            if (TERMINAL.has(answer.status)) inFlight.finished(input.endpointId, jobId);
             return { i, status: answer.status };
           } catch (error) {
-            if (error instanceof ServiceError && error.kind === 'NotFound') return { i, gone: true };
+            if (error instanceof ServiceError && error.kind === 'NotFound') {
+              inFlight.finished(input.endpointId, jobId);
+              return { i, gone: true };
+            }
             return { i, error: shorten(error instanceof Error ? error.message : String(error)) };
           } finally {
             Context.current().heartbeat(++done);
@@ -446,6 +496,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         `${input.batchKey}/failures/${runId}-${info.activityId}.jsonl`,
         input.lines.map((line) => JSON.stringify(line)),
       );
+      for (const line of input.lines) countOutcome(line.status);
     },
   };
 }

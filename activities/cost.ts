@@ -92,3 +92,16 @@ export function estimateRunCost(input: {
     ...(discount ? { discountFactor: discount.factor } : {}),
   };
 }
+
+/**
+ * A retried job's estimate: its earlier runs' added to the latest run's (the service reports each
+ * run's executionTime as it finishes, before the /retry). Tier, currency and discount: the latest run's.
+ */
+export function addRunCosts(earlier: CostEstimate | undefined, latest: CostEstimate): CostEstimate {
+  if (!earlier) return latest;
+  return {
+    ...latest,
+    amount: Math.round((earlier.amount + latest.amount) * 1e6) / 1e6,
+    seconds: earlier.seconds + latest.seconds,
+  };
+}

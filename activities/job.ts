@@ -25,10 +25,11 @@ import type { z } from 'zod';
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
-import type { JobSubmitted } from '../api/schemas/job';
+import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
 import { leaseApplies } from '../workflows/submit-lease';
 import type { EstimateCost } from './cost-estimator';
-import { SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
+import { JOB_EXPIRED, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
+import { createInFlightTracker } from './in-flight';
 import type { ObserveOptions } from './job-observe';
 import { observe } from './job-observe';
 import { drainStream } from './job-stream';
@@ -161,6 +162,7 @@ function submitFailure(
 export function createJobActivities(deps: JobActivityDeps) {
   const { client, estimateCost } = deps;
   const metrics = deps.metrics ?? noopMetrics;
+  const inFlight = createInFlightTracker(metrics);
   // The wait loop's looks at /status are the polls; the other /status calls are one-off reads.
   const pollingClient: Pick<ServiceClient, 'jobs'> = {
     jobs: {
@@ -179,6 +181,7 @@ export function createJobActivities(deps: JobActivityDeps) {
     return {
       onFinished: async (status) => {
         metrics.jobRunFinished(status.status);
+        inFlight.finished(endpointId, status.id);
         if (!estimateCost || status.executionTime === undefined) return undefined;
         const cost = await estimateCost(endpointId, status.executionTime);
         if (cost) metrics.estimatedCost(cost.tier, cost.amount);
@@ -241,6 +244,7 @@ export function createJobActivities(deps: JobActivityDeps) {
         // worker lives (a lease needs a dead one noticed quickly), also while 429s are waited out.
         submitted = await whileBeating(() => client.jobs.run(endpointId, body));
         metrics.submission('accepted');
+        inFlight.started(endpointId, submitted.id);
       } catch (error) {
         throw submitFailure(error, webhookArmed, metrics, leaseTtlMs);
       }
@@ -270,6 +274,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       try {
         status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });
         metrics.submission('accepted');
+        inFlight.started(endpointId, status.id);
       } catch (error) {
         throw submitFailure(error, webhookArmed, metrics);
       }
@@ -285,11 +290,18 @@ export function createJobActivities(deps: JobActivityDeps) {
      */
     async waitForJobChange(input: WaitForJobChangeInput): Promise<WaitResult> {
       const checked = parsed(waitForJobChangeInputSchema, input, 'input');
-      return lookForChange(
-        pollingClient,
-        checked,
-        observeOptions(checked.inlineMaxBytes, checked.endpointId),
-      );
+      try {
+        return await lookForChange(
+          pollingClient,
+          checked,
+          observeOptions(checked.inlineMaxBytes, checked.endpointId),
+        );
+      } catch (error) {
+        // Deleted by its ttl: no longer in flight either.
+        if (error instanceof ApplicationFailure && error.type === JOB_EXPIRED)
+          inFlight.finished(checked.endpointId, checked.jobId);
+        throw error;
+      }
     },
 
     /** GET /status once (with `ttl`: sets the job's ttl too). 404 -> JobExpired. */
@@ -307,9 +319,13 @@ export function createJobActivities(deps: JobActivityDeps) {
       const signal = Context.current().cancellationSignal;
       try {
         const answer = await client.jobs.cancel(endpointId, jobId, { signal });
+        if (isTerminalStatus(answer.status)) inFlight.finished(endpointId, jobId);
         return { status: answer.status, gone: false };
       } catch (error) {
-        if (error instanceof ServiceError && error.kind === 'NotFound') return { gone: true };
+        if (error instanceof ServiceError && error.kind === 'NotFound') {
+          inFlight.finished(endpointId, jobId);
+          return { gone: true };
+        }
         throw toApplicationFailure(error, { jobOperation: true, signal });
       }
     },
@@ -328,6 +344,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       const signal = Context.current().cancellationSignal;
       try {
         const answer = await client.jobs.retry(endpointId, jobId, { signal });
+        inFlight.started(endpointId, jobId);
         return { jobId, status: answer.status, observedAt: Date.now() };
       } catch (error) {
         if (error instanceof ServiceError && error.kind === 'BadRequest') {

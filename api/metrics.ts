@@ -18,6 +18,24 @@ export type WebhookVerdict =
   | { accepted: true; reason: 'signalled' | 'workflow-closed' | 'not-needed' }
   | { accepted: false; reason: 'no-token' | 'bad-token' | 'malformed' | 'temporal-unavailable' };
 
+/** How a batch item ended: one per BatchCounts field, in the label's snake case. */
+export const BATCH_ITEM_OUTCOMES = [
+  'completed',
+  'failed',
+  'timed_out',
+  'expired',
+  'cancelled',
+  'uncertain',
+  'rejected',
+] as const;
+export type BatchItemOutcome = (typeof BATCH_ITEM_OUTCOMES)[number];
+
+/** A batch result line's status as an outcome label (statuses outside the set are none). */
+export function batchItemOutcome(status: string): BatchItemOutcome | undefined {
+  const outcome = status.toLowerCase() as BatchItemOutcome;
+  return BATCH_ITEM_OUTCOMES.includes(outcome) ? outcome : undefined;
+}
+
 export interface LibraryMetrics {
   /** One HTTP attempt to the service (a 429 retried by the client is two attempts). */
   httpCall(operation: string, outcome: CallOutcome, seconds: number): void;
@@ -32,6 +50,13 @@ export interface LibraryMetrics {
   jobRunFinished(status: string): void;
   /** The estimated cost of one finished run, in the price table's currency. */
   estimatedCost(tier: string, amount: number): void;
+  /** A batch item's final outcome, as written to its results line. */
+  batchItemFinished(outcome: BatchItemOutcome): void;
+  /**
+   * A remote job this process submitted (or retried) is in flight (+1), or was seen finished (-1).
+   * The endpoint id is NOT a label: an implementation may map it to an alias the operator named.
+   */
+  jobsInFlight(endpointId: string, delta: 1 | -1): void;
 }
 
 const nothing = () => {};
@@ -44,6 +69,8 @@ export const noopMetrics: LibraryMetrics = {
   submission: nothing,
   jobRunFinished: nothing,
   estimatedCost: nothing,
+  batchItemFinished: nothing,
+  jobsInFlight: nothing,
 };
 
 export function callOutcome(status: number | undefined): CallOutcome {

@@ -37,6 +37,7 @@ import {
   storeKeySchema,
 } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
+import { endpointIdKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 
 export type {
@@ -104,6 +105,8 @@ export async function startBatch(
       taskQueue,
       workflowId,
       args: [input],
+      // So `cost endpoint` (and a visibility query) finds the batches of an endpoint.
+      typedSearchAttributes: [{ key: endpointIdKey, value: input.endpointId }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
@@ -127,7 +130,7 @@ export async function awaitBatch(client: Client, batch: string | BatchHandle): P
 export interface BatchFailure {
   type: string;
   message: string;
-  /** BatchToleranceExceeded: the same summary a successful batch returns. */
+  /** BatchToleranceExceeded, BatchBudgetExceeded: the same summary a successful batch returns. */
   summary?: BatchSummary;
 }
 
@@ -136,7 +139,7 @@ export function batchFailureOf(error: unknown): BatchFailure | undefined {
   const cause = error instanceof WorkflowFailedError ? error.cause : error;
   if (!(cause instanceof ApplicationFailure)) return undefined;
   const summary =
-    cause.type === BATCH_FAILURE.toleranceExceeded
+    cause.type === BATCH_FAILURE.toleranceExceeded || cause.type === BATCH_FAILURE.budgetExceeded
       ? (cause.details?.[0] as BatchSummary | undefined)
       : undefined;
   return { type: cause.type ?? 'Error', message: cause.message, ...(summary ? { summary } : {}) };
@@ -172,8 +175,8 @@ export async function setBatchConcurrency(
   return handleOf(client, batch).executeUpdate(setBatchConcurrencyUpdate, { args: [checked.data] });
 }
 
-/** The summary of a finished batch, whether it succeeded or went over its tolerance. */
-async function finishedSummary(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
+/** The summary of a finished batch, whether it succeeded or went over its tolerance or budget. */
+export async function finishedSummary(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
   try {
     return await awaitBatch(client, batch);
   } catch (error) {

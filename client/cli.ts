@@ -16,6 +16,7 @@ import type {
   UpdateEndpointInput,
 } from '../workflows/endpoint-input';
 import { addBatchCommands } from './cli-batch';
+import { addCostCommands } from './cli-cost';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import { addScheduleCommands } from './cli-schedule';
 import {
@@ -339,6 +340,7 @@ export function buildProgram(
 
   addBatchCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addCostCommands(program, { out: io.out, connect });
 
   return program;
 }

@@ -3,6 +3,7 @@
 
 export * from './batches';
 export * from './connection';
+export * from './costs';
 export * from './endpoints';
 export * from './jobs';
 export * from './schedules';

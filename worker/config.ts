@@ -301,6 +301,7 @@ const observabilityEnvSchema = z.object({
     .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, { error: bindRule })
     .optional(),
   SERVERLESS_PRICES: z.string().optional(),
+  WORKER_METRICS_ENDPOINT_LABELS: z.string().optional(),
   OTEL_TRACES: z
     .enum(['0', '1', 'console'], { error: 'must be 0, 1 or console (1: print spans to the console)' })
     .optional(),
@@ -308,7 +309,7 @@ const observabilityEnvSchema = z.object({
 
 export interface ObservabilityConfig {
   /** The library's /metrics (worker/metrics.ts); absent: none. */
-  metrics?: { port: number; host: string };
+  metrics?: { port: number; host: string; endpointLabels?: Record<string, string> };
   /** Where the Temporal SDK's Rust core serves its Prometheus metrics; absent: not exported. */
   temporalMetricsBind?: string;
   /** The price table for cost estimates (activities/cost.ts); absent: no estimates. */
@@ -339,6 +340,36 @@ function parsePricing(text: string): Pricing {
   throw new ConfigError(where, rule);
 }
 
+const aliasPattern = /^[A-Za-z0-9_-]{1,32}$/;
+const MAX_ENDPOINT_LABELS = 50;
+
+/**
+ * WORKER_METRICS_ENDPOINT_LABELS=`<endpointId>:<alias>,...`: the endpoints whose jobs in flight get
+ * a gauge of their own, labelled by the alias (a bounded set the operator chose; ids are no labels).
+ */
+export function parseEndpointLabels(text: string): Record<string, string> {
+  const name = 'WORKER_METRICS_ENDPOINT_LABELS';
+  const out: Record<string, string> = {};
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0);
+  if (entries.length > MAX_ENDPOINT_LABELS)
+    throw new ConfigError(name, `must name at most ${MAX_ENDPOINT_LABELS} endpoints`);
+  for (const entry of entries) {
+    const at = entry.lastIndexOf(':');
+    const id = entry.slice(0, at).trim();
+    const alias = entry.slice(at + 1).trim();
+    if (at <= 0 || id.length === 0 || !aliasPattern.test(alias))
+      throw new ConfigError(
+        name,
+        'must be endpointId:alias pairs separated by commas (alias: 1 to 32 letters, digits, _ or -)',
+      );
+    out[id] = alias;
+  }
+  return out;
+}
+
 /** WORKER_METRICS_PORT/HOST, TEMPORAL_METRICS_BIND, SERVERLESS_PRICES; errors name the variable and rule. */
 export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): ObservabilityConfig {
   const given: Record<string, string> = {};
@@ -354,7 +385,15 @@ export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): O
   const parsed = result.data;
   return {
     ...(parsed.WORKER_METRICS_PORT !== undefined
-      ? { metrics: { port: parsed.WORKER_METRICS_PORT, host: parsed.WORKER_METRICS_HOST } }
+      ? {
+          metrics: {
+            port: parsed.WORKER_METRICS_PORT,
+            host: parsed.WORKER_METRICS_HOST,
+            ...(parsed.WORKER_METRICS_ENDPOINT_LABELS
+              ? { endpointLabels: parseEndpointLabels(parsed.WORKER_METRICS_ENDPOINT_LABELS) }
+              : {}),
+          },
+        }
       : {}),
     ...(parsed.TEMPORAL_METRICS_BIND ? { temporalMetricsBind: parsed.TEMPORAL_METRICS_BIND } : {}),
     ...(parsed.SERVERLESS_PRICES ? { pricing: parsePricing(parsed.SERVERLESS_PRICES) } : {}),

@@ -10,7 +10,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { LibraryMetrics } from '../api/metrics';
 
 export const METRIC_PREFIX = 'durable_serverless_';
@@ -22,7 +22,15 @@ export interface PrometheusMetrics {
 
 /** The counters, registered in `registry` (a new one by default). */
 export function createPrometheusMetrics(
-  options: { registry?: Registry; processMetrics?: boolean } = {},
+  options: {
+    registry?: Registry;
+    processMetrics?: boolean;
+    /**
+     * Endpoint id -> alias (WORKER_METRICS_ENDPOINT_LABELS): only these endpoints get a gauge of
+     * their own, labelled by alias. Ids are never labels (unbounded, and not for a dashboard).
+     */
+    endpointLabels?: Readonly<Record<string, string>>;
+  } = {},
 ): PrometheusMetrics {
   const registry = options.registry ?? new Registry();
   // Node's own (heap, event loop lag, CPU): cheap, and what an operator looks at first.
@@ -88,6 +96,30 @@ export function createPrometheusMetrics(
     registers: [registry],
   });
 
+  const batchItems = new Counter({
+    name: `${p}batch_items_finished_total`,
+    help: 'Batch items by final outcome (completed, failed, timed_out, expired, cancelled, uncertain, rejected)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const inFlight = new Gauge({
+    name: `${p}jobs_in_flight`,
+    help: 'Remote jobs submitted or retried and not yet seen finished, as this process saw them (sum over workers)',
+    registers: [registry],
+  });
+  const aliases = new Map(Object.entries(options.endpointLabels ?? {}));
+  const inFlightByEndpoint =
+    aliases.size === 0
+      ? undefined
+      : new Gauge({
+          name: `${p}jobs_in_flight_by_endpoint`,
+          help: 'jobs_in_flight for the endpoints named in WORKER_METRICS_ENDPOINT_LABELS, by their alias',
+          labelNames: ['endpoint'] as const,
+          registers: [registry],
+        });
+  // Named endpoints show 0 from the start rather than nothing.
+  for (const alias of aliases.values()) inFlightByEndpoint?.set({ endpoint: alias }, 0);
+
   const metrics: LibraryMetrics = {
     httpCall(operation, outcome, seconds) {
       httpCalls.inc({ operation, outcome });
@@ -105,6 +137,12 @@ export function createPrometheusMetrics(
     submission: (outcome) => submissions.inc({ outcome }),
     jobRunFinished: (status) => runsFinished.inc({ status }),
     estimatedCost: (tier, amount) => cost.inc({ tier }, amount),
+    batchItemFinished: (outcome) => batchItems.inc({ outcome }),
+    jobsInFlight(endpointId, delta) {
+      inFlight.inc(delta);
+      const alias = aliases.get(endpointId);
+      if (alias !== undefined) inFlightByEndpoint?.inc({ endpoint: alias }, delta);
+    },
   };
   return { metrics, registry };
 }

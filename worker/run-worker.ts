@@ -175,10 +175,18 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     if (health) cleanups.push({ what: 'health endpoint', close: () => health.close() });
 
     // Counted only when served: with no endpoint, the no-op default costs nothing.
-    const prometheus = config.metrics ? createPrometheusMetrics() : undefined;
+    const prometheus = config.metrics
+      ? createPrometheusMetrics(
+          config.metrics.endpointLabels ? { endpointLabels: config.metrics.endpointLabels } : {},
+        )
+      : undefined;
     const metricsServer =
       config.metrics && prometheus
-        ? await startMetricsServer({ ...config.metrics, registry: prometheus.registry })
+        ? await startMetricsServer({
+            host: config.metrics.host,
+            port: config.metrics.port,
+            registry: prometheus.registry,
+          })
         : undefined;
     if (metricsServer) cleanups.push({ what: 'metrics endpoint', close: () => metricsServer.close() });
     const metrics = prometheus?.metrics;

@@ -69,6 +69,15 @@ export const batchInputSchema = z.strictObject({
   pageSize: z.int().min(1).max(1_000).default(100),
   /** A run continues as new after this many history events (or sooner, when Temporal suggests). */
   maxEventsPerRun: z.int().min(200).max(40_000).default(2_000),
+  /**
+   * Stop submitting once the estimated cost of the finished runs reaches this amount (in the
+   * worker's price table's currency); jobs in flight finish, then BatchBudgetExceeded.
+   */
+  budget: z
+    .number({ error: 'must be a number > 0 (in the price table currency)' })
+    .finite({ error: 'must be a finite number > 0' })
+    .positive({ error: 'must be a number > 0 (in the price table currency)' })
+    .optional(),
 });
 
 export type BatchInput = z.input<typeof batchInputSchema>;
@@ -98,6 +107,8 @@ export type WatchedItem = [
   status: string,
   attempts: number,
   submittedAt: number,
+  /** The estimated cost of its earlier runs (a retried job), so its line carries the sum. */
+  earlierCost?: number,
 ];
 
 /** A submit's answer for one item. */
@@ -129,6 +140,17 @@ export interface ItemChange {
   /** 404: the service no longer knows the job. */
   gone?: boolean;
   at: number;
+  /** This run's estimated cost (when the worker has prices), in the watch answer's currency. */
+  cost?: number;
+}
+
+/** A batch's estimated cost: the job's estimate (activities/cost.ts) summed over its runs. */
+export interface BatchCost {
+  amount: number;
+  /** The price table's currency; absent until a run has an estimate. */
+  currency?: string;
+  /** Runs with an estimate (a retried item counts once per run). */
+  items: number;
 }
 
 /** One line of a batch's results (JSONL): what happened to one item. */
@@ -144,6 +166,8 @@ export interface BatchResultLine {
   submissions: number;
   delayTime?: number;
   executionTime?: number;
+  /** The estimated cost of the item's runs (all of them, for a retried job), when prices are set. */
+  cost?: number;
   submittedAt?: number;
   finishedAt?: number;
 }
@@ -182,6 +206,12 @@ export interface BatchSummary {
   retries: number;
   webhooks: number;
   toleranceExceeded: boolean;
+  /** The running estimate reached `budget`: no more submissions (absent when no budget was set). */
+  budgetExceeded?: boolean;
+  budget?: number;
+  /** Why the batch stopped submitting before its last item, when it did. */
+  stoppedBecause?: 'failure-tolerance' | 'budget' | 'cancelled';
+  cost: BatchCost;
   cancelled: boolean;
   results: BatchResultsRef;
   /** The same store key; readBatchResults(..., { only: 'failures' }) reads only these. */
@@ -216,9 +246,13 @@ export interface BatchProgress {
   historyEvents: number;
   startedAt: number;
   toleranceExceeded: boolean;
+  budgetExceeded?: boolean;
+  budget?: number;
+  cost: BatchCost;
 }
 
 export const BATCH_FAILURE = {
   toleranceExceeded: 'BatchToleranceExceeded',
+  budgetExceeded: 'BatchBudgetExceeded',
   badRequest: 'BadRequest',
 } as const;

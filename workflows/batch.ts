@@ -17,6 +17,9 @@
  *   replay without it.
  * - Failures beyond the tolerance stop new submissions; jobs in flight finish and are recorded, and
  *   the batch fails with BatchToleranceExceeded carrying the summary.
+ * - Cost: the watcher estimates each finished run (activities/cost.ts) and the workflow keeps the
+ *   running total (one number in its state). A `budget` stops new submissions once the total
+ *   reaches it, the same way; the batch then fails with BatchBudgetExceeded carrying the summary.
  * - The run continues as new when Temporal suggests it or after maxEventsPerRun events, carrying
  *   the cursor, the items in flight and the counters, once its activities and handlers are done.
  * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
@@ -49,6 +52,7 @@ import {
 } from './batch-definitions';
 import {
   BATCH_FAILURE,
+  type BatchCost,
   type BatchCounts,
   type BatchInput,
   type BatchLeaseCounts,
@@ -119,6 +123,8 @@ interface Item {
   /** Its extension is under way; it was tried and neither made nor refused (the watcher decides). */
   xr?: boolean;
   xd?: boolean;
+  /** The estimated cost of its runs so far (set once a run had an estimate). */
+  c?: number;
 }
 
 /** An item waiting to be (re)submitted. */
@@ -129,6 +135,8 @@ interface Queued {
   /** Certain (not sent) failures in a row, and the earliest time to try again. */
   tries: number;
   at?: number;
+  /** The estimated cost of its earlier runs (an item submitted afresh after its job expired). */
+  c?: number;
 }
 
 /** An uncertain submit waiting for its orphan's webhook. */
@@ -142,6 +150,7 @@ interface Uncertain {
   ls?: number;
   ans?: number;
   ttl?: number;
+  c?: number;
 }
 
 /** Everything a run hands to the next one. */
@@ -172,6 +181,10 @@ export interface BatchState {
   runs: number;
   /** History events of the earlier runs. */
   events: number;
+  /** The running cost estimate (absent in states carried from runs before it). */
+  cost?: BatchCost;
+  /** The budget stopped the submissions. */
+  budgetExceeded?: boolean;
 }
 
 const stageActivities = proxyActivities<BatchActivities>({
@@ -286,6 +299,8 @@ class Batch {
   private recordRunning = false;
   /** The lease setting the submits carry; undefined: no lease (off, or a batch from before it). */
   private readonly lease: SubmitLeaseSetting | undefined;
+  /** The budget, when one is set (and the batch's code knows budgets: 'batch-budget'). */
+  private readonly budget: number | undefined;
   private watch?: CancellationScope;
   private draining = false;
   private dirty = 0;
@@ -295,6 +310,8 @@ class Batch {
     this.o = options;
     this.lease = leased && options.job.submitLease !== false ? options.job.submitLease : undefined;
     this.polling = { ...BATCH_POLLING, ...options.job.polling };
+    // Only a budget changes the commands; asked only then, so batches without one record no marker.
+    this.budget = options.budget !== undefined && patched('batch-budget') ? options.budget : undefined;
     this.s = carried ?? {
       batchKey: '',
       manifestKey: '',
@@ -393,6 +410,14 @@ class Batch {
           failures: this.failures(),
         });
       }
+      if (!this.s.stopping && this.overBudget() && this.waiting()) {
+        this.s.stopping = true;
+        this.s.budgetExceeded = true;
+        log.warn('budget reached: no more submissions; jobs in flight finish', {
+          estimate: this.cost().amount,
+          budget: this.budget,
+        });
+      }
       if (!this.draining && this.runIsFull()) this.draining = true;
       if (this.draining) {
         this.watch?.cancel();
@@ -460,6 +485,30 @@ class Batch {
   private input(): BatchInput {
     const { items: _items, ...rest } = this.o;
     return { ...rest, items: { manifest: { key: this.s.manifestKey } } } as BatchInput;
+  }
+
+  /** Items still to submit (a budget reached after the last submit stops nothing). */
+  private waiting(): boolean {
+    return this.s.cursor < this.s.total || this.s.queue.length > 0 || this.s.uncertain.length > 0;
+  }
+
+  private overBudget(): boolean {
+    return this.budget !== undefined && this.cost().amount >= this.budget;
+  }
+
+  private cost(): BatchCost {
+    this.s.cost ??= { amount: 0, items: 0 };
+    return this.s.cost;
+  }
+
+  /** A finished run's estimate, counted once (a change the workflow acts on). */
+  private addCost(item: Item, amount: number | undefined): void {
+    if (amount === undefined) return;
+    const cost = this.cost();
+    // Rounded like each estimate: float noise would make a sum differ from the lines' sum.
+    cost.amount = roundCost(cost.amount + amount);
+    cost.items += 1;
+    item.c = roundCost((item.c ?? 0) + amount);
   }
 
   private finished(): boolean {
@@ -587,6 +636,7 @@ class Batch {
         r: 0,
         t: sentAt,
         ttl: result.ttl ?? JOB_LIMITS.ttlDefaultMs,
+        ...earlier(entry.c),
       };
       underLease(item, result.lease, answeredAt);
       s.inflight.push(item);
@@ -624,6 +674,7 @@ class Batch {
         ls: result.lease,
         ans: answeredAt,
         ...(result.ttl === undefined ? {} : { ttl: result.ttl }),
+        ...earlier(entry.c),
       });
       return;
     }
@@ -634,6 +685,7 @@ class Batch {
       a: entry.a,
       until: Date.now() + wait,
       armed: result.armed,
+      ...earlier(entry.c),
     });
   }
 
@@ -648,7 +700,7 @@ class Batch {
         // No orphan reported within its lease and the webhook window: none can still run.
         if (u.n < this.o.job.maxSubmissions && !s.stopping) {
           s.resubmittedAfterLease = (s.resubmittedAfterLease ?? 0) + 1;
-          s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
+          s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0, ...earlier(u.c) });
         } else
           this.end('uncertain', {
             index: u.i,
@@ -657,20 +709,19 @@ class Batch {
               ? 'the submit may have created a job whose id never arrived; the batch stopped'
               : `the submit was uncertain and maxSubmissions (${this.o.job.maxSubmissions}) is reached; ` +
                 'no orphan of it can still run (its lease has run out)',
-            attempts: u.a,
-            submissions: u.n,
+            ...tally(u),
           });
         continue;
       }
       const decision = onUncertainSubmit(this.o.job, u.n);
-      if (decision.choice === 'resubmit' && !s.stopping) s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0 });
+      if (decision.choice === 'resubmit' && !s.stopping)
+        s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0, ...earlier(u.c) });
       else
         this.end('uncertain', {
           index: u.i,
           status: 'UNCERTAIN',
           error: `the submit may have created a job whose id never arrived; ${decision.choice === 'fail' ? decision.why : 'the batch stopped'}`,
-          attempts: u.a,
-          submissions: u.n,
+          ...tally(u),
         });
     }
   }
@@ -699,6 +750,7 @@ class Batch {
         r: 0,
         t: u.ans ?? u.until - (u.armed ? this.o.job.uncertainSubmitWait : 0),
         ttl: u.ttl ?? JOB_LIMITS.ttlDefaultMs,
+        ...earlier(u.c),
       };
       // An adopted orphan still runs under its lease: extended like any other.
       if (u.ans !== undefined) underLease(item, u.ls, u.ans);
@@ -714,7 +766,11 @@ class Batch {
     if (this.watch) return;
     const items: WatchedItem[] = this.s.inflight
       .filter((item) => item.retryAt === undefined)
-      .map((item) => [item.i, item.id, item.st, item.a, item.t]);
+      .map((item) =>
+        item.c === undefined
+          ? [item.i, item.id, item.st, item.a, item.t]
+          : [item.i, item.id, item.st, item.a, item.t, item.c],
+      );
     if (items.length === 0) return;
     const scope = new CancellationScope();
     this.watch = scope;
@@ -733,7 +789,8 @@ class Batch {
         }),
       )
       .then(
-        ({ changes }) => {
+        ({ changes, currency }) => {
+          if (currency !== undefined) this.cost().currency = currency;
           for (const change of changes) this.changed(change);
         },
         (error: unknown) => {
@@ -760,6 +817,7 @@ class Batch {
       return;
     }
     const status = change.status as 'COMPLETED' | 'CANCELLED' | 'FAILED' | 'TIMED_OUT';
+    this.addCost(item, change.cost);
     const decision = afterTerminal(status, this.o.job.retry, item.r);
     const times = {
       ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
@@ -794,7 +852,7 @@ class Batch {
   private expire(item: Item, why: 'ttl' | 'results'): void {
     this.remove(item);
     if (onExpired(this.o.job, item.n) === 'resubmit' && !this.s.stopping) {
-      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0 });
+      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0, ...earlier(item.c) });
       return;
     }
     this.end('expired', {
@@ -867,7 +925,7 @@ class Batch {
     this.remove(item);
     this.s.leaseLapses = (this.s.leaseLapses ?? 0) + 1;
     if (item.n < this.o.job.maxSubmissions && !this.s.stopping) {
-      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0 });
+      this.s.queue.push({ i: item.i, n: item.n, a: item.a, tries: 0, ...earlier(item.c) });
       return;
     }
     this.end('expired', {
@@ -999,6 +1057,9 @@ class Batch {
       retries: s.retries,
       webhooks: s.webhooks,
       toleranceExceeded: this.exceeded(),
+      ...this.budgetFields(),
+      ...(this.stoppedBecause(cancelled) ? { stoppedBecause: this.stoppedBecause(cancelled) } : {}),
+      cost: { ...this.cost() },
       cancelled,
       results: ref,
       failuresRef: { ...ref, only: 'failures' },
@@ -1031,6 +1092,18 @@ class Batch {
         details: [summary],
       });
     }
+    if (summary.budgetExceeded) {
+      const cost = summary.cost;
+      throw ApplicationFailure.create({
+        type: BATCH_FAILURE.budgetExceeded,
+        message:
+          `the estimated cost ${cost.amount}${cost.currency ? ` ${cost.currency}` : ''} reached the budget ` +
+          `${summary.budget}: no more items were submitted; ${summary.notStarted} of ${summary.total} ` +
+          `were not started. Results: ${summary.results.key}`,
+        nonRetryable: true,
+        details: [summary],
+      });
+    }
     return summary;
   }
 
@@ -1059,7 +1132,21 @@ class Batch {
       historyEvents: s.events + workflowInfo().historyLength,
       startedAt: s.startedAt,
       toleranceExceeded: this.exceeded(),
+      ...this.budgetFields(),
+      cost: { ...this.cost() },
     };
+  }
+
+  private budgetFields(): { budget?: number; budgetExceeded?: boolean } {
+    return this.budget === undefined
+      ? {}
+      : { budget: this.budget, budgetExceeded: this.s.budgetExceeded === true };
+  }
+
+  private stoppedBecause(cancelled: boolean): BatchSummary['stoppedBecause'] {
+    if (cancelled) return 'cancelled';
+    if (!this.s.stopping) return undefined;
+    return this.s.budgetExceeded ? 'budget' : 'failure-tolerance';
   }
 
   // --- cancellation
@@ -1105,8 +1192,7 @@ class Batch {
         index: u.i,
         status: 'UNCERTAIN',
         error: 'the batch was cancelled after an uncertain submit',
-        attempts: u.a,
-        submissions: u.n,
+        ...tally(u),
       });
     }
     s.queue = [];
@@ -1126,8 +1212,17 @@ function underLease(item: Item, lease: number | undefined, answeredAt: number): 
   item.ans = answeredAt;
 }
 
-function tally(entry: Queued): { attempts: number; submissions: number } {
-  return { attempts: entry.a, submissions: entry.n };
+function tally(entry: Queued | Uncertain): { attempts: number; submissions: number; cost?: number } {
+  return { attempts: entry.a, submissions: entry.n, ...(entry.c === undefined ? {} : { cost: entry.c }) };
+}
+
+/** An item's earlier runs' cost, carried when it is queued or submitted again. */
+function earlier(c: number | undefined): { c?: number } {
+  return c === undefined ? {} : { c };
+}
+
+function roundCost(amount: number): number {
+  return Math.round(amount * 1e6) / 1e6;
 }
 
 function lineOf(item: Item, status: string, at: number): BatchResultLine {
@@ -1137,6 +1232,7 @@ function lineOf(item: Item, status: string, at: number): BatchResultLine {
     status,
     attempts: item.a,
     submissions: item.n,
+    ...(item.c === undefined ? {} : { cost: item.c }),
     submittedAt: item.t,
     finishedAt: at,
   };

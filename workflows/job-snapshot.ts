@@ -71,7 +71,7 @@ export const jobSnapshotSchema = z.object({
   /** From the service (ms as the emulator reports them; the spec leaves the unit open). */
   delayTime: z.number().optional(),
   executionTime: z.number().optional(),
-  /** The last finished run's estimated cost, when the worker has prices (activities/cost.ts). */
+  /** The finished runs' estimated cost (a retried job's runs added up), when the worker has prices (activities/cost.ts). */
   cost: costEstimateSchema.optional(),
   /** The last progress update the workflow saw (the wait activity's heartbeat has a fresher one). */
   progress: z.unknown().optional(),
@@ -97,7 +97,7 @@ export const jobResultSchema = z.object({
   outputRef: resultRefSchema.optional(),
   delayTime: z.number().optional(),
   executionTime: z.number().optional(),
-  /** The last run's estimated cost, when the worker has prices (activities/cost.ts). */
+  /** The runs' estimated cost (a retried job's runs added up), when the worker has prices (activities/cost.ts). */
   cost: costEstimateSchema.optional(),
   attempts: z.int(),
   retries: z.int(),

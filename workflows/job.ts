@@ -34,6 +34,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { addRunCosts, type CostEstimate } from '../activities/cost';
 import type { SubmitResult } from '../activities/job';
 import type { JobObservation, StreamSink, WaitResult } from '../activities/job-types';
 import { JOB_UNCHANGED } from '../activities/job-wait-policy';
@@ -89,6 +90,8 @@ type Expired = { kind: 'expired'; why: 'ttl' | 'results'; message: string };
 interface Run {
   job: ParsedJobInput;
   s: JobSnapshot;
+  /** The estimate of the runs before the last /retry, added to each later run's (s.cost). */
+  earlierCost?: CostEstimate;
   /** Webhook hints not looked at yet, oldest first. */
   hints: Hint[];
   /** ttl values asked for by extendJobTtlSignal, not applied yet. */
@@ -262,7 +265,7 @@ function applyObservation(run: Run, observation: JobObservation): void {
   s.status = observation.status;
   if (observation.delayTime !== undefined) s.delayTime = observation.delayTime;
   if (observation.executionTime !== undefined) s.executionTime = observation.executionTime;
-  if (observation.cost !== undefined) s.cost = observation.cost;
+  if (observation.cost !== undefined) s.cost = addRunCosts(run.earlierCost, observation.cost);
   if (observation.progress !== undefined) s.progress = observation.progress;
   if (observation.error !== undefined) s.error = observation.error;
   if (observation.status === 'IN_PROGRESS' && s.timings.runningAt === undefined) s.timings.runningAt = now;
@@ -683,6 +686,9 @@ async function followJob(run: Run): Promise<FollowEnd> {
     }
     s.retries += 1;
     s.attempts += 1;
+    // The run just retried had its estimate; the next run's is added to it (the same final
+    // status seen twice replaces, never adds).
+    if (s.cost) run.earlierCost = s.cost;
     delete s.timings.runningAt;
     delete s.progress;
     applyObservation(run, observation);

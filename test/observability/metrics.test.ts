@@ -151,6 +151,9 @@ describe('worker metrics on a real run (dev server, emulator over HTTP, real wor
       estimated - 1e-9,
     );
 
+    // Every job submitted was seen finished: none left in flight.
+    expect(sum('durable_serverless_jobs_in_flight')).toBe(0);
+
     // Nothing secret and nothing unbounded in the scrape.
     expect(text).not.toContain(stack.apiKey);
     expect(text).not.toContain(stack.workerEnv.WEBHOOK_SECRET);

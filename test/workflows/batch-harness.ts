@@ -6,7 +6,7 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { BatchActivities } from '../../activities/batch';
-import type { BatchResultLine, ItemChange, SubmitItemResult } from '../../workflows/batch-input';
+import type { BatchResultLine, ItemChange, SubmitItemResult, WatchedItem } from '../../workflows/batch-input';
 import { bundleWorkflows } from '../support/workflow-harness';
 
 export { timeSkippingEnv } from '../support/temporal';
@@ -42,6 +42,8 @@ export function fakeService(
   total: number,
   plan: (index: number, attempt: number) => Fate = () => 'COMPLETED',
   lease?: FakeLease,
+  /** Each finished run's estimated cost (the watcher's), in USD; absent: no estimates. */
+  costOf?: (index: number, attempt: number) => number,
 ) {
   const jobs = new Map<string, FakeJob>();
   const byItem = new Map<number, FakeJob[]>();
@@ -54,6 +56,8 @@ export function fakeService(
   let maxInFlight = 0;
   const extensions: Array<{ i: number; id: string; ttl: number; answer: string }> = [];
   const orphans: Array<{ i: number; id: string }> = [];
+  /** Every item the watcher was asked about, as the workflow sent it. */
+  const watched: WatchedItem[] = [];
 
   const live = () => [...jobs.values()].filter((job) => job.status === 'IN_PROGRESS').length;
   function fateNow(job: FakeJob): string {
@@ -93,6 +97,7 @@ export function fakeService(
       return { results };
     },
     async watchBatchJobs({ items }) {
+      watched.push(...items);
       const changes: ItemChange[] = [];
       for (const [i, id] of items) {
         const job = jobs.get(id);
@@ -111,6 +116,7 @@ export function fakeService(
           status,
           at: Date.now(),
           ...(status === 'FAILED' ? { error: `item ${i} failed` } : {}),
+          ...(costOf ? { cost: costOf(i, job.attempt) } : {}),
         });
       }
       if (changes.length === 0) {
@@ -121,7 +127,7 @@ export function fakeService(
           category: ApplicationFailureCategory.BENIGN,
         });
       }
-      return { changes, running: live() };
+      return { changes, running: live(), ...(costOf ? { currency: 'USD' } : {}) };
     },
     async extendBatchLeases({ items }) {
       return {
@@ -170,6 +176,7 @@ export function fakeService(
     submitsPerItem,
     extensions,
     orphans,
+    watched,
     release(i: number) {
       released.add(i);
     },

@@ -103,6 +103,32 @@ describe('job workflow: retries, expiry and the ttl', () => {
     expect(elapsed).toBeGreaterThanOrEqual(10 * MINUTE);
   });
 
+  it("adds up a retried job's runs in its cost estimate (result and snapshot)", async () => {
+    const cost = (amount: number, seconds: number) => ({
+      amount,
+      currency: 'USD',
+      tier: 'AMPERE_16' as const,
+      seconds,
+    });
+    const fake = fakeJob({
+      waitForJobChange: pollerScript([
+        waitResult('job-1', 'FAILED', { error: 'flaky', executionTime: 2_000, cost: cost(0.4, 2) }),
+        'IN_PROGRESS',
+        waitResult('job-1', 'COMPLETED', { executionTime: 3_000, cost: cost(0.6, 3) }),
+      ]),
+    });
+    const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(taskQueue, input({ retry: { maxRetries: 1, initialInterval: '1 minute' } }));
+      const result = await handle.result();
+      return { result, snapshot: await handle.query(jobSnapshotQuery) };
+    });
+    expect(result.retries).toBe(1);
+    // The last run's executionTime, both runs' cost.
+    expect(result.executionTime).toBe(3_000);
+    expect(result.cost).toEqual(cost(1, 5));
+    expect(snapshot.cost).toEqual(cost(1, 5));
+  });
+
   it('retries TIMED_OUT too, with a growing backoff, and stops at the limit with JobTimedOut', async () => {
     const fake = fakeJob({ waitForJobChange: pollerScript(['TIMED_OUT']) });
     const { failure, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {

@@ -1,0 +1,142 @@
+/**
+ * The batch's cost and budget on the time-skipping server with a fake service whose watcher
+ * reports each finished run's estimate: the running total in the summary and the progress, a
+ * retried item's runs summed on its line, and a budget that stops new submissions while the jobs
+ * in flight finish and count, ending in BatchBudgetExceeded with the summary.
+ */
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { serverlessBatch } from '../../workflows/batch';
+import { batchProgressQuery } from '../../workflows/batch-definitions';
+import { type BatchInput, type BatchSummary, parseBatchInput } from '../../workflows/batch-input';
+import { historyText } from '../support/history';
+import {
+  bundleBatchWorkflow,
+  failureOf,
+  fakeService,
+  quietRuntime,
+  timeSkippingEnv,
+  withWorker,
+} from './batch-harness';
+
+quietRuntime();
+
+const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
+  endpointId: 'ep-1',
+  items: { manifest: { key: 'items.jsonl' } },
+  ...extra,
+});
+
+describe('batch cost and budget', () => {
+  let env: TestWorkflowEnvironment;
+  let bundle: WorkflowBundleWithSourceMap;
+  let id = 0;
+  beforeAll(async () => {
+    env = await timeSkippingEnv();
+    bundle = await bundleBatchWorkflow();
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const start = (taskQueue: string, args: BatchInput) =>
+    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+      taskQueue,
+      workflowId: `batch-cost-${++id}`,
+      args: [args],
+    });
+
+  it('refuses a budget that is not a positive number, naming the field', () => {
+    expect(parseBatchInput(input({ budget: 0 }))).toMatchObject({ ok: false, field: 'budget' });
+    expect(parseBatchInput(input({ budget: -1 }))).toMatchObject({ ok: false, field: 'budget' });
+    expect(parseBatchInput(input({ budget: Number.POSITIVE_INFINITY }))).toMatchObject({
+      ok: false,
+      field: 'budget',
+    });
+    expect(parseBatchInput(input({ budget: 2.5 }))).toMatchObject({ ok: true, value: { budget: 2.5 } });
+  });
+
+  it('keeps a running total, sums a retried item runs on its line, and records no marker without a budget', async () => {
+    // Item 1 fails once and is retried: its line carries both runs.
+    const fake = fakeService(
+      6,
+      (i, attempt) => (i === 1 && attempt === 1 ? 'FAILED' : 'COMPLETED'),
+      undefined,
+      (i, attempt) => 0.25 * (i + 1) + (attempt > 1 ? 0.125 : 0),
+    );
+    const { summary, history } = await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(
+        queue,
+        input({ job: { retry: { maxRetries: 1, initialInterval: 1_000 } }, pageSize: 2 }),
+      );
+      const summary = await handle.result();
+      return { summary, history: historyText(await handle.fetchHistory()) };
+    });
+    // Runs: items 0..5 once (0.25 * (1+...+6) = 5.25) plus item 1's retry (0.5 + 0.125).
+    expect(summary.cost).toEqual({ amount: 5.875, currency: 'USD', items: 7 });
+    expect(summary).not.toHaveProperty('budgetExceeded');
+    expect(summary).not.toHaveProperty('stoppedBecause');
+    expect(history).not.toContain('"id":"batch-budget"');
+  });
+
+  it('stops submitting once the estimate reaches the budget; jobs in flight finish and count', async () => {
+    // Item 0 finishes at once and costs the whole budget; items 1 to 3 are in flight until released.
+    // Both pages go out in the first turn (4 slots, pages of 2), so 4 items are submitted.
+    const fake = fakeService(
+      10,
+      (i) => (i === 0 ? 'COMPLETED' : 'held'),
+      undefined,
+      (i) => (i === 0 ? 5 : 1),
+    );
+    // The watcher after the one that saw item 0 finish starts once the workflow has taken that in
+    // (the budget reached): what it is asked to watch is what was in flight then; it releases them.
+    let itemZeroSeen = false;
+    let inFlightAtBudget: number[] | undefined;
+    const watch = fake.activities.watchBatchJobs;
+    const activities = {
+      ...fake.activities,
+      watchBatchJobs: async (args: Parameters<typeof watch>[0]) => {
+        if (itemZeroSeen && !inFlightAtBudget) {
+          inFlightAtBudget = args.items.map(([i]) => i).sort();
+          fake.releaseAll();
+        }
+        const answer = await watch(args);
+        if (answer.changes.some((change) => change.i === 0)) itemZeroSeen = true;
+        return answer;
+      },
+    };
+    const failure = await withWorker(env, bundle, activities, async (queue) => {
+      const handle = await start(queue, input({ budget: 5, maxConcurrency: 4, pageSize: 2 }));
+      const failure = await failureOf(handle.result());
+      expect(historyText(await handle.fetchHistory())).toContain('"id":"batch-budget"');
+      // The progress query carries the same running total and budget.
+      expect(await handle.query(batchProgressQuery)).toMatchObject({
+        cursor: 4,
+        inFlight: 0,
+        budget: 5,
+        budgetExceeded: true,
+        cost: { amount: 8, currency: 'USD', items: 4 },
+      });
+      return failure;
+    });
+    expect(inFlightAtBudget).toEqual([1, 2, 3]);
+    expect(failure.type).toBe('BatchBudgetExceeded');
+    expect(failure.message).toMatch(/reached the budget 5/);
+    const summary = failure.details?.[0] as BatchSummary;
+    expect(summary).toMatchObject({
+      total: 10,
+      counts: { completed: 4 },
+      failures: 0,
+      notStarted: 6,
+      submissions: 4,
+      budget: 5,
+      budgetExceeded: true,
+      stoppedBecause: 'budget',
+      toleranceExceeded: false,
+      cost: { amount: 8, currency: 'USD', items: 4 },
+    });
+    // Nothing past the cursor was ever submitted.
+    expect([...fake.submitsPerItem.keys()].sort()).toEqual([0, 1, 2, 3]);
+  });
+});
