@@ -196,9 +196,16 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     };
   }
 
-  function shouldContinue(): boolean {
-    if (handledThisRun < continueAfter && !workflowInfo().continueAsNewSuggested) return false;
-    return JSON.stringify(carryNow()).length <= MAX_CARRY_BYTES;
+  /** Events after which the next continue-as-new is tried (moved on when the carry was too big). */
+  let continueAt = continueAfter;
+  /** Cheap, for the wait's predicate (evaluated often); the carry's size is checked once, below. */
+  function wantsContinue(): boolean {
+    return handledThisRun >= continueAt || workflowInfo().continueAsNewSuggested;
+  }
+  function carryFits(): boolean {
+    if (JSON.stringify(carryNow()).length <= MAX_CARRY_BYTES) return true;
+    continueAt = handledThisRun + 100;
+    return false;
   }
 
   async function startRun(events: AutomationEvent[]): Promise<void> {
@@ -263,7 +270,7 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
           version++;
         });
     }
-    if (starting === 0 && shouldContinue()) {
+    if (starting === 0 && wantsContinue() && carryFits()) {
       await condition(allHandlersFinished);
       // Signals handled while waiting are in `pending` and travel in the carry.
       return continueAsNew<typeof automationWorkflow>({ ...input, carry: carryNow() });
@@ -290,7 +297,7 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
         (!batch && pending.length >= MAX_GROUP_EVENTS) ||
         (!hadDeadline && pending.length > 0) ||
         (pending.length === 0 && ready.length === 0 && inFlight.size === 0 && starting === 0) ||
-        (starting === 0 && shouldContinue()));
+        (starting === 0 && handledThisRun >= continueAt));
     if (deadline === undefined) await condition(actionable);
     else await condition(actionable, Math.max(deadline - now, 1));
   }

@@ -153,11 +153,25 @@ describe('automations on the emulator', () => {
     expect(next.counters).toMatchObject({ received: 1, runsStarted: 1, runsFailed: 0 });
     expect(stack.control.submissions(endpoints.firstStep)).toBe(3);
     expect(stack.control.submissions(endpoints.nextStep)).toBe(1);
-    expect(nextStepEvents).toHaveLength(1);
-    expect(nextStepEvents[0]).toMatchObject({
+    expect(nextStepEvents.filter((e) => e.type === 'batch.completed')).toHaveLength(1);
+    expect(nextStepEvents.find((e) => e.type === 'batch.completed')).toMatchObject({
       type: 'batch.completed',
       data: { total: 3, counts: { completed: 3 } },
     });
+  });
+
+  it("chains: a job's end event (with its result, without its output) reaches an automation", async () => {
+    const handle = await stack.start({
+      endpointId: endpoints.firstStep,
+      request: { input: { output: { big: 'not in the event' } } },
+      ...JOB_OPTIONS,
+      emitOnEnd: { automation: 'next-step', key: 'job-chain' },
+    });
+    await handle.result();
+    await when('next-step', 'job-chain', (s) => s.counters.runsCompleted === 1);
+    const event = nextStepEvents.find((e) => e.type === 'job.completed');
+    expect(event?.data).toMatchObject({ endpointId: endpoints.firstStep, status: 'COMPLETED' });
+    expect(JSON.stringify(event?.data)).not.toContain('not in the event');
   });
 
   it('refuses a bad event before sending anything, naming the field', async () => {
