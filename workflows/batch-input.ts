@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { submitRequestSchema } from '../activities/job-types';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { emitOnEndSchema } from './automation-input';
 import { firstIssue } from './input-rules';
 import { jobWorkflowInputSchema } from './job-input';
 
@@ -78,6 +79,8 @@ export const batchInputSchema = z.strictObject({
     .finite({ error: 'must be a finite number > 0' })
     .positive({ error: 'must be a number > 0 (in the price table currency)' })
     .optional(),
+  /** Send an event to this automation when the batch ends (chaining; workflows/emit-on-end.ts). */
+  emitOnEnd: emitOnEndSchema.optional(),
 });
 
 export type BatchInput = z.input<typeof batchInputSchema>;
