@@ -1,6 +1,7 @@
 // The user-facing facade: connect to Temporal, then start, await, cancel and query the library's
 // workflows.
 
+export * from './automations';
 export * from './batches';
 export * from './connection';
 export * from './endpoints';

@@ -1,5 +1,6 @@
 // Every workflow the worker registers. The worker bundles this file.
 
+export { automationWorkflow } from './automation';
 export { serverlessBatch } from './batch';
 export {
   ephemeralEndpointWorkflow,

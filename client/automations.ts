@@ -1,0 +1,72 @@
+/**
+ * Events into automations from TypeScript: `sendEvent` validates the automation's name, the key and
+ * the event (ValidationError naming the field) before anything is sent, then signals the
+ * automation's workflow, starting it if it is not running (signalWithStart).
+ */
+import type { Client } from '@temporalio/client';
+import { z } from 'zod';
+import { ValidationError } from '../api/errors';
+import type { automationWorkflow } from '../workflows/automation';
+import { automationEventSignal } from '../workflows/automation-definitions';
+import {
+  type AutomationEventInput,
+  automationKeySchema,
+  automationNameSchema,
+  automationWorkflowId,
+  parseAutomationEvent,
+} from '../workflows/automation-input';
+import { firstIssue } from '../workflows/input-rules';
+import { DEFAULT_TASK_QUEUE } from './endpoints';
+
+export type {
+  AutomationEvent,
+  AutomationEventInput,
+  AutomationState,
+  EmitOnEnd,
+} from '../workflows/automation-input';
+export {
+  automationEventSchema,
+  automationKeySchema,
+  automationNameSchema,
+  automationWorkflowId,
+  MAX_EVENT_BYTES,
+} from '../workflows/automation-input';
+
+const sendOptionsSchema = z.strictObject({
+  taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
+});
+export type SendEventOptions = z.input<typeof sendOptionsSchema>;
+
+function check<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = firstIssue(parsed.error, field);
+  throw new ValidationError(issue.field, issue.rule);
+}
+
+/** Sends one event to the automation `automation` for `key`. */
+export async function sendEvent(
+  client: Client,
+  automation: string,
+  key: string,
+  event: AutomationEventInput,
+  options: SendEventOptions = {},
+): Promise<{ workflowId: string; runId?: string }> {
+  const name = check(automationNameSchema, automation, 'automation');
+  const checkedKey = check(automationKeySchema, key, 'key');
+  const parsed = parseAutomationEvent(event);
+  if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
+  const { taskQueue } = check(sendOptionsSchema, options, 'options');
+  const workflowId = automationWorkflowId(name, checkedKey);
+  const handle = await client.workflow.signalWithStart<typeof automationWorkflow, [typeof parsed.event]>(
+    'automationWorkflow',
+    {
+      workflowId,
+      taskQueue,
+      args: [{ name, key: checkedKey }],
+      signal: automationEventSignal,
+      signalArgs: [parsed.event],
+    },
+  );
+  return { workflowId, runId: handle.signaledRunId };
+}
