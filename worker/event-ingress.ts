@@ -33,25 +33,19 @@ import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { ValidationError, validationErrorFrom } from '../api/errors';
 import { matchesAnySecret } from '../client/event-signature';
+import {
+  type AutomationEvent,
+  automationKeySchema,
+  automationNameSchema,
+  MAX_EVENT_BYTES,
+  parseAutomationEvent,
+} from '../workflows/automation-input';
 
 export const DEFAULT_EVENT_TOLERANCE_SECONDS = 300;
-export const DEFAULT_EVENT_MAX_BODY_BYTES = 64 * 1024;
+/** The event's own cap, and room for the key: the event (id, type, data, time) is what must fit. */
+export const DEFAULT_EVENT_MAX_BODY_BYTES = MAX_EVENT_BYTES + 1024;
 /** Ids remembered at most; past it the least recent are dropped (see the module comment). */
 export const DEFAULT_REPLAY_CACHE_SIZE = 100_000;
-
-// TODO(auto): replaced by workflows/automation-input.ts once merged.
-const automationNameSchema = z
-  .string()
-  .min(1)
-  .max(128)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, {
-    error: 'must be letters, digits, . _ - (starting with a letter or digit)',
-  });
-const automationKeySchema = z
-  .string({ error: 'is required' })
-  .min(1, { error: 'must not be empty' })
-  .max(256, { error: 'must be at most 256 characters' })
-  .regex(/^[\x21-\x7e]+$/, { error: 'must be visible ASCII characters without spaces' });
 
 /** The body of `POST /events/{automation}`; unknown fields are refused rather than silently dropped. */
 export const eventBodySchema = z.strictObject({
@@ -65,13 +59,8 @@ export const eventBodySchema = z.strictObject({
 
 export type EventBody = z.infer<typeof eventBodySchema>;
 
-/** What reaches the automation. */
-export interface IngressEvent {
-  id: string;
-  type?: string;
-  data: unknown;
-  time: string;
-}
+/** What reaches the automation: `{ id, type?, data, time }`, checked by the automation's schema. */
+export type IngressEvent = AutomationEvent;
 
 /** Passes an accepted event on (by signalWithStart in production); a throw means not delivered. */
 export type EventSink = (automation: string, key: string, event: IngressEvent) => Promise<void>;
@@ -218,12 +207,22 @@ const eventIngress: FastifyPluginAsync<EventIngressOptions> = async (scope, opti
         const v = error as ValidationError;
         return refuse(reply, 400, 'malformed', { error: v.message, field: v.field });
       }
-      const event: IngressEvent = {
+      const checked = parseAutomationEvent({
         id,
         ...(body.type === undefined ? {} : { type: body.type }),
         data: body.data ?? null,
         time: new Date(timestamp * 1000).toISOString(),
-      };
+      });
+      if (!checked.ok) {
+        // The body fitted, the event does not: the same answer as a body over the limit.
+        const status =
+          checked.field === 'event.data' && checked.rule.includes(`${MAX_EVENT_BYTES}`) ? 413 : 400;
+        return refuse(reply, status, status === 413 ? 'too-large' : 'malformed', {
+          error: `${checked.field}: ${checked.rule}`,
+          field: checked.field,
+        });
+      }
+      const event = checked.event;
 
       seen.set(id, 'pending');
       try {

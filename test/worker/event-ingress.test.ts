@@ -6,10 +6,11 @@ import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
 import { eventHeaders, signEvent } from '../../client/event-signature';
-import type { EventSink, IngressEvent } from '../../worker/event-ingress';
+import { DEFAULT_EVENT_MAX_BODY_BYTES, type EventSink, type IngressEvent } from '../../worker/event-ingress';
 import { createEventMetrics } from '../../worker/event-metrics';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
+import { MAX_EVENT_BYTES } from '../../workflows/automation-input';
 import { captureLines } from './capture';
 
 const secret = (fill: number) => `whsec_${Buffer.alloc(32, fill).toString('base64')}`;
@@ -325,6 +326,27 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
     const fits = JSON.stringify({ key: 'k', data: 'x'.repeat(MAX_BODY - 30) });
     expect(Buffer.byteLength(fits)).toBeLessThanOrEqual(MAX_BODY);
     expect((await send('orders', fits)).status).toBe(200);
+  });
+
+  it('refuses with 413 an event over the automation cap in a body under the default limit', async () => {
+    const target = await startWebhookGateway({
+      client: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
+      secrets: [WEBHOOK_SECRET],
+      logger: createLogger({ level: 'silent' }),
+      events: { secrets: [NEW], now: () => NOW_S * 1000, sink },
+    });
+    try {
+      const body = JSON.stringify({ key: 'k', data: 'x'.repeat(MAX_EVENT_BYTES) });
+      expect(Buffer.byteLength(body)).toBeLessThan(DEFAULT_EVENT_MAX_BODY_BYTES);
+      const answer = await nothingDelivered(() => send('orders', body, { target }));
+      expect(answer.status).toBe(413);
+      expect(answer.json.field).toBe('event.data');
+      expect(
+        (await send('orders', JSON.stringify({ key: 'k', data: 'x'.repeat(60_000) }), { target })).status,
+      ).toBe(200);
+    } finally {
+      await target.close();
+    }
   });
 
   it('accepts the old and the new secret while both are configured, and refuses a removed one', async () => {
