@@ -16,6 +16,7 @@ import type {
   UpdateEndpointInput,
 } from '../workflows/endpoint-input';
 import { addBatchCommands } from './cli-batch';
+import { addEventCommands } from './cli-event';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import {
   connectionOptions,
@@ -337,6 +338,7 @@ export function buildProgram(
     .action(async (workflowId: string) => print(io, await getLifecyclePhase(await connect(), workflowId)));
 
   addBatchCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });
 
   return program;
 }

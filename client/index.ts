@@ -5,4 +5,5 @@ export * from './automations';
 export * from './batches';
 export * from './connection';
 export * from './endpoints';
+export * from './event-signature';
 export * from './jobs';
