@@ -1,5 +1,13 @@
 // Every activity factory the worker registers.
 
+export {
+  type AutomationActivities,
+  type AutomationActivityDeps,
+  type AutomationDefinition,
+  createAutomationActivities,
+  defineAutomation,
+  type RunPlan,
+} from './automation';
 export { type BatchActivities, type BatchActivityDeps, createBatchActivities } from './batch';
 export { type BatchStore, createLocalBatchStore } from './batch-store';
 export { createEndpointActivities } from './endpoint';

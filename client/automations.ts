@@ -70,3 +70,9 @@ export async function sendEvent(
   );
   return { workflowId, runId: handle.signaledRunId };
 }
+export {
+  type AutomationDefinition,
+  type AutomationRunContext,
+  defineAutomation,
+  type RunPlan,
+} from '../activities/automation';

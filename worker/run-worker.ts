@@ -8,6 +8,9 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import {
+  type AutomationActivityDeps,
+  type AutomationDefinition,
+  createAutomationActivities,
   createBatchActivities,
   createEndpointActivities,
   createJobActivities,
@@ -31,10 +34,11 @@ import { webhookUrlFactory } from './webhook-token';
  * webhook secret inside `webhookUrlFor`. The rest tunes the job activities (result store, stream
  * sinks, size caps) for an embedding program such as the demo.
  */
-export type ActivityDeps = JobActivityDeps & {
-  client: ServiceClient;
-  resultStoreDir: string;
-};
+export type ActivityDeps = JobActivityDeps &
+  Pick<AutomationActivityDeps, 'automations' | 'temporalClient' | 'taskQueue'> & {
+    client: ServiceClient;
+    resultStoreDir: string;
+  };
 
 /** Extra settings for the job activities; the client and the webhook URLs come from the config. */
 export type ActivityOptions = Omit<JobActivityDeps, 'client' | 'webhookUrlFor' | 'resultStoreDir'>;
@@ -46,6 +50,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createJobActivities(deps),
     ...createBatchActivities(deps),
     ...createEndpointActivities(deps),
+    ...createAutomationActivities(deps),
   };
 }
 
@@ -77,6 +82,8 @@ export interface RunWorkerOptions {
   logger?: Logger;
   onReady?: (info: WorkerReadyInfo) => void;
   activityOptions?: ActivityOptions;
+  /** The automations this worker runs (defineAutomation); events for any other name fail. */
+  automations?: readonly AutomationDefinition[];
   /**
    * Hand out webhook URLs on the address the gateway beside this worker actually listens on,
    * instead of WEBHOOK_PUBLIC_URL (which must then be unset): for setups where the service reaches
@@ -222,6 +229,10 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),
       resultStoreDir: config.resultStoreDir,
+      automations: options.automations ?? [],
+      // Automations signal workflows (end events) and look runs up by id.
+      temporalClient: new Client({ connection: connected, namespace }),
+      taskQueue,
       ...(metrics ? { metrics } : {}),
       ...(config.pricing ? { estimateCost: createCostEstimator({ client, pricing: config.pricing }) } : {}),
     });

@@ -97,6 +97,8 @@ export interface AutomationCounters {
   runsFailed: number;
   /** Groups the definition's `run` turned into no run (it returned null). */
   groupsSkipped: number;
+  /** Signals whose event broke the rules (sent around sendEvent's validation). */
+  invalid: number;
 }
 
 /** A run started by the automation and not yet seen to end. */

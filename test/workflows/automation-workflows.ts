@@ -1,0 +1,27 @@
+/**
+ * The automation workflow with stand-ins for its children: a "job" or "batch" that ends at once,
+ * fails (input.fail) or waits for the `release` signal (input.hold).
+ */
+import { ApplicationFailure, condition, defineSignal, setHandler } from '@temporalio/workflow';
+
+export { automationWorkflow } from '../../workflows/automation';
+
+export const releaseSignal = defineSignal('release');
+
+interface FakeInput {
+  request?: { input?: { hold?: boolean; fail?: boolean } };
+  items?: unknown;
+}
+
+async function fakeRun(input: FakeInput): Promise<{ ok: true }> {
+  let released = false;
+  setHandler(releaseSignal, () => {
+    released = true;
+  });
+  if (input.request?.input?.hold) await condition(() => released);
+  if (input.request?.input?.fail) throw ApplicationFailure.nonRetryable('the fake job failed', 'JobFailed');
+  return { ok: true };
+}
+
+export const serverlessJob = fakeRun;
+export const serverlessBatch = fakeRun;
