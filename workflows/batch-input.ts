@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { submitRequestSchema } from '../activities/job-types';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { emitOnEndSchema } from './automation-input';
 import { firstIssue } from './input-rules';
 import { jobWorkflowInputSchema } from './job-input';
 
@@ -69,6 +70,8 @@ export const batchInputSchema = z.strictObject({
   pageSize: z.int().min(1).max(1_000).default(100),
   /** A run continues as new after this many history events (or sooner, when Temporal suggests). */
   maxEventsPerRun: z.int().min(200).max(40_000).default(2_000),
+  /** Send an event to this automation when the batch ends (chaining; workflows/emit-on-end.ts). */
+  emitOnEnd: emitOnEndSchema.optional(),
 });
 
 export type BatchInput = z.input<typeof batchInputSchema>;

@@ -63,6 +63,7 @@ import {
   type WatchedItem,
 } from './batch-input';
 import { jobWebhookSignal } from './definitions';
+import { emitOnEnd, failureData, isEnd } from './emit-on-end';
 import { SUBMIT_RETRY } from './job-activities';
 import { activityOutcome } from './job-failures';
 import {
@@ -257,10 +258,14 @@ export async function serverlessBatch(input: BatchInput, carried?: BatchState): 
   batch.listen();
   try {
     if (!carried) await batch.stage();
-    return await batch.run();
+    const summary = await batch.run();
+    await emitOnEnd(parsed.value.emitOnEnd, 'batch.completed', { ...summary });
+    return summary;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
       await CancellationScope.nonCancellable(() => batch.cancelInFlight());
+    } else if (isEnd(error)) {
+      await emitOnEnd(parsed.value.emitOnEnd, 'batch.failed', failureData(error));
     }
     throw error;
   }

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { pollingSchema, streamSinkSchema, submitRequestSchema } from '../activities/job-types';
 import { JOB_LIMITS, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { emitOnEndSchema } from './automation-input';
 import { durationSchema, firstIssue } from './input-rules';
 import { LEASE_MIN_MS } from './submit-lease';
 
@@ -105,6 +106,8 @@ export const jobWorkflowInputSchema = z
       .default(2 * 60_000),
     /** Write the Serverless* search attributes; turn off on a namespace that lacks them. */
     searchAttributes: z.boolean().default(true),
+    /** Send an event to this automation when the job ends (chaining; workflows/emit-on-end.ts). */
+    emitOnEnd: emitOnEndSchema.optional(),
   })
   .refine((input) => !(input.mode === 'runsync' && input.stream), {
     error: 'streaming needs mode async or sync',

@@ -39,6 +39,7 @@ import type { JobObservation, StreamSink, WaitResult } from '../activities/job-t
 import { JOB_UNCHANGED } from '../activities/job-wait-policy';
 import type { JobStatusValue } from '../api/schemas/job';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
+import { emitOnEnd, failureData } from './emit-on-end';
 import {
   leaseActivities,
   SUBMIT_RETRY,
@@ -127,6 +128,8 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
     const result = await runJob(run);
     run.s.phase = 'completed';
     run.s.timings.endedAt = Date.now();
+    const { output: _output, ...summary } = result;
+    await emitOnEnd(parsed.value.options.emitOnEnd, 'job.completed', summary);
     return result;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
@@ -140,6 +143,7 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
     run.s.phase = 'failed';
     run.s.failure = { type: failure.type ?? 'Error', message: failure.message };
     run.s.timings.endedAt = Date.now();
+    await emitOnEnd(parsed.value.options.emitOnEnd, 'job.failed', failureData(failure));
     throw failure;
   }
 }

@@ -14,6 +14,7 @@ import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { inject } from 'vitest';
+import type { AutomationDefinition } from '../../activities/automation';
 import { createServiceClient, type ServiceClient } from '../../api';
 import { getJobSnapshot, type JobHandle, type LiveJobSnapshot, startJob } from '../../client/jobs';
 import { type Emulator, type EndpointFields, startEmulator } from '../../emulator';
@@ -131,6 +132,8 @@ export interface JobStackOptions {
   webhooks?: boolean;
   /** Run the in-process worker (default); false for a file that runs its workers as processes. */
   worker?: boolean;
+  /** The automations the in-process worker registers. */
+  automations?: AutomationDefinition[];
 }
 
 export interface JobStack {
@@ -211,6 +214,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
       signal: controller.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
       publicUrlFromGateway: options.webhooks === true,
+      ...(options.automations ? { automations: options.automations } : {}),
       onReady: (info) => {
         gatewayUrl = info.gatewayUrl;
         ready();

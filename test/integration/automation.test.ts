@@ -1,0 +1,184 @@
+/**
+ * Automations end to end: the real worker (runWorker with its automations), the dev server, the
+ * emulator over HTTP. Events sent by sendEvent, repeats included, start exactly the jobs and
+ * batches they should (counted as submissions at the emulator); a batch's end event starts the
+ * next step in a second automation (chaining).
+ *
+ * The emulator runs at time scale 100; the submit lease is off (see batch.test.ts for why).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AutomationDefinition, defineAutomation } from '../../activities/automation';
+import { type AutomationState, automationWorkflowId, sendEvent } from '../../client/automations';
+import { automationStateQuery } from '../../workflows/automation-definitions';
+import { eventually, FAST_POLLING, historyText, type JobStack, startJobStack } from '../support/integration';
+
+const JOB_OPTIONS = { submitLease: false, polling: FAST_POLLING } as const;
+
+/** The endpoints each automation submits to, known once the stack runs. */
+const endpoints = { perEvent: '', grouped: '', firstStep: '', nextStep: '' };
+/** What the second step received: its events' types and data. */
+const nextStepEvents: Array<{ type?: string; data: unknown }> = [];
+
+const automations: AutomationDefinition[] = [
+  defineAutomation({
+    name: 'per-event',
+    concurrency: 5,
+    run: (events) => ({
+      kind: 'job',
+      input: {
+        endpointId: endpoints.perEvent,
+        request: { input: { output: events[0]?.data ?? null } },
+        ...JOB_OPTIONS,
+      },
+    }),
+  }),
+  defineAutomation({
+    name: 'grouped',
+    batch: { maxEvents: 5, maxWait: '1 hour' },
+    concurrency: 2,
+    run: (events) => ({
+      kind: 'batch',
+      input: {
+        endpointId: endpoints.grouped,
+        items: { inline: events.map((event) => ({ input: { output: event.data } })) },
+        job: JOB_OPTIONS,
+      },
+    }),
+  }),
+  defineAutomation({
+    name: 'first-step',
+    batch: { maxEvents: 3, maxWait: '1 hour' },
+    emitOnEnd: { automation: 'next-step' },
+    run: (events) => ({
+      kind: 'batch',
+      input: {
+        endpointId: endpoints.firstStep,
+        items: { inline: events.map((event) => ({ input: { output: event.data } })) },
+        job: JOB_OPTIONS,
+      },
+    }),
+  }),
+  defineAutomation({
+    name: 'next-step',
+    run: (events) => {
+      for (const event of events)
+        nextStepEvents.push({ ...(event.type ? { type: event.type } : {}), data: event.data });
+      const summary = events[0]?.data as { total?: number } | null;
+      return {
+        kind: 'job',
+        input: {
+          endpointId: endpoints.nextStep,
+          request: { input: { output: { after: summary?.total ?? -1 } } },
+          ...JOB_OPTIONS,
+        },
+      };
+    },
+  }),
+];
+
+describe('automations on the emulator', () => {
+  let stack: JobStack;
+  beforeAll(async () => {
+    stack = await startJobStack({ name: 'automation', timeScale: 100, automations });
+    endpoints.perEvent = stack.endpoint({ workersMin: 0, workersMax: 20 });
+    endpoints.grouped = stack.endpoint({ workersMin: 0, workersMax: 20 });
+    endpoints.firstStep = stack.endpoint({ workersMin: 0, workersMax: 20 });
+    endpoints.nextStep = stack.endpoint({ workersMin: 0, workersMax: 20 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  const stateOf = (name: string, key: string) => () =>
+    stack.client.workflow.getHandle(automationWorkflowId(name, key)).query(automationStateQuery);
+  const when = (name: string, key: string, check: (state: AutomationState) => boolean) =>
+    eventually(async () => {
+      // Not started yet, or between two runs: the query fails, and the next look tries again.
+      const state = await stateOf(name, key)().catch(() => undefined);
+      return state && check(state) ? state : undefined;
+    }, 60_000);
+
+  it('starts one job per distinct event, and a batch per group of five; repeats start nothing', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `order-${i}`);
+    // Every fourth id is sent twice, some of them at once.
+    const sends = [...ids, ...ids.filter((_, i) => i % 4 === 0)];
+    await Promise.all(
+      sends.map((id, i) =>
+        sendEvent(
+          stack.client,
+          'per-event',
+          'tenant-a',
+          { id, type: 'order.created', data: { i } },
+          { taskQueue: stack.taskQueue },
+        ),
+      ),
+    );
+    for (const id of sends) {
+      await sendEvent(
+        stack.client,
+        'grouped',
+        'tenant-a',
+        { id, data: { id } },
+        { taskQueue: stack.taskQueue },
+      );
+    }
+    const perEvent = await when('per-event', 'tenant-a', (s) => s.counters.runsCompleted === 20);
+    expect(perEvent.counters).toMatchObject({ received: 25, duplicates: 5, runsStarted: 20, runsFailed: 0 });
+    expect(stack.control.submissions(endpoints.perEvent)).toBe(20);
+    const grouped = await when('grouped', 'tenant-a', (s) => s.counters.runsCompleted === 4);
+    expect(grouped.counters).toMatchObject({ received: 25, duplicates: 5, runsStarted: 4, runsFailed: 0 });
+    expect(grouped.pending).toBe(0);
+    expect(stack.control.submissions(endpoints.grouped)).toBe(20);
+    // The batches' item lists went to the store; only the events (capped) entered history.
+    const history = await stack.client.workflow
+      .getHandle(automationWorkflowId('grouped', 'tenant-a'))
+      .fetchHistory();
+    expect(historyText(history)).toContain('"manifest"');
+    expect(historyText(history)).not.toContain('"inline"');
+  });
+
+  it("chains: a batch's end event starts the next step in another automation", async () => {
+    for (const id of ['a', 'b', 'c']) {
+      await sendEvent(
+        stack.client,
+        'first-step',
+        'pipeline-1',
+        { id, data: { id } },
+        { taskQueue: stack.taskQueue },
+      );
+    }
+    const first = await when('first-step', 'pipeline-1', (s) => s.counters.runsCompleted === 1);
+    expect(first.counters.runsStarted).toBe(1);
+    const next = await when('next-step', 'pipeline-1', (s) => s.counters.runsCompleted === 1);
+    expect(next.counters).toMatchObject({ received: 1, runsStarted: 1, runsFailed: 0 });
+    expect(stack.control.submissions(endpoints.firstStep)).toBe(3);
+    expect(stack.control.submissions(endpoints.nextStep)).toBe(1);
+    expect(nextStepEvents).toHaveLength(1);
+    expect(nextStepEvents[0]).toMatchObject({
+      type: 'batch.completed',
+      data: { total: 3, counts: { completed: 3 } },
+    });
+  });
+
+  it('refuses a bad event before sending anything, naming the field', async () => {
+    await expect(
+      sendEvent(stack.client, 'per-event', 'tenant-b', { id: '' }, { taskQueue: stack.taskQueue }),
+    ).rejects.toMatchObject({ name: 'ValidationError', field: 'event.id' });
+    await expect(
+      sendEvent(stack.client, 'bad name', 'tenant-b', { id: 'x' }, { taskQueue: stack.taskQueue }),
+    ).rejects.toMatchObject({ name: 'ValidationError', field: 'automation' });
+    await expect(
+      sendEvent(stack.client, 'per-event', 'tenant b', { id: 'x' }, { taskQueue: stack.taskQueue }),
+    ).rejects.toMatchObject({ name: 'ValidationError', field: 'key' });
+    await expect(
+      sendEvent(
+        stack.client,
+        'per-event',
+        'tenant-b',
+        { id: 'x', data: 'y'.repeat(70_000) },
+        { taskQueue: stack.taskQueue },
+      ),
+    ).rejects.toMatchObject({ name: 'ValidationError', field: 'event.data' });
+    await expect(stateOf('per-event', 'tenant-b')()).rejects.toThrow();
+  });
+});
