@@ -91,6 +91,10 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
   const inFlight = new Map(carry.inFlight.map((run) => [run.workflowId, run.kind]));
   let { firstPendingAt, lastEventAt, seq } = carry;
   let handledThisRun = 0;
+  /** Runs being planned and started (not in flight yet: no child started). */
+  let starting = 0;
+  /** A failure that must end the workflow (no definition), raised by a start under way. */
+  let fatal: unknown;
   // Bumped by every signal and every run's end: what the waits below wake on.
   let version = 0;
   const info = workflowInfo();
@@ -244,18 +248,28 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     const now = Date.now();
     prune(now);
     formGroups(now);
-    const group = inFlight.size < concurrency ? ready.shift() : undefined;
-    if (group) {
-      await startRun(group);
-      continue;
+    if (fatal) throw fatal;
+    // Groups are planned and started side by side, up to the free slots; sequence numbers are
+    // taken in order here, so a replay gives every group the same run id.
+    while (ready.length > 0 && inFlight.size + starting < concurrency) {
+      const group = ready.shift() as AutomationEvent[];
+      starting++;
+      void startRun(group)
+        .catch((error: unknown) => {
+          fatal = error;
+        })
+        .finally(() => {
+          starting--;
+          version++;
+        });
     }
-    if (shouldContinue()) {
+    if (starting === 0 && shouldContinue()) {
       await condition(allHandlersFinished);
       // Signals handled while waiting are in `pending` and travel in the carry.
       return continueAsNew<typeof automationWorkflow>({ ...input, carry: carryNow() });
     }
     const at = version;
-    if (pending.length === 0 && ready.length === 0 && inFlight.size === 0) {
+    if (pending.length === 0 && ready.length === 0 && inFlight.size === 0 && starting === 0) {
       const oldest = seen.values().next();
       const forgetIn = oldest.done ? 0 : oldest.value + dedupeWindow - now;
       const woke = await condition(() => version !== at, Math.max(controls.idleTimeout, forgetIn, 1));
@@ -269,13 +283,14 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     const hadDeadline = deadline !== undefined;
     const actionable = () =>
       version !== at &&
-      ((ready.length > 0 && inFlight.size < concurrency) ||
+      (fatal !== undefined ||
+        (ready.length > 0 && inFlight.size + starting < concurrency) ||
         (!batch && debounce === 0 && pending.length > 0) ||
         (batch !== undefined && pending.length >= batch.maxEvents) ||
         (!batch && pending.length >= MAX_GROUP_EVENTS) ||
         (!hadDeadline && pending.length > 0) ||
-        (pending.length === 0 && ready.length === 0 && inFlight.size === 0) ||
-        shouldContinue());
+        (pending.length === 0 && ready.length === 0 && inFlight.size === 0 && starting === 0) ||
+        (starting === 0 && shouldContinue()));
     if (deadline === undefined) await condition(actionable);
     else await condition(actionable, Math.max(deadline - now, 1));
   }

@@ -78,6 +78,10 @@ function jobAutomation(
   });
 }
 
+/** The groups in run order (plans run side by side, so they may be called in any order). */
+const inOrder = (planned: Planned[]): Planned[] =>
+  [...planned].sort((a, b) => Number(a.runId.split(':').pop()) - Number(b.runId.split(':').pop()));
+
 async function until(
   read: () => Promise<AutomationState>,
   ok: (state: AutomationState) => boolean,
@@ -96,14 +100,14 @@ async function until(
 }
 
 describe('automation workflow', () => {
-  let env: TestWorkflowEnvironment;
+  let sharedEnv: TestWorkflowEnvironment;
   let bundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
-    env = await timeSkippingEnv();
+    sharedEnv = await timeSkippingEnv();
     bundle = await bundleWorkflows(require.resolve('./automation-workflows.ts'));
   });
   afterAll(async () => {
-    await env?.teardown();
+    await sharedEnv?.teardown();
   });
 
   /** Runs `body` with a worker serving these definitions, and helpers bound to one key. */
@@ -116,6 +120,7 @@ describe('automation workflow', () => {
       state: (name: string) => () => Promise<AutomationState>;
     }) => Promise<T>,
     store: BatchStore = memoryStore(),
+    env: TestWorkflowEnvironment = sharedEnv,
   ): Promise<T> {
     const activities = createAutomationActivities({
       automations: definitions,
@@ -143,13 +148,13 @@ describe('automation workflow', () => {
       await t.send('each', { id: 'b' });
       await t.send('each', { id: 'a' });
       await until(t.state('each'), (s) => s.counters.received === 3 && s.counters.runsCompleted === 2);
-      await env.sleep('31 seconds');
+      await sharedEnv.sleep('31 seconds');
       await t.send('each', { id: 'a' });
       const state = await until(t.state('each'), (s) => s.counters.runsCompleted === 3);
       expect(state.counters).toMatchObject({ received: 4, duplicates: 1, runsStarted: 3, runsFailed: 0 });
-      expect(planned.map((p) => p.ids)).toEqual([['a'], ['b'], ['a']]);
+      expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b'], ['a']]);
       // Run ids derive from the automation's id and a sequence number.
-      expect(planned.map((p) => p.runId.replace(/:[^:]+:(\d+)$/, ':$1'))).toEqual([
+      expect(inOrder(planned).map((p) => p.runId.replace(/:[^:]+:(\d+)$/, ':$1'))).toEqual([
         'automation:each:k1:1',
         'automation:each:k1:2',
         'automation:each:k1:3',
@@ -162,21 +167,21 @@ describe('automation workflow', () => {
     await withAutomations([jobAutomation('deb', planned, { debounce: '10 seconds' })], async (t) => {
       await t.send('deb', { id: 'a' });
       await until(t.state('deb'), (s) => s.pending === 1);
-      await env.sleep('6 seconds');
+      await sharedEnv.sleep('6 seconds');
       await t.send('deb', { id: 'b' });
       await until(t.state('deb'), (s) => s.pending === 2);
-      await env.sleep('6 seconds');
+      await sharedEnv.sleep('6 seconds');
       // 12 s after a, 6 s after b: still not quiet.
       expect((await t.state('deb')()).pending).toBe(2);
       expect(planned).toEqual([]);
-      await env.sleep('5 seconds');
+      await sharedEnv.sleep('5 seconds');
       await until(t.state('deb'), (s) => s.counters.runsCompleted === 1);
-      expect(planned.map((p) => p.ids)).toEqual([['a', 'b']]);
+      expect(inOrder(planned).map((p) => p.ids)).toEqual([['a', 'b']]);
       await t.send('deb', { id: 'c' });
       await until(t.state('deb'), (s) => s.pending === 1);
-      await env.sleep('11 seconds');
+      await sharedEnv.sleep('11 seconds');
       await until(t.state('deb'), (s) => s.counters.runsCompleted === 2);
-      expect(planned.map((p) => p.ids)).toEqual([['a', 'b'], ['c']]);
+      expect(inOrder(planned).map((p) => p.ids)).toEqual([['a', 'b'], ['c']]);
     });
   });
 
@@ -188,13 +193,13 @@ describe('automation workflow', () => {
         for (const id of ['e1', 'e2', 'e3', 'e4', 'e5', 'e6', 'e7']) await t.send('bat', { id });
         const state = await until(t.state('bat'), (s) => s.counters.runsCompleted === 2 && s.pending === 1);
         expect(state.counters.received).toBe(7);
-        expect(planned.map((p) => p.ids)).toEqual([
+        expect(inOrder(planned).map((p) => p.ids)).toEqual([
           ['e1', 'e2', 'e3'],
           ['e4', 'e5', 'e6'],
         ]);
-        await env.sleep('21 seconds');
+        await sharedEnv.sleep('21 seconds');
         await until(t.state('bat'), (s) => s.counters.runsCompleted === 3);
-        expect(planned.map((p) => p.ids)).toEqual([['e1', 'e2', 'e3'], ['e4', 'e5', 'e6'], ['e7']]);
+        expect(inOrder(planned).map((p) => p.ids)).toEqual([['e1', 'e2', 'e3'], ['e4', 'e5', 'e6'], ['e7']]);
       },
     );
   });
@@ -205,14 +210,14 @@ describe('automation workflow', () => {
       for (const id of ['a', 'b', 'c', 'd']) await t.send('conc', { id, data: { hold: true } });
       const state = await until(t.state('conc'), (s) => s.counters.received === 4 && s.inFlight === 2);
       expect(state.ready).toBe(2);
-      expect(planned.map((p) => p.ids)).toEqual([['a'], ['b']]);
-      await t.client.workflow.getHandle(planned[1]?.runId ?? '').signal('release');
+      expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b']]);
+      await t.client.workflow.getHandle(inOrder(planned)[1]?.runId ?? '').signal('release');
       await until(t.state('conc'), (s) => s.counters.runsCompleted === 1 && s.inFlight === 2);
-      expect(planned.map((p) => p.ids)).toEqual([['a'], ['b'], ['c']]);
-      for (const run of [planned[0], planned[2]])
+      expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b'], ['c']]);
+      for (const run of [inOrder(planned)[0], inOrder(planned)[2]])
         await t.client.workflow.getHandle(run?.runId ?? '').signal('release');
       await until(t.state('conc'), (s) => s.inFlight === 1 && s.counters.runsStarted === 4);
-      await t.client.workflow.getHandle(planned[3]?.runId ?? '').signal('release');
+      await t.client.workflow.getHandle(inOrder(planned)[3]?.runId ?? '').signal('release');
       const end = await until(t.state('conc'), (s) => s.counters.runsCompleted === 4);
       expect(end).toMatchObject({ inFlight: 0, ready: 0, pending: 0 });
     });
@@ -247,11 +252,11 @@ describe('automation workflow', () => {
       await t.send('can', { id: 'e3' });
       await until(t.state('can'), (s) => s.counters.duplicates === 3);
       // The run started before the continue-as-new ends; the new run learns it and goes on.
-      await t.client.workflow.getHandle(planned[0]?.runId ?? '').signal('release');
+      await t.client.workflow.getHandle(inOrder(planned)[0]?.runId ?? '').signal('release');
       const end = await until(t.state('can'), (s) => s.counters.runsCompleted === 8);
       expect(end.counters).toMatchObject({ received: 11, duplicates: 3, runsStarted: 8, runsFailed: 0 });
       // The racing signals arrive in any order; each unique id gives exactly one run.
-      expect(planned[0]?.ids).toEqual(['e0']);
+      expect(inOrder(planned)[0]?.ids).toEqual(['e0']);
       expect(planned.map((p) => p.ids[0]).sort()).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5', 'e6', 'e7']);
       expect(new Set(planned.map((p) => p.runId)).size).toBe(8);
     });
@@ -312,22 +317,31 @@ describe('automation workflow', () => {
 
   it('ends when idle and starts again on the next event', async () => {
     const planned: Planned[] = [];
-    await withAutomations(
-      [jobAutomation('idle', planned, { idleTimeout: '2 minutes', dedupeWindow: '1 minute' })],
-      async (t) => {
-        await t.send('idle', { id: 'a' });
-        await until(t.state('idle'), (s) => s.counters.runsCompleted === 1);
-        const handle = t.client.workflow.getHandle<typeof automationWorkflow>(
-          automationWorkflowId('idle', 'k1'),
-        );
-        await env.sleep('3 minutes');
-        // Ended (awaiting result() through the time-skipping client held up the worker's shutdown here).
-        expect((await handle.describe()).status.name).toBe('COMPLETED');
-        await t.send('idle', { id: 'b' });
-        await until(t.state('idle'), (s) => s.counters.runsCompleted === 1 && s.counters.received === 1);
-        expect(planned.map((p) => p.ids)).toEqual([['a'], ['b']]);
-        expect(planned[0]?.runId).not.toBe(planned[1]?.runId);
-      },
-    );
+    // A server of its own: time skipped here must not wake the other tests' workflows, whose
+    // workers are gone (the server then holds the skip).
+    const env = await timeSkippingEnv();
+    try {
+      await withAutomations(
+        [jobAutomation('idle', planned, { idleTimeout: '2 minutes', dedupeWindow: '1 minute' })],
+        async (t) => {
+          await t.send('idle', { id: 'a' });
+          await until(t.state('idle'), (s) => s.counters.runsCompleted === 1);
+          const handle = t.client.workflow.getHandle<typeof automationWorkflow>(
+            automationWorkflowId('idle', 'k1'),
+          );
+          await env.sleep('3 minutes');
+          // Ended (awaiting result() through the time-skipping client held up the worker's shutdown here).
+          expect((await handle.describe()).status.name).toBe('COMPLETED');
+          await t.send('idle', { id: 'b' });
+          await until(t.state('idle'), (s) => s.counters.runsCompleted === 1 && s.counters.received === 1);
+          expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b']]);
+          expect(inOrder(planned)[0]?.runId).not.toBe(inOrder(planned)[1]?.runId);
+        },
+        memoryStore(),
+        env,
+      );
+    } finally {
+      await env.teardown();
+    }
   });
 });
