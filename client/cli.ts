@@ -17,6 +17,7 @@ import type {
 } from '../workflows/endpoint-input';
 import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
+import { addEventCommands } from './cli-event';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import { addScheduleCommands } from './cli-schedule';
 import {
@@ -341,6 +342,7 @@ export function buildProgram(
   addBatchCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addCostCommands(program, { out: io.out, connect });
+  addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });
 
   return program;
 }

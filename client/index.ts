@@ -6,5 +6,6 @@ export * from './batches';
 export * from './connection';
 export * from './costs';
 export * from './endpoints';
+export * from './event-signature';
 export * from './jobs';
 export * from './schedules';

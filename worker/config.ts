@@ -13,6 +13,8 @@ import {
   loadTemporalConnection,
   type TemporalConnectionConfig,
 } from '../client/connection';
+import { eventSecretRule, eventSecretSchema } from '../client/event-signature';
+import { DEFAULT_EVENT_MAX_BODY_BYTES, DEFAULT_EVENT_TOLERANCE_SECONDS } from './event-ingress';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 export const MIN_SECRET_LENGTH = 32;
@@ -114,6 +116,8 @@ export interface WorkerSlots {
 }
 
 export interface WorkerConfig extends GatewayConfig, WorkerPackageConfig, ObservabilityConfig {
+  /** `POST /events/{automation}` on the gateway beside the worker (EVENT_*); absent: no such route. */
+  events?: EventIngressConfig;
   service: ServiceConfig;
   slots?: WorkerSlots;
   /** Absolute: the worker may be started from anywhere. */
@@ -132,6 +136,7 @@ export function secretValues(config: Partial<WorkerConfig>): string[] {
     ...(config.webhook ? acceptedSecrets(config.webhook) : []),
     ...(config.service ? [config.service.apiKey] : []),
     ...(config.temporal ? connectionSecrets(config.temporal) : []),
+    ...(config.events?.secrets ?? []),
   ];
 }
 
@@ -194,6 +199,7 @@ export function loadWorkerConfig(
     ...gateway,
     ...loadWorkerPackageConfig(env),
     ...loadObservabilityConfig(env),
+    ...loadEventIngressConfig(env),
     service: loadServiceConfig(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
@@ -398,5 +404,67 @@ export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): O
     ...(parsed.TEMPORAL_METRICS_BIND ? { temporalMetricsBind: parsed.TEMPORAL_METRICS_BIND } : {}),
     ...(parsed.SERVERLESS_PRICES ? { pricing: parsePricing(parsed.SERVERLESS_PRICES) } : {}),
     ...(parsed.OTEL_TRACES === '1' || parsed.OTEL_TRACES === 'console' ? { traces: 'console' as const } : {}),
+  };
+}
+
+// ================================================================================================
+// Events over HTTP (issue #13): the gateway's `POST /events/{automation}` (worker/event-ingress.ts).
+// Kept in one section, apart from the settings above, to ease merging.
+// ================================================================================================
+
+const eventsEnvSchema = z.object({
+  EVENT_SIGNING_SECRETS: z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(eventSecretSchema))
+    .optional(),
+  EVENT_TIMESTAMP_TOLERANCE_SECONDS: integer(
+    'must be an integer number of seconds from 1 to 86400',
+    1,
+    86_400,
+  ).default(DEFAULT_EVENT_TOLERANCE_SECONDS),
+  EVENT_MAX_BODY_BYTES: integer(
+    'must be an integer number of bytes from 256 to 16777216',
+    256,
+    16 << 20,
+  ).default(DEFAULT_EVENT_MAX_BODY_BYTES),
+});
+
+export interface EventIngressConfig {
+  /** Any one may match a signature: several during a rotation. */
+  secrets: string[];
+  toleranceSeconds: number;
+  maxBodyBytes: number;
+}
+
+/** EVENT_*; absent EVENT_SIGNING_SECRETS: no events route. Errors name the variable, never a value. */
+export function loadEventIngressConfig(env: NodeJS.ProcessEnv = process.env): {
+  events?: EventIngressConfig;
+} {
+  const given: Record<string, string> = {};
+  for (const key of Object.keys(eventsEnvSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') given[key] = value;
+  }
+  const result = eventsEnvSchema.safeParse(given);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const rule =
+      issue?.path[0] === 'EVENT_SIGNING_SECRETS' ? `each secret ${eventSecretRule}` : issue?.message;
+    throw new ConfigError(String(issue?.path[0] ?? 'environment'), rule ?? 'is invalid');
+  }
+  const parsed = result.data;
+  if (!parsed.EVENT_SIGNING_SECRETS || parsed.EVENT_SIGNING_SECRETS.length === 0) return {};
+  return {
+    events: {
+      secrets: parsed.EVENT_SIGNING_SECRETS,
+      toleranceSeconds: parsed.EVENT_TIMESTAMP_TOLERANCE_SECONDS,
+      maxBodyBytes: parsed.EVENT_MAX_BODY_BYTES,
+    },
   };
 }

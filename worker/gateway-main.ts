@@ -7,15 +7,16 @@
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError } from '../api/errors';
 import { connectionOptions, connectionSecrets, describeConnection } from '../client/connection';
-import { acceptedSecrets, loadGatewayConfig } from './config';
+import { acceptedSecrets, loadEventIngressConfig, loadGatewayConfig } from './config';
+import { eventIngressOptions } from './event-sink';
 import { startWebhookGateway } from './gateway';
 import { createLogger } from './logger';
 import { createPrometheusMetrics, startMetricsServer } from './metrics';
 import { abortOnSignals } from './shutdown';
 
-function loadConfig(): ReturnType<typeof loadGatewayConfig> {
+function loadConfig(): ReturnType<typeof loadGatewayConfig> & ReturnType<typeof loadEventIngressConfig> {
   try {
-    return loadGatewayConfig();
+    return { ...loadGatewayConfig(), ...loadEventIngressConfig() };
   } catch (error) {
     if (error instanceof ConfigError) console.error(`gateway: bad configuration: ${error.message}`);
     else console.error('gateway: bad configuration:', error);
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
   const secrets = acceptedSecrets(config.webhook);
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [...secrets, ...connectionSecrets(config.temporal)],
+    secrets: [...secrets, ...(config.events?.secrets ?? []), ...connectionSecrets(config.temporal)],
     name: 'webhook-gateway',
   });
   // Listening from the start, so a signal during start-up still ends in an orderly close.
@@ -40,17 +41,24 @@ async function main(): Promise<void> {
     config.metrics && prometheus
       ? await startMetricsServer({ ...config.metrics, registry: prometheus.registry })
       : undefined;
+  const client = new Client({ connection, namespace: config.temporal.namespace });
   const gateway = await startWebhookGateway({
-    client: new Client({ connection, namespace: config.temporal.namespace }),
+    client,
     host: config.webhook.host,
     port: config.webhook.port,
     secrets,
     bodyLimitBytes: config.webhook.bodyLimitBytes,
     logger,
     ...(prometheus ? { metrics: prometheus.metrics } : {}),
+    ...eventIngressOptions(config, client, prometheus?.registry),
   });
   logger.info(
-    { listening: gateway.url, metrics: metricsServer?.url, temporal: describeConnection(config.temporal) },
+    {
+      listening: gateway.url,
+      events: Boolean(config.events),
+      metrics: metricsServer?.url,
+      temporal: describeConnection(config.temporal),
+    },
     'webhook gateway running',
   );
   if (!signal.aborted) {

@@ -20,6 +20,7 @@ import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { batchWantsHintQuery } from '../workflows/batch-definitions';
 import { jobWebhookSignal } from '../workflows/definitions';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
+import { type EventIngressOptions, registerEventIngress } from './event-ingress';
 import { createLogger, type Logger } from './logger';
 import { verifyWebhookToken } from './webhook-token';
 
@@ -65,6 +66,8 @@ export interface WebhookGatewayOptions {
   logger?: Logger;
   /** Webhooks received, accepted and refused by reason (worker/metrics.ts); default: not counted. */
   metrics?: LibraryMetrics;
+  /** Signed events in at `POST /events/{automation}` (worker/event-ingress.ts); absent: no such route. */
+  events?: EventIngressOptions;
 }
 
 export interface WebhookGateway {
@@ -159,6 +162,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  if (options.events) registerEventIngress(app, options.events);
 
   app.post(
     '/webhooks/:workflowId',

@@ -21,6 +21,7 @@ import { createCostEstimator } from '../activities/cost-estimator';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
+import { eventIngressOptions } from './event-sink';
 import { startWebhookGateway } from './gateway';
 import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
@@ -222,6 +223,11 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
             bodyLimitBytes: config.webhook.bodyLimitBytes,
             logger: logger.child({ component: 'webhook-gateway' }),
             ...(metrics ? { metrics } : {}),
+            ...eventIngressOptions(
+              config,
+              new Client({ connection: connected, namespace }),
+              prometheus?.registry,
+            ),
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });
 

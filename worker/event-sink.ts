@@ -1,0 +1,41 @@
+/**
+ * The gateway's event sink in production: `sendEvent` (signalWithStart of the automation's
+ * workflow) under a deadline. Without one the SDK retries an unreachable server for a long while
+ * and the sender's request would time out on its side; a bounded wait gives it a clean 503.
+ */
+import type { Client } from '@temporalio/client';
+import type { Registry } from 'prom-client';
+import { sendEvent } from '../client/automations';
+import type { EventIngressConfig, TemporalConfig } from './config';
+import type { EventIngressOptions, EventSink } from './event-ingress';
+import { createEventMetrics } from './event-metrics';
+
+export const DEFAULT_EVENT_SIGNAL_TIMEOUT_MS = 5_000;
+
+export function temporalEventSink(
+  client: Client,
+  options: { taskQueue?: string; timeoutMs?: number } = {},
+): EventSink {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_EVENT_SIGNAL_TIMEOUT_MS;
+  return async (automation, key, event) => {
+    await client.withDeadline(Date.now() + timeoutMs, () =>
+      sendEvent(client, automation, key, event, options.taskQueue ? { taskQueue: options.taskQueue } : {}),
+    );
+  };
+}
+
+/** The gateway's `events` option from the configuration: nothing when EVENT_SIGNING_SECRETS is unset. */
+export function eventIngressOptions(
+  config: { events?: EventIngressConfig; temporal: TemporalConfig },
+  client: Client,
+  registry?: Registry,
+): { events?: EventIngressOptions } {
+  if (!config.events) return {};
+  return {
+    events: {
+      ...config.events,
+      sink: temporalEventSink(client, { taskQueue: config.temporal.taskQueue }),
+      ...(registry ? { metrics: createEventMetrics(registry) } : {}),
+    },
+  };
+}
