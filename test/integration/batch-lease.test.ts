@@ -11,9 +11,15 @@
  * uncertain submit (lease + webhook retry window + margin) is 40 s.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitBatch, type BatchResultLine, readBatchResults, startBatch } from '../../client/batches';
+import {
+  awaitBatch,
+  type BatchResultLine,
+  getBatchProgress,
+  readBatchResults,
+  startBatch,
+} from '../../client/batches';
 import { injectLeaseFaultMix } from '../../emulator/fault-mix';
-import { type JobStack, startJobStack } from '../support/integration';
+import { eventually, type JobStack, startJobStack } from '../support/integration';
 
 const ITEMS = Number(process.env.BATCH_LEASE_ITEMS ?? 200);
 // Longer than the lease: a job deleted at its lease never completes.
@@ -86,4 +92,77 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
         `emulator submissions ${control.submissions(endpointId)}`,
     );
   }, 600_000);
+
+  it('a service-side delay: orphans that finish inside the lease are adopted, the others deleted and sent again', async () => {
+    const { control } = stack;
+    control.freeze();
+    try {
+      const quick = stack.endpoint({ workersMin: 3, workersMax: 3, flashBootType: 'FLASHBOOT' });
+      const slow = stack.endpoint({ workersMin: 3, workersMax: 3, flashBootType: 'FLASHBOOT' });
+      control.advance(1_000); // the workers boot
+      // Every item's first submit is processed and its answer lost: three orphans per endpoint.
+      control.injectFault({ operation: 'run', endpointId: quick, kind: 'drop-after', times: 3 });
+      control.injectFault({ operation: 'run', endpointId: slow, kind: 'drop-after', times: 3 });
+      const start = (endpointId: string, sleepMs: number) =>
+        startBatch(
+          stack.client,
+          {
+            endpointId,
+            items: {
+              inline: [0, 1, 2].map((index) => ({ input: { sleepMs, output: { endpointId, index } } })),
+            },
+            job: { submitLease: '10 seconds' },
+          },
+          { workflowId: `batch-delay-${endpointId}`, taskQueue: stack.taskQueue },
+        );
+      const adopted = await start(quick, 5_000);
+      const resent = await start(slow, 30_000);
+      for (const handle of [adopted, resent])
+        await eventually(async () => (await getBatchProgress(stack.client, handle)).uncertainSubmits === 3);
+      expect(control.submissions(quick)).toBe(3);
+      expect(control.submissions(slow)).toBe(3);
+      const orphans = control.jobs(slow).map((job) => job.id);
+
+      // 5 s of service time: the quick orphans finish inside their 10 s lease and report.
+      control.advance(5_000);
+      const adoptedSummary = await awaitBatch(stack.client, adopted);
+      expect(adoptedSummary).toMatchObject({
+        counts: { completed: 3 },
+        submissions: 3,
+        uncertainSubmits: 3,
+        lease: { uncertainAdopted: 3, resubmittedAfterLease: 0 },
+      });
+      expect(control.submissions(quick)).toBe(3);
+
+      // The lease ends: the slow orphans are deleted mid-run. After the webhook window the batch
+      // sends again (a real 40 s timer), and the new jobs are extended at once by their submit.
+      control.advance(5_000);
+      for (const id of orphans)
+        expect(control.job(id)).toMatchObject({ deleted: true, removedReason: 'ttl' });
+      await eventually(() => control.submissions(slow) === 6, 120_000);
+      await eventually(() => control.jobs(slow).every((job) => job.policy.ttl > 10_000), 30_000);
+      control.advance(30_000);
+      const resentSummary = await awaitBatch(stack.client, resent);
+      expect(resentSummary).toMatchObject({
+        counts: { completed: 3 },
+        submissions: 6,
+        uncertainSubmits: 3,
+        lease: { uncertainAdopted: 0, resubmittedAfterLease: 3, leaseLapses: 0 },
+      });
+      const lines: BatchResultLine[] = [];
+      for await (const line of readBatchResults(resentSummary, {
+        store: stack.workerEnv.RESULT_STORE_DIR as string,
+      }))
+        lines.push(line);
+      for (const line of lines) {
+        expect(line).toMatchObject({ status: 'COMPLETED', output: { endpointId: slow, index: line.index } });
+        expect(orphans).not.toContain(line.jobId);
+      }
+      // The deleted orphans never completed; one completed job per item.
+      for (const id of orphans) expect(control.job(id)?.status).toBe('IN_PROGRESS');
+      expect(control.jobs(slow).filter((job) => job.status === 'COMPLETED')).toHaveLength(3);
+    } finally {
+      control.resume();
+    }
+  }, 300_000);
 });
