@@ -22,6 +22,7 @@ import {
   type EmitOnEnd,
   emitOnEndSchema,
   parseAutomationEvent,
+  runCost,
 } from '../workflows/automation-input';
 import { type BatchInput, parseBatchInput } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
@@ -182,15 +183,19 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
      * runs, a benign retryable failure asks for the next look later, so no slot is held and no
      * history is written until it ends (the job wait's pattern, activities/job-wait.ts).
      */
-    async awaitAutomationRun(input: { workflowId: string }): Promise<'completed' | 'failed'> {
+    async awaitAutomationRun(input: {
+      workflowId: string;
+    }): Promise<{ outcome: 'completed' | 'failed'; cost: number }> {
+      const handle = client().workflow.getHandle(input.workflowId);
       let status: string;
       try {
-        status = (await client().workflow.getHandle(input.workflowId).describe()).status.name;
+        status = (await handle.describe()).status.name;
       } catch (error) {
-        if (error instanceof WorkflowNotFoundError) return 'failed';
+        if (error instanceof WorkflowNotFoundError) return { outcome: 'failed', cost: 0 };
         throw error;
       }
-      if (status === 'COMPLETED') return 'completed';
+      // The run's cost rides in its result (a job's or a batch's summary), for the budget.
+      if (status === 'COMPLETED') return { outcome: 'completed', cost: runCost(await handle.result()) };
       if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') {
         throw ApplicationFailure.create({
           type: AUTOMATION_RUN_RUNNING,
@@ -200,7 +205,7 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
           category: ApplicationFailureCategory.BENIGN,
         });
       }
-      return 'failed';
+      return { outcome: 'failed', cost: 0 };
     },
 
     /** Sends an end event to an automation, starting it if needed (idempotent by the event's id). */

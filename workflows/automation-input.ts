@@ -82,6 +82,15 @@ export const automationControlsSchema = z.strictObject({
     .optional(),
   /** Runs in flight per key; further groups wait in order. */
   concurrency: z.int().min(1).max(1000).default(1),
+  /**
+   * Stop once the runs' estimated cost (the workers' price table) reaches this amount: no further
+   * run starts, and once the runs in flight end the automation fails with AutomationBudgetExceeded.
+   */
+  budget: z
+    .number({ error: 'must be a number > 0 (in the price table currency)' })
+    .finite({ error: 'must be a finite number > 0' })
+    .positive({ error: 'must be a number > 0 (in the price table currency)' })
+    .optional(),
   /** An idle automation (nothing pending, in flight or remembered) ends after this long. */
   idleTimeout: positiveDurationSchema.default(3600_000),
   taskQueue: z.string().min(1).optional(),
@@ -99,6 +108,19 @@ export interface AutomationCounters {
   groupsSkipped: number;
   /** Signals whose event broke the rules (sent around sendEvent's validation). */
   invalid: number;
+  /** The ended runs' estimated cost (absent in counters carried from before the budget). */
+  cost?: number;
+}
+
+export const AUTOMATION_BUDGET_EXCEEDED = 'AutomationBudgetExceeded';
+
+/**
+ * A run's estimated cost from its result (a job's result or a batch's summary both carry
+ * `cost.amount`) or, for a failed run, from its failure's details; 0 when it has none.
+ */
+export function runCost(value: unknown): number {
+  const amount = (value as { cost?: { amount?: unknown } } | null | undefined)?.cost?.amount;
+  return typeof amount === 'number' && Number.isFinite(amount) && amount > 0 ? amount : 0;
 }
 
 /** A run started by the automation and not yet seen to end. */

@@ -35,11 +35,13 @@ import {
 import type { AutomationActivities } from '../activities/automation';
 import { automationEventSignal, automationStateQuery } from './automation-definitions';
 import {
+  AUTOMATION_BUDGET_EXCEEDED,
   type AutomationCarry,
   type AutomationCounters,
   type AutomationEvent,
   type AutomationWorkflowInput,
   parseAutomationEvent,
+  runCost,
 } from './automation-input';
 
 /** Ids remembered for de-duplication, at most (the carry must fit in one payload). */
@@ -77,6 +79,7 @@ function freshCarry(): AutomationCarry {
       runsFailed: 0,
       groupsSkipped: 0,
       invalid: 0,
+      cost: 0,
     },
     inFlight: [],
     seq: 0,
@@ -143,17 +146,45 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     counters: { ...counters },
   }));
 
-  function ended(workflowId: string, outcome: 'completed' | 'failed'): void {
+  function ended(workflowId: string, outcome: 'completed' | 'failed', cost = 0): void {
     if (!inFlight.delete(workflowId)) return;
     if (outcome === 'completed') counters.runsCompleted++;
     else counters.runsFailed++;
+    if (cost > 0) counters.cost = (counters.cost ?? 0) + cost;
     version++;
   }
   for (const workflowId of inFlight.keys()) {
     void awaitAutomationRun({ workflowId }).then(
-      (outcome) => ended(workflowId, outcome),
+      (answer) =>
+        typeof answer === 'string'
+          ? ended(workflowId, answer)
+          : ended(workflowId, answer.outcome, answer.cost),
       () => ended(workflowId, 'failed'),
     );
+  }
+
+  const overBudget = () => controls.budget !== undefined && (counters.cost ?? 0) >= controls.budget;
+  /** Budget reached and nothing in flight: the summary, with what was not started. */
+  function budgetFailure(): ApplicationFailure {
+    const waiting = [...ready.flat(), ...pending];
+    return ApplicationFailure.create({
+      type: AUTOMATION_BUDGET_EXCEEDED,
+      nonRetryable: true,
+      message:
+        `automation ${name} (key ${key}) reached its budget ${controls.budget} ` +
+        `(estimated ${counters.cost ?? 0}); ${waiting.length} event(s) were not run`,
+      details: [
+        {
+          name,
+          key,
+          budget: controls.budget,
+          counters: { ...counters },
+          notStarted: waiting.length,
+          // Their ids, so a caller can send them again (bounded: the failure is in history).
+          notStartedIds: waiting.slice(0, 1_000).map((event) => event.id),
+        },
+      ],
+    });
   }
 
   /** Moves the groups that are due from `pending` to `ready`. */
@@ -246,8 +277,8 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     counters.runsStarted++;
     inFlight.set(runId, plan.kind);
     void result.then(
-      () => ended(runId, 'completed'),
-      () => ended(runId, 'failed'),
+      (value) => ended(runId, 'completed', runCost(value)),
+      (error: unknown) => ended(runId, 'failed', runCost(failureDetails(error))),
     );
   }
 
@@ -256,9 +287,10 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     prune(now);
     formGroups(now);
     if (fatal) throw fatal;
+    if (overBudget() && inFlight.size === 0 && starting === 0) throw budgetFailure();
     // Groups are planned and started side by side, up to the free slots; sequence numbers are
     // taken in order here, so a replay gives every group the same run id.
-    while (ready.length > 0 && inFlight.size + starting < concurrency) {
+    while (ready.length > 0 && inFlight.size + starting < concurrency && !overBudget()) {
       const group = ready.shift() as AutomationEvent[];
       starting++;
       void startRun(group)
@@ -291,7 +323,8 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     const actionable = () =>
       version !== at &&
       (fatal !== undefined ||
-        (ready.length > 0 && inFlight.size + starting < concurrency) ||
+        (ready.length > 0 && inFlight.size + starting < concurrency && !overBudget()) ||
+        (overBudget() && inFlight.size === 0 && starting === 0) ||
         (!batch && debounce === 0 && pending.length > 0) ||
         (batch !== undefined && pending.length >= batch.maxEvents) ||
         (!batch && pending.length >= MAX_GROUP_EVENTS) ||
@@ -301,4 +334,10 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     if (deadline === undefined) await condition(actionable);
     else await condition(actionable, Math.max(deadline - now, 1));
   }
+}
+
+/** A child's failure details (a batch's failure carries its summary, with its cost). */
+function failureDetails(error: unknown): unknown {
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
 }

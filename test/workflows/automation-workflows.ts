@@ -9,18 +9,20 @@ export { automationWorkflow } from '../../workflows/automation';
 export const releaseSignal = defineSignal('release');
 
 interface FakeInput {
-  request?: { input?: { hold?: boolean; fail?: boolean } };
+  request?: { input?: { hold?: boolean; fail?: boolean; cost?: number } };
   items?: unknown;
 }
 
-async function fakeRun(input: FakeInput): Promise<{ ok: true }> {
+/** `cost`: the run's estimated cost, in its result as a job's or a batch's summary carries it. */
+async function fakeRun(input: FakeInput): Promise<{ ok: true; cost?: { amount: number; items: number } }> {
   let released = false;
   setHandler(releaseSignal, () => {
     released = true;
   });
   if (input.request?.input?.hold) await condition(() => released);
   if (input.request?.input?.fail) throw ApplicationFailure.nonRetryable('the fake job failed', 'JobFailed');
-  return { ok: true };
+  const cost = input.request?.input?.cost;
+  return { ok: true, ...(cost === undefined ? {} : { cost: { amount: cost, items: 1 } }) };
 }
 
 export const serverlessJob = fakeRun;

@@ -4,7 +4,7 @@
  * workflows (automation-workflows.ts). Time moves only by env.sleep; the tests wait on the
  * workflow's own state (its query), never on a clock.
  */
-import type { Client } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,7 +124,8 @@ describe('automation workflow', () => {
   ): Promise<T> {
     const activities = createAutomationActivities({
       automations: definitions,
-      temporalClient: env.client,
+      // A plain client: the time-skipping one's result() would lock time skipping from inside an activity.
+      temporalClient: new Client({ connection: env.connection, namespace: env.namespace }),
       batchStore: store,
       runPollMs: 50,
     });
@@ -272,6 +273,39 @@ describe('automation workflow', () => {
         (s) => s.counters.runsCompleted + s.counters.runsFailed === 2,
       );
       expect(state.counters).toMatchObject({ runsFailed: 1, runsCompleted: 1 });
+    });
+  });
+
+  it('stops at its budget: no run starts once the ended runs cost that much, then it fails with AutomationBudgetExceeded', async () => {
+    const planned: Planned[] = [];
+    const budgeted = defineAutomation({
+      name: 'budgeted',
+      budget: 2.5,
+      run(events, ctx): RunPlan {
+        planned.push({ runId: ctx.runId, ids: events.map((event) => event.id) });
+        const hold = (events[0]?.data as { hold?: boolean } | null)?.hold === true;
+        return { kind: 'job', input: { endpointId: 'ep-1', request: { input: { hold, cost: 1 } } } };
+      },
+    });
+    const failure = await withAutomations([budgeted], async (t) => {
+      // The first run holds until every event has arrived: all five wait for it (concurrency 1).
+      await t.send('budgeted', { id: 'a', data: { hold: true } });
+      for (const id of ['b', 'c', 'd', 'e']) await t.send('budgeted', { id });
+      await until(t.state('budgeted'), (s) => s.counters.received === 5 && s.inFlight === 1);
+      await t.client.workflow.getHandle(inOrder(planned)[0]?.runId ?? '').signal('release');
+      const handle = t.client.workflow.getHandle(automationWorkflowId('budgeted', 'k1'));
+      for (let i = 0; i < 600 && (await handle.describe()).status.name === 'RUNNING'; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      return failureOf(handle.result());
+    });
+    expect(failure.type).toBe('AutomationBudgetExceeded');
+    // 1 + 1 reached no budget; the third run brought it to 3 >= 2.5: d and e never ran.
+    expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b'], ['c']]);
+    expect(failure.details?.[0]).toMatchObject({
+      budget: 2.5,
+      counters: { runsCompleted: 3, cost: 3 },
+      notStarted: 2,
+      notStartedIds: ['d', 'e'],
     });
   });
 
