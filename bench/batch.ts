@@ -2,7 +2,9 @@
  * The batch engine against a bare loop over api/, in the same run, on the same emulator: N items of
  * 1 s service time on an endpoint of 200 warm workers, the service's rate limits on (the client's
  * limiter paces both). Prints the wall times, their ratio, the batch's history events per item and
- * its number of runs. Asserts nothing.
+ * its number of runs, and the activity slots it held at once (the worker's getStatus() sampled every
+ * 100 ms while the batch runs: most and mean; and the most activity tasks running at once, counted
+ * by an interceptor). Asserts nothing.
  *
  *   npm run bench:batch [-- --items 2000] [--concurrency 1000] [--workers 200] [--service-ms 1000]
  *   npm run bench:batch -- --faults [--items 2000] [--lease-s 60]
@@ -32,6 +34,7 @@ import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import { searchAttributeKeys } from '../workflows/search-attributes';
+import { installWorkerProbe } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -135,6 +138,8 @@ async function main() {
     },
     process.cwd(),
   );
+  // Before runWorker creates its Worker: the probe wraps Worker.create.
+  const probe = installWorkerProbe();
   const stop = new AbortController();
   let worker: Promise<void> = Promise.resolve();
   await new Promise<void>((resolve, reject) => {
@@ -148,6 +153,14 @@ async function main() {
   });
   const removeFaults = FAULTS ? injectLeaseFaultMix(emulator.control, batchEndpoint) : () => undefined;
   const rssBefore = process.memoryUsage().rss;
+  const slots = { max: 0, sum: 0, samples: 0 };
+  const sampler = setInterval(() => {
+    const inFlight = probe.worker()?.getStatus().numInFlightActivities ?? 0;
+    slots.max = Math.max(slots.max, inFlight);
+    slots.sum += inFlight;
+    slots.samples += 1;
+  }, 100);
+  probe.resetPeak();
   const batchStart = performance.now();
   const handle = await startBatch(
     env.client,
@@ -162,6 +175,7 @@ async function main() {
   );
   const summary = await awaitBatch(env.client, handle).finally(removeFaults);
   const batchMs = performance.now() - batchStart;
+  clearInterval(sampler);
   say(
     `batch: ${(batchMs / 1000).toFixed(1)} s; completed ${summary.counts.completed}/${summary.total}, ` +
       `submissions ${summary.submissions}, emulator submissions ${emulator.control.submissions(batchEndpoint)}`,
@@ -170,6 +184,11 @@ async function main() {
     `history: ${summary.historyEvents} events in ${summary.runs} run(s) = ` +
       `${(summary.historyEvents / ITEMS).toFixed(3)} per item; worker RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB ` +
       `(${(rssBefore / 2 ** 20).toFixed(0)} MiB before)`,
+  );
+  say(
+    `activity slots held by the batch: most at once ${slots.max} (getStatus, every 100 ms), mean ` +
+      `${(slots.sum / Math.max(1, slots.samples)).toFixed(2)} over ${slots.samples} samples; most tasks running at ` +
+      `once (interceptor) ${probe.peak()}; tasks: ${[...probe.tasksByType.entries()].map(([type, n]) => `${type} ${n}`).join(', ')}`,
   );
   if (FAULTS) {
     const { uncertainAdopted, resubmittedAfterLease, leaseLapses } = summary.lease;

@@ -3,10 +3,13 @@
  * ways in the same run against the same emulator: (a) a bare loop over `api/` and (b) one job
  * workflow per job through `startJob`. Prints both wall times and their ratio; asserts nothing.
  *
- *   npx tsx bench/fanout.ts [--jobs 500] [--polling-only]
+ *   npx tsx bench/fanout.ts [--jobs 500] [--polling-only] [--batch]
  *
  * --jobs          jobs each way (default 500)
  * --polling-only  the library without webhooks (no gateway, no webhook URL)
+ * --batch         also (c): the same jobs as the items of one serverlessBatch (inline, a window
+ *                 as wide as the jobs, up to 1,000), run by the same worker on an endpoint of its
+ *                 own, after (b): its wall time, its ratio to (a) and (b), history events per item
  *
  * The emulator runs at time scale 1 with its rate limits on (the spec's: /run 1,000 per 10 s and
  * 200 at once, /status 2,000 per 10 s and 400 at once, per endpoint) and no cold start. Each way
@@ -30,6 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createServiceClient } from '../api';
+import { awaitBatch, startBatch } from '../client/batches';
 import { awaitJob, startJob } from '../client/jobs';
 import { type Emulator, startEmulator } from '../emulator';
 import type { JobResult } from '../workflows/job-snapshot';
@@ -49,6 +53,7 @@ import type { WorkerProcess } from './worker-process';
 
 const JOBS = Math.round(numberArg('jobs', 500));
 const WEBHOOKS = !process.argv.includes('--polling-only');
+const BATCH = process.argv.includes('--batch');
 const WORKERS = 200;
 const SERVICE_MS = 2_000;
 const ROUND_PAUSE_MS = 250;
@@ -130,6 +135,25 @@ async function library(env: TestWorkflowEnvironment, taskQueue: string, run: str
   };
 }
 
+async function batch(env: TestWorkflowEnvironment, taskQueue: string, run: string, endpointId: string) {
+  const began = Date.now();
+  const handle = await startBatch(
+    env.client,
+    {
+      endpointId,
+      items: {
+        inline: Array.from({ length: JOBS }, (_, index) => ({
+          input: { sleepMs: SERVICE_MS, output: { index } },
+        })),
+      },
+      maxConcurrency: Math.min(JOBS, 1_000),
+    },
+    { workflowId: `bench-fanout-${run}-batch`, taskQueue },
+  );
+  const summary = await awaitBatch(env.client, handle);
+  return { wallMs: Date.now() - began, summary };
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   quietRuntime();
@@ -154,6 +178,7 @@ async function main(): Promise<void> {
       }).id;
     const bareEndpoint = endpoint('bench-fanout-bare');
     const libraryEndpoint = endpoint('bench-fanout-library');
+    const batchEndpoint = BATCH ? endpoint('bench-fanout-batch') : undefined;
     worker = await startBenchWorker({
       address: env.address,
       taskQueue,
@@ -204,6 +229,28 @@ async function main(): Promise<void> {
         `${Math.min(...events)}-${Math.max(...events)} (${events.length} sampled); ` +
         `most activity tasks at once ${figures.runningPeak}; worker RSS ${mb(figures.rssBytes)}`,
     );
+    if (batchEndpoint) {
+      worker.reset();
+      const b = await batch(env, taskQueue, run, batchEndpoint);
+      const bFigures = await worker.figures();
+      const { summary } = b;
+      say(
+        `(c) library, the ${JOBS} jobs as one serverlessBatch: ${seconds(b.wallMs)} (completed ` +
+          `${summary.counts.completed}, failures ${summary.failures}; submissions ${summary.submissions}, ` +
+          `/run calls the emulator counted: ${control.submissions(batchEndpoint)})`,
+      );
+      say(
+        `    history events ${summary.historyEvents} in ${summary.runs} run(s) = ` +
+          `${(summary.historyEvents / JOBS).toFixed(3)} per item (job workflows: ` +
+          `${Math.min(...lib.events)}-${Math.max(...lib.events)} per job); activity tasks ` +
+          `${Object.values(bFigures.tasksByType).reduce((sum, count) => sum + count, 0)}; slots most ` +
+          `${bFigures.inFlightMax} (mean ${bFigures.inFlightMean.toFixed(2)}); worker RSS ${mb(bFigures.rssBytes)}`,
+      );
+      say(
+        `ratio bare/batch: ${(bare.wallMs / b.wallMs).toFixed(2)}; job workflows' time / batch time: ` +
+          `${(lib.wallMs / b.wallMs).toFixed(2)}`,
+      );
+    }
     say('');
     say(
       `ratio bare/library: ${(bare.wallMs / lib.wallMs).toFixed(2)} (bare ${seconds(bare.wallMs)}, ` +

@@ -34,6 +34,8 @@ export interface ChildFigures {
   tasksByType: Record<string, number>;
   windowMs: number;
   rssBytes: number;
+  /** The most RSS the process ever had (getrusage's maxrss), not only over the window. */
+  maxRssBytes: number;
   heapUsedBytes: number;
 }
 
@@ -99,6 +101,7 @@ function main(): void {
         tasksByType,
         windowMs: Date.now() - windowStart,
         rssBytes: memory.rss,
+        maxRssBytes: process.resourceUsage().maxRSS * 1024,
         heapUsedBytes: memory.heapUsed,
       };
       send({ type: 'status', id: message.id, figures });
