@@ -140,18 +140,31 @@ export function secretValues(config: Partial<WorkerConfig>): string[] {
   ];
 }
 
-function readEnv(env: NodeJS.ProcessEnv): WorkerEnv {
-  // An empty variable means unset: compose files and shells produce them for "not configured".
+/**
+ * One section of the environment, parsed: the schema's variables that are set. An empty variable
+ * means unset (compose files and shells produce them for "not configured"). A failure names the
+ * variable and the rule, never the value: every rule that can fail carries its own message, so zod
+ * never gets to quote the input; `ruleOf` may word it for a variable.
+ */
+function parseEnvSection<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv,
+  ruleOf: (variable: string, message: string) => string = (_, message) => message,
+): z.output<S> {
   const given: Record<string, string> = {};
-  for (const key of Object.keys(workerEnvSchema.shape)) {
+  for (const key of Object.keys(schema.shape)) {
     const value = env[key];
     if (value !== undefined && value !== '') given[key] = value;
   }
-  const result = workerEnvSchema.safeParse(given);
+  const result = schema.safeParse(given);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
-  // Every rule that can fail carries its own message, so zod never gets to quote the input.
-  throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
+  const variable = String(issue?.path[0] ?? 'environment');
+  throw new ConfigError(variable, ruleOf(variable, issue?.message ?? 'is invalid'));
+}
+
+function readEnv(env: NodeJS.ProcessEnv): WorkerEnv {
+  return parseEnvSection(workerEnvSchema, env);
 }
 
 function gatewayConfigFrom(
@@ -273,17 +286,7 @@ export interface WorkerPackageConfig {
 
 /** WORKER_HEALTH_PORT and WORKER_HEALTH_HOST; errors name the variable and the rule. */
 export function loadWorkerPackageConfig(env: NodeJS.ProcessEnv = process.env): WorkerPackageConfig {
-  const given: Record<string, string> = {};
-  for (const key of Object.keys(healthEnvSchema.shape)) {
-    const value = env[key];
-    if (value !== undefined && value !== '') given[key] = value;
-  }
-  const result = healthEnvSchema.safeParse(given);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
-  }
-  const { WORKER_HEALTH_PORT: port, WORKER_HEALTH_HOST: host } = result.data;
+  const { WORKER_HEALTH_PORT: port, WORKER_HEALTH_HOST: host } = parseEnvSection(healthEnvSchema, env);
   return port === undefined ? {} : { health: { port, host } };
 }
 
@@ -378,17 +381,7 @@ export function parseEndpointLabels(text: string): Record<string, string> {
 
 /** WORKER_METRICS_PORT/HOST, TEMPORAL_METRICS_BIND, SERVERLESS_PRICES; errors name the variable and rule. */
 export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): ObservabilityConfig {
-  const given: Record<string, string> = {};
-  for (const key of Object.keys(observabilityEnvSchema.shape)) {
-    const value = env[key];
-    if (value !== undefined && value !== '') given[key] = value;
-  }
-  const result = observabilityEnvSchema.safeParse(given);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'is invalid');
-  }
-  const parsed = result.data;
+  const parsed = parseEnvSection(observabilityEnvSchema, env);
   return {
     ...(parsed.WORKER_METRICS_PORT !== undefined
       ? {
@@ -446,19 +439,9 @@ export interface EventIngressConfig {
 export function loadEventIngressConfig(env: NodeJS.ProcessEnv = process.env): {
   events?: EventIngressConfig;
 } {
-  const given: Record<string, string> = {};
-  for (const key of Object.keys(eventsEnvSchema.shape)) {
-    const value = env[key];
-    if (value !== undefined && value !== '') given[key] = value;
-  }
-  const result = eventsEnvSchema.safeParse(given);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const rule =
-      issue?.path[0] === 'EVENT_SIGNING_SECRETS' ? `each secret ${eventSecretRule}` : issue?.message;
-    throw new ConfigError(String(issue?.path[0] ?? 'environment'), rule ?? 'is invalid');
-  }
-  const parsed = result.data;
+  const parsed = parseEnvSection(eventsEnvSchema, env, (variable, message) =>
+    variable === 'EVENT_SIGNING_SECRETS' ? `each secret ${eventSecretRule}` : message,
+  );
   if (!parsed.EVENT_SIGNING_SECRETS || parsed.EVENT_SIGNING_SECRETS.length === 0) return {};
   return {
     events: {
