@@ -22,6 +22,7 @@ import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
 import type { JobWorkflowInput } from '../../workflows/job-input';
+import { DEFAULT_LEASE_MS } from '../../workflows/submit-lease';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 
 export { historyText, scheduledActivities } from './history';
@@ -243,10 +244,25 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     },
     start(input, { label = 'job', taskQueue: queue = taskQueue } = {}) {
       jobs += 1;
-      return startJob(env.client, input, {
-        workflowId: `${options.name}-${label}-${jobs}-${randomUUID()}`,
-        taskQueue: queue,
-      });
+      // The service counts a lease in its own time, the workflow in real time: at time scale 100 the
+      // default 60 s lease ('auto': with webhooks) would end 0.6 real seconds after the submit, and a loaded machine that
+      // extends it later sees the job deleted and sent again. A lease as long in real time as in
+      // production keeps the margin production has (a test of the lease itself says its own).
+      const lease =
+        options.webhooks === true &&
+        options.timeScale > 1 &&
+        input.submitLease === undefined &&
+        input.mode !== 'runsync'
+          ? { submitLease: DEFAULT_LEASE_MS * options.timeScale }
+          : {};
+      return startJob(
+        env.client,
+        { ...input, ...lease },
+        {
+          workflowId: `${options.name}-${label}-${jobs}-${randomUUID()}`,
+          taskQueue: queue,
+        },
+      );
     },
     async snapshotWhen(workflowId, check, timeoutMs = 30_000) {
       return eventually(async () => {
