@@ -96,6 +96,13 @@ const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000
 const PARALLEL_SUBMITS = 2;
 /** A watcher holds its answer this long while more jobs finish (fewer, fuller answers). */
 const WATCH_HOLD_MS = 2_000;
+/**
+ * Watchers that may run at once, each on the jobs no other one covers. A watcher looks only at the
+ * jobs it was started with and is retried with the same list while none of them finishes, so jobs
+ * submitted after it started get a watcher of their own rather than waiting for an older job to
+ * finish (an hour, if those are hour-long). Between looks a watcher holds no worker slot.
+ */
+const MAX_WATCHERS = 4;
 const MAX_PENDING_HINTS = 1_000;
 const RECORD_CHUNK = 2_000;
 const RETRY_GRID_MS = 1_000;
@@ -306,7 +313,10 @@ class Batch {
   private readonly lease: SubmitLeaseSetting | undefined;
   /** The budget, when one is set (and the batch's code knows budgets: 'batch-budget'). */
   private readonly budget: number | undefined;
-  private watch?: CancellationScope;
+  /** The running watchers, each with the items (index -> job id) it was asked about. */
+  private readonly watchers = new Map<CancellationScope, Map<number, string>>();
+  /** Items some running watcher covers. */
+  private readonly watched = new Set<number>();
   private draining = false;
   private dirty = 0;
   private timer?: { due: number; scope: CancellationScope };
@@ -425,7 +435,7 @@ class Batch {
       }
       if (!this.draining && this.runIsFull()) this.draining = true;
       if (this.draining) {
-        this.watch?.cancel();
+        this.cancelWatchers();
         if (this.idle()) await this.continueAsNew();
       } else {
         this.startSubmits(now);
@@ -475,7 +485,7 @@ class Batch {
       !this.retryRunning &&
       this.extendsRunning === 0 &&
       !this.recordRunning &&
-      !this.watch
+      this.watchers.size === 0
     );
   }
 
@@ -767,18 +777,32 @@ class Batch {
 
   // --- watching
 
+  private cancelWatchers(): void {
+    for (const scope of this.watchers.keys()) scope.cancel();
+  }
+
   private startWatch(): void {
-    if (this.watch) return;
-    const items: WatchedItem[] = this.s.inflight
-      .filter((item) => item.retryAt === undefined)
-      .map((item) =>
-        item.c === undefined
-          ? [item.i, item.id, item.st, item.a, item.t]
-          : [item.i, item.id, item.st, item.a, item.t, item.c],
+    while (this.watchers.size < MAX_WATCHERS) {
+      const uncovered = this.s.inflight.filter(
+        (item) => item.retryAt === undefined && !this.watched.has(item.i),
       );
-    if (items.length === 0) return;
+      if (uncovered.length === 0) return;
+      // A second watcher is a change of commands: batches recorded before it had one at a time.
+      if (this.watchers.size > 0 && !patched('batch-watchers')) return;
+      this.startWatcher(uncovered);
+    }
+  }
+
+  private startWatcher(covered: Item[]): void {
+    const items: WatchedItem[] = covered.map((item) =>
+      item.c === undefined
+        ? [item.i, item.id, item.st, item.a, item.t]
+        : [item.i, item.id, item.st, item.a, item.t, item.c],
+    );
+    const asked = new Map(covered.map((item) => [item.i, item.id]));
+    for (const i of asked.keys()) this.watched.add(i);
     const scope = new CancellationScope();
-    this.watch = scope;
+    this.watchers.set(scope, asked);
     scope
       .run(() =>
         watchActivities.watchBatchJobs({
@@ -796,7 +820,9 @@ class Batch {
       .then(
         ({ changes, currency }) => {
           if (currency !== undefined) this.cost().currency = currency;
-          for (const change of changes) this.changed(change);
+          // Only about the job it was asked about: the item may have been submitted again since.
+          for (const change of changes)
+            if (this.byIndex.get(change.i)?.id === asked.get(change.i)) this.changed(change);
         },
         (error: unknown) => {
           if (!isCancellation(error))
@@ -804,7 +830,8 @@ class Batch {
         },
       )
       .finally(() => {
-        this.watch = undefined;
+        this.watchers.delete(scope);
+        for (const i of asked.keys()) this.watched.delete(i);
         this.bump();
       });
   }
@@ -1158,7 +1185,7 @@ class Batch {
 
   /** Every job in flight is cancelled at the service and recorded; then the batch ends cancelled. */
   async cancelInFlight(): Promise<void> {
-    this.watch?.cancel();
+    this.cancelWatchers();
     // Submits under way finish first: their jobs get ids, and so can be cancelled.
     await condition(() => this.submitsRunning === 0 && !this.retryRunning);
     const s = this.s;

@@ -191,6 +191,40 @@ describe('batch workflow', () => {
     expect(fake.jobs.size).toBe(4);
   });
 
+  it('watches a page submitted after its watcher started at once, not when an older job finishes', async () => {
+    // Items 0 and 1 hang until the end; the page of 2 and 3 is answered only after a watcher has
+    // started on 0 and 1. A single watcher retried with its first list would never see 2 and 3.
+    const fake = fakeService(4, (i) => (i < 2 ? 'held' : 'COMPLETED'));
+    let firstWatcherStarted!: () => void;
+    const watcherStarted = new Promise<void>((resolve) => {
+      firstWatcherStarted = resolve;
+    });
+    const seen = new Set<number>();
+    const { submitBatchPage, watchBatchJobs } = fake.activities;
+    const activities = {
+      ...fake.activities,
+      async submitBatchPage(args: Parameters<typeof submitBatchPage>[0]) {
+        if (args.indexes.includes(2)) await watcherStarted;
+        return submitBatchPage(args);
+      },
+      async watchBatchJobs(args: Parameters<typeof watchBatchJobs>[0]) {
+        if (args.items.some(([i]) => i === 0)) firstWatcherStarted();
+        const answer = await watchBatchJobs(args);
+        for (const change of answer.changes) seen.add(change.i);
+        // Once the late page is seen finished, the old jobs may end too.
+        if (seen.has(2) && seen.has(3)) fake.releaseAll();
+        return answer;
+      },
+    };
+    const summary = await withWorker(env, bundle, activities, async (queue) =>
+      (await start(queue, input({ pageSize: 2, maxConcurrency: 4 }))).result(),
+    );
+    expect(summary).toMatchObject({ total: 4, counts: { completed: 4 }, submissions: 4 });
+    expect([...fake.submitsPerItem.values()]).toEqual([1, 1, 1, 1]);
+    // The held jobs were released only after the late page had been seen: it was watched on its own.
+    expect(fake.watched.some(([i]) => i === 2)).toBe(true);
+  });
+
   it('pauses, resumes and changes its concurrency while running', async () => {
     const fake = fakeService(30, () => 'held');
     await withWorker(env, bundle, fake.activities, async (queue) => {
