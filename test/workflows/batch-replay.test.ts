@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { describe, expect, it } from 'vitest';
+
+// Recorded by `npx tsx scripts/record-batch-history.ts <name>` from a checkout of the code each
+// belongs to: `batch-one-watcher` when a batch had one watcher at a time (before 'batch-watchers'),
+// `batch-watchers` with a watcher of its own for a page answered after a watcher started. Batches
+// started by either version may still be running in a user's cluster, so today's code replays both.
+const histories = ['batch-one-watcher', 'batch-watchers'].map((name) => ({
+  name,
+  history: JSON.parse(readFileSync(path.join(__dirname, `../fixtures/${name}.history.json`), 'utf8')),
+}));
+
+describe.each(histories)('replay of the recorded batch history $name', ({ history }) => {
+  it('accepts the current batch workflow code', async () => {
+    await expect(
+      Worker.runReplayHistory(
+        { workflowsPath: require.resolve('../../workflows/batch.ts') },
+        history,
+        'batch-recorded',
+      ),
+    ).resolves.toBeUndefined();
+  });
+
+  it('rejects a version of the batch workflow whose commands changed', async () => {
+    await expect(
+      Worker.runReplayHistory(
+        { workflowsPath: require.resolve('./batch-variant-reordered.ts') },
+        history,
+        'batch-recorded',
+      ),
+    ).rejects.toBeInstanceOf(DeterminismViolationError);
+  });
+});
