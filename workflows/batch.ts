@@ -3,8 +3,9 @@
  * `maxConcurrency` jobs in flight, at the pace of the client's rate limiter.
  *
  * - Items live in the batch store (a manifest); the workflow carries a cursor. A page of items is
- *   submitted by one activity, and one watcher activity follows every job in flight; outputs go
- *   from the watcher to the results file. History holds indexes, job ids, statuses and counters.
+ *   submitted by one activity, and watcher activities (up to MAX_WATCHERS, each on jobs no other
+ *   one covers) follow the jobs in flight; outputs go from the watchers to the results file.
+ *   History holds indexes, job ids, statuses and counters.
  * - Each item follows the job workflow's rules (job-rules.ts): /retry of FAILED and TIMED_OUT while
  *   results are kept, the ttl deadline, expiry (onExpired), uncertain submits (onUncertainSubmit,
  *   uncertainSubmitWait, maxSubmissions). An orphan of an uncertain submit reports itself by
