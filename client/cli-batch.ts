@@ -12,7 +12,6 @@ import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { ValidationError } from '../api/errors';
 import type { JobRequestInput } from '../api/schemas/job';
-import type { BatchProgress } from '../workflows/batch-input';
 import {
   awaitBatch,
   type BatchInput,
@@ -27,10 +26,13 @@ import {
   startBatch,
 } from './batches';
 import { parseInteger, parseJsonObject } from './cli-input';
+import { createBatchProgressBar } from './progress-bar';
 
 export interface BatchCliContext {
   out: (text: string) => void;
   err: (text: string) => void;
+  /** stderr is a terminal: the progress bar redraws in place (else a line per update). */
+  errIsTTY?: boolean;
   connect: () => Promise<Client>;
   taskQueue: () => string;
 }
@@ -73,26 +75,6 @@ export function readItems(flag: string, raw: string): JobRequestInput[] {
     });
 }
 
-const seconds = (ms: number) =>
-  ms >= 3_600_000
-    ? `${Math.floor(ms / 3_600_000)}h${Math.round((ms % 3_600_000) / 60_000)}m`
-    : ms >= 60_000
-      ? `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`
-      : `${Math.round(ms / 1000)}s`;
-
-/** One line: a bar, done of total, failed, in flight, rate, time left. */
-export function progressLine(p: BatchProgress, width = 24): string {
-  const share = p.total > 0 ? p.done / p.total : 0;
-  const filled = Math.round(share * width);
-  const failed = p.done - p.counts.completed;
-  return (
-    `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total} done, ${failed} failed, ` +
-    `${p.inFlight} in flight, ${p.ratePerSecond.toFixed(1)}/s` +
-    (p.etaMs !== undefined && p.done < p.total ? `, ~${seconds(p.etaMs)} left` : '') +
-    (p.paused ? ' (paused)' : '')
-  );
-}
-
 async function watchProgress(
   ctx: BatchCliContext,
   workflowId: string,
@@ -107,16 +89,24 @@ async function watchProgress(
       finished = true;
     },
   );
+  const bar = createBatchProgressBar(ctx.err, { isTTY: ctx.errIsTTY === true });
   const show = async () => {
     const progress = await getBatchProgress(await ctx.connect(), workflowId).catch(() => undefined);
-    if (progress) ctx.err(`${progressLine(progress)}\n`);
+    if (progress) bar.update(progress);
   };
-  while (!finished) {
+  try {
+    while (!finished) {
+      await show();
+      await Promise.race([
+        until.catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 1_000)),
+      ]);
+    }
+    // The bar ends where the batch ended, however fast it went (a closed workflow still answers).
     await show();
-    await Promise.race([until.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
+  } finally {
+    bar.stop();
   }
-  // The last line shows where the batch ended, however fast it went (a closed workflow still answers).
-  await show();
 }
 
 export function addBatchCommands(program: Command, ctx: BatchCliContext): void {

@@ -46,6 +46,8 @@ import {
 export interface CliIo {
   out: (text: string) => void;
   err: (text: string) => void;
+  /** stderr is a terminal (progress bars redraw in place). */
+  errIsTTY?: boolean;
 }
 
 /** Connects lazily, once, with the global options over Temporal's environment variables. */
@@ -339,7 +341,7 @@ export function buildProgram(
     .argument('<workflow-id>')
     .action(async (workflowId: string) => print(io, await getLifecyclePhase(await connect(), workflowId)));
 
-  addBatchCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addBatchCommands(program, { out: io.out, err: io.err, errIsTTY: io.errIsTTY === true, connect, taskQueue });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addCostCommands(program, { out: io.out, connect });
   addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });
@@ -379,6 +381,7 @@ if (require.main === module) {
   runCli(process.argv.slice(2), {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
+    errIsTTY: process.stderr.isTTY === true,
   }).then((code) => {
     process.exitCode = code;
     // The Temporal connection keeps the event loop alive; the CLI is done.

@@ -1,8 +1,9 @@
 /**
  * `npm run demo`: the embedded default, end to end on one machine. Starts the local Temporal dev
  * server (with its web UI), the service emulator, the worker and the webhook gateway, runs four
- * jobs (a completion, a retry of a failed job, a cancellation and a streamed job), prints each
- * outcome and exits.
+ * jobs (a completion, a retry of a failed job, a cancellation and a streamed job) and a batch of 300
+ * items (some failing once and retried, a few failing for good within its tolerance) with a live
+ * progress bar, prints each outcome and exits.
  *
  * DEMO_UI_PORT (default 8233) moves the web UI (0: the dev server's own choice, its frontend port
  * + 1000); DEMO_KEEP_OPEN=1 keeps everything running after the jobs, until Ctrl-C, so you can look
@@ -15,7 +16,18 @@ import path from 'node:path';
 import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
-import { awaitJob, cancelJob, getJobSnapshot, jobFailureOf, startJob } from '../client';
+import {
+  awaitBatch,
+  awaitJob,
+  cancelJob,
+  getBatchProgress,
+  getJobSnapshot,
+  jobFailureOf,
+  readBatchResults,
+  startBatch,
+  startJob,
+} from '../client';
+import { createBatchProgressBar } from '../client/progress-bar';
 import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
@@ -185,7 +197,75 @@ async function main(): Promise<void> {
       .join('');
     say(`4. streamed: job ${streamed.jobId}, ${lines.length} chunks to the sink: "${text.trim()}"`);
 
-    say(`all four jobs are in the Temporal UI: http://127.0.0.1:${uiPort}/namespaces/default/workflows`);
+    // 5. A batch: 300 items on one endpoint in a sliding window, a few workflow activities for all
+    // of them. Every 10th item fails once (retried with /retry); items 7, 123 and 251 fail for good,
+    // within a tolerance of 5. Outputs go to the results file, never into history.
+    const batchEndpoint = emulator.control.createEndpoint(apiKey, {
+      name: 'demo-batch',
+      templateId: 'scripted',
+      workersMax: 30,
+      flashBootType: 'FLASHBOOT',
+    }).id;
+    const forGood = new Set([7, 123, 251]);
+    const items = Array.from({ length: 300 }, (_, i) => ({
+      input: {
+        sleepMs: 30_000 + (i % 7) * 10_000,
+        output: { item: i },
+        ...(forGood.has(i) ? { fail: 'bad input' } : i % 10 === 0 ? { failTimes: 1, fail: 'flaky' } : {}),
+      },
+    }));
+    const batchId = `demo-batch-${run}`;
+    const batch = await startBatch(
+      client,
+      {
+        endpointId: batchEndpoint,
+        items: { inline: items },
+        maxConcurrency: 60,
+        failureTolerance: { count: 5 },
+        // The emulator runs 60 times faster than real time, and the lease is service time: an hour
+        // of it is the real minute a production lease gives its extension.
+        job: { retry: { maxRetries: 1, initialInterval: '1 second' }, submitLease: '1 hour' },
+      },
+      { workflowId: batchId, taskQueue },
+    );
+    say(`5. batch ${batchId}: 300 items, at most 60 in flight`);
+    const bar = createBatchProgressBar((chunk) => process.stderr.write(chunk), {
+      isTTY: process.stderr.isTTY === true,
+    });
+    const outcome = awaitBatch(client, batch);
+    let ended = false;
+    outcome.then(
+      () => {
+        ended = true;
+      },
+      () => {
+        ended = true;
+      },
+    );
+    do {
+      const progress = await getBatchProgress(client, batchId).catch(() => undefined);
+      if (progress) bar.update(progress);
+      await Promise.race([outcome.catch(() => undefined), sleep(1_000)]);
+    } while (!ended);
+    bar.update(await getBatchProgress(client, batchId));
+    bar.stop();
+    const summary = await outcome;
+    let resultLines = 0;
+    let matching = 0;
+    for await (const line of readBatchResults(summary, { store: config.resultStoreDir })) {
+      resultLines += 1;
+      if (line.status === 'COMPLETED' && (line.output as { item?: number })?.item === line.index)
+        matching += 1;
+    }
+    say(
+      `5. batch done: ${summary.counts.completed} completed, ${summary.counts.failed ?? 0} failed for good ` +
+        `(tolerated), ${summary.submissions} submissions for ${summary.total} items, ${resultLines} result lines ` +
+        `(${matching} outputs matching their item)`,
+    );
+
+    say(
+      `all four jobs and the batch are in the Temporal UI: http://127.0.0.1:${uiPort}/namespaces/default/workflows`,
+    );
     if (process.env.DEMO_KEEP_OPEN === '1') {
       say('DEMO_KEEP_OPEN=1: running until Ctrl-C');
       await new Promise((resolve) => process.once('SIGINT', resolve));

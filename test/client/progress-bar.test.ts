@@ -1,0 +1,66 @@
+/**
+ * The batch progress bar without a terminal (a line per update, no escape codes) and on one
+ * (redrawn in place).
+ */
+import { describe, expect, it } from 'vitest';
+import { createBatchProgressBar } from '../../client/progress-bar';
+import type { BatchProgress } from '../../workflows/batch-input';
+
+/** The start of an ANSI control sequence (cursor moves, line clears). */
+const ESCAPE = '\u001b[';
+
+const progress = (done: number, completed: number, extra: Partial<BatchProgress> = {}): BatchProgress =>
+  ({
+    total: 200,
+    done,
+    counts: { completed },
+    inFlight: 40,
+    ratePerSecond: 12.5,
+    etaMs: 90_000,
+    paused: false,
+    ...extra,
+  }) as BatchProgress;
+
+describe('batch progress bar', () => {
+  it('prints a line per change without a terminal: bar, done of total, failed, in flight, rate, time left', () => {
+    let text = '';
+    const bar = createBatchProgressBar((chunk) => {
+      text += chunk;
+    });
+    bar.update(progress(0, 0, { total: 0 }));
+    bar.update(progress(50, 48));
+    bar.update(progress(50, 48));
+    bar.update(progress(100, 97, { paused: true }));
+    bar.update(progress(200, 196, { inFlight: 0, etaMs: 0 }));
+    bar.stop();
+    const lines = text.split('\n').slice(0, -1);
+    // Nothing before the items are staged; a line per change, none repeated (stop draws the last again).
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe(
+      '[######..................] 50/200 done, 2 failed, 40 in flight, 12.5/s, ~1m30s left',
+    );
+    expect(lines).toContain(
+      '[############............] 100/200 done, 3 failed, 40 in flight, 12.5/s, ~1m30s left (paused)',
+    );
+    // Finished: no time left shown; the last line is where the batch ended.
+    expect(lines.at(-1)).toBe('[########################] 200/200 done, 4 failed, 0 in flight, 12.5/s');
+    expect(text).not.toContain(ESCAPE);
+  });
+
+  it('redraws one line in place on a terminal', () => {
+    let text = '';
+    const bar = createBatchProgressBar(
+      (chunk) => {
+        text += chunk;
+      },
+      { isTTY: true },
+    );
+    bar.update(progress(10, 10));
+    bar.update(progress(20, 19));
+    bar.stop();
+    expect(text).toContain('20/200 done, 1 failed');
+    // Cursor moves instead of new lines between the updates.
+    expect(text).toContain(ESCAPE);
+    expect(text.split('\n').filter((line) => line.includes('done,')).length).toBe(1);
+  });
+});
