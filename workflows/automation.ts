@@ -155,10 +155,7 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
   }
   for (const workflowId of inFlight.keys()) {
     void awaitAutomationRun({ workflowId }).then(
-      (answer) =>
-        typeof answer === 'string'
-          ? ended(workflowId, answer)
-          : ended(workflowId, answer.outcome, answer.cost),
+      (answer) => ended(workflowId, answer.outcome, answer.cost),
       () => ended(workflowId, 'failed'),
     );
   }
