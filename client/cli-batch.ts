@@ -26,7 +26,7 @@ import {
   startBatch,
 } from './batches';
 import { parseInteger, parseJsonObject } from './cli-input';
-import { createBatchProgressBar } from './progress-bar';
+import { createBatchProgressBar, followBatchProgress } from './progress-bar';
 
 export interface BatchCliContext {
   out: (text: string) => void;
@@ -80,33 +80,8 @@ async function watchProgress(
   workflowId: string,
   until: Promise<unknown>,
 ): Promise<void> {
-  let finished = false;
-  until.then(
-    () => {
-      finished = true;
-    },
-    () => {
-      finished = true;
-    },
-  );
   const bar = createBatchProgressBar(ctx.err, { isTTY: ctx.errIsTTY === true });
-  const show = async () => {
-    const progress = await getBatchProgress(await ctx.connect(), workflowId).catch(() => undefined);
-    if (progress) bar.update(progress);
-  };
-  try {
-    while (!finished) {
-      await show();
-      await Promise.race([
-        until.catch(() => undefined),
-        new Promise((resolve) => setTimeout(resolve, 1_000)),
-      ]);
-    }
-    // The bar ends where the batch ended, however fast it went (a closed workflow still answers).
-    await show();
-  } finally {
-    bar.stop();
-  }
+  await followBatchProgress(async () => getBatchProgress(await ctx.connect(), workflowId), bar, until);
 }
 
 export function addBatchCommands(program: Command, ctx: BatchCliContext): void {

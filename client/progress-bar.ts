@@ -91,3 +91,37 @@ export function createBatchProgressBar(
     },
   };
 }
+
+/**
+ * Draws `read()` every `everyMs` until `until` settles, then once more (a batch that ended between
+ * two looks still shows where it ended: a closed workflow answers its progress query), then stops.
+ * A look that fails (the workflow not started yet) is skipped.
+ */
+export async function followBatchProgress(
+  read: () => Promise<BatchProgress>,
+  bar: BatchProgressBar,
+  until: Promise<unknown>,
+  everyMs = 1_000,
+): Promise<void> {
+  let ended = false;
+  const settled = until.then(
+    () => undefined,
+    () => undefined,
+  );
+  void settled.then(() => {
+    ended = true;
+  });
+  const show = async () => {
+    const progress = await read().catch(() => undefined);
+    if (progress) bar.update(progress);
+  };
+  try {
+    while (!ended) {
+      await show();
+      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, everyMs))]);
+    }
+    await show();
+  } finally {
+    bar.stop();
+  }
+}

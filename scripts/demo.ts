@@ -27,7 +27,7 @@ import {
   startBatch,
   startJob,
 } from '../client';
-import { createBatchProgressBar } from '../client/progress-bar';
+import { createBatchProgressBar, followBatchProgress } from '../client/progress-bar';
 import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
@@ -229,26 +229,14 @@ async function main(): Promise<void> {
       { workflowId: batchId, taskQueue },
     );
     say(`5. batch ${batchId}: 300 items, at most 60 in flight`);
-    const bar = createBatchProgressBar((chunk) => process.stderr.write(chunk), {
-      isTTY: process.stderr.isTTY === true,
-    });
     const outcome = awaitBatch(client, batch);
-    let ended = false;
-    outcome.then(
-      () => {
-        ended = true;
-      },
-      () => {
-        ended = true;
-      },
+    await followBatchProgress(
+      () => getBatchProgress(client, batchId),
+      createBatchProgressBar((chunk) => process.stderr.write(chunk), {
+        isTTY: process.stderr.isTTY === true,
+      }),
+      outcome,
     );
-    do {
-      const progress = await getBatchProgress(client, batchId).catch(() => undefined);
-      if (progress) bar.update(progress);
-      await Promise.race([outcome.catch(() => undefined), sleep(1_000)]);
-    } while (!ended);
-    bar.update(await getBatchProgress(client, batchId));
-    bar.stop();
     const summary = await outcome;
     let resultLines = 0;
     let matching = 0;

@@ -3,7 +3,7 @@
  * (redrawn in place).
  */
 import { describe, expect, it } from 'vitest';
-import { createBatchProgressBar } from '../../client/progress-bar';
+import { createBatchProgressBar, followBatchProgress } from '../../client/progress-bar';
 import type { BatchProgress } from '../../workflows/batch-input';
 
 /** The start of an ANSI control sequence (cursor moves, line clears). */
@@ -62,5 +62,29 @@ describe('batch progress bar', () => {
     // Cursor moves instead of new lines between the updates.
     expect(text).toContain(ESCAPE);
     expect(text.split('\n').filter((line) => line.includes('done,')).length).toBe(1);
+  });
+
+  it('follows a batch until it ends, skips a failed look, draws where it ended, then stops', async () => {
+    let text = '';
+    const bar = createBatchProgressBar((chunk) => {
+      text += chunk;
+    });
+    let looks = 0;
+    let end!: () => void;
+    const until = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    const read = async () => {
+      looks += 1;
+      if (looks === 1) throw new Error('not started yet');
+      // The batch ends while the third look is answered: one more look shows the end.
+      if (looks === 3) end();
+      return looks >= 3 ? progress(200, 199, { inFlight: 0 }) : progress(looks * 10, looks * 10);
+    };
+    await followBatchProgress(read, bar, until, 1);
+    const lines = text.split('\n').slice(0, -1);
+    expect(lines[0]).toContain('20/200 done, 0 failed');
+    expect(lines.at(-1)).toContain('200/200 done, 1 failed, 0 in flight');
+    expect(looks).toBe(4);
   });
 });
