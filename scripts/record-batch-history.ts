@@ -9,17 +9,11 @@
  *
  *   npx tsx scripts/record-batch-history.ts batch-watchers
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { BatchActivities } from '../activities/batch';
 import type { serverlessBatch } from '../workflows/batch';
 import type { ItemChange } from '../workflows/batch-input';
-import { searchAttributeKeys } from '../workflows/search-attributes';
-import { ensureTemporalCli } from './servers';
+import { recordHistories, runRecording } from './history-recorder';
 
 const BATCH_RECORDED_ID = 'batch-recorded';
 const TOTAL = 6;
@@ -72,26 +66,17 @@ function scriptedActivities(): Partial<BatchActivities> {
   };
 }
 
-async function main(): Promise<void> {
+runRecording(async () => {
   const name = process.argv[2];
   if (!name || !/^batch-[a-z-]+$/.test(name)) throw new Error('usage: record-batch-history.ts batch-<name>');
-  const cli = await ensureTemporalCli(console.log);
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
-      searchAttributes: searchAttributeKeys,
-    },
-  });
-  try {
-    const taskQueue = 'record-batch-history';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
+  await recordHistories(
+    {
+      taskQueue: 'record-batch-history',
       workflowsPath: require.resolve('../workflows/batch'),
       activities: scriptedActivities(),
-    });
-    const history = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+    },
+    async ({ client, taskQueue, save }) => {
+      const handle = await client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
         taskQueue,
         workflowId: BATCH_RECORDED_ID,
         args: [
@@ -104,18 +89,7 @@ async function main(): Promise<void> {
           },
         ],
       });
-      console.log('result:', await handle.result());
-      return handle.fetchHistory();
-    });
-    const target = path.join(__dirname, `../test/fixtures/${name}.history.json`);
-    writeFileSync(target, `${historyToJSON(history)}\n`);
-    console.log(`wrote ${target} (${history.events?.length} events)`);
-  } finally {
-    await env.teardown();
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
+      await save(name, handle);
+    },
+  );
 });

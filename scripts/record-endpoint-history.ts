@@ -9,33 +9,15 @@
  *
  *   npx tsx scripts/record-endpoint-history.ts
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createEndpointActivities } from '../activities/endpoint';
 import { createServiceClient } from '../api';
 import { startProvisionEndpoint, startTeardownEndpoint, startUpdateEndpoint } from '../client/endpoints';
 import { startEmulator } from '../emulator';
-import { ensureTemporalCli } from './servers';
+import { recordHistories, runRecording } from './history-recorder';
 
-const fixtures = path.join(__dirname, '../test/fixtures');
-
-async function record(name: string, handle: WorkflowHandle): Promise<void> {
-  await handle.result();
-  const history = await handle.fetchHistory();
-  writeFileSync(path.join(fixtures, `${name}.history.json`), `${historyToJSON(history)}\n`);
-  console.log(`wrote test/fixtures/${name}.history.json (${history.events?.length} events)`);
-}
-
-async function main(): Promise<void> {
+runRecording(async () => {
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const cli = await ensureTemporalCli(console.log);
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: cli ? { executable: { type: 'existing-path', path: cli } } : {},
-  });
   const apiKey = 'record-key';
   const emulator = await startEmulator({ accounts: [{ apiKey }], timeScale: 50 });
   const client = createServiceClient({
@@ -45,67 +27,61 @@ async function main(): Promise<void> {
     restUrl: emulator.restUrl,
   });
   try {
-    const taskQueue = 'record-endpoint-history';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowsPath: require.resolve('../workflows'),
-      activities: createEndpointActivities({ client }),
-    });
-    await worker.runUntil(async () => {
-      const volume = emulator.control.createNetworkVolume(apiKey);
-      const provision = await startProvisionEndpoint(
-        env.client,
-        {
-          name: 'recorded',
-          templateId: 'scripted',
-          gpuIds: 'ADA_24',
-          workersMax: 1,
-          networkVolumeId: volume.id,
-        },
-        { taskQueue, workflowId: 'endpoint-provision-recorded' },
-      );
-      await record('endpoint-provision', provision);
-      const { endpointId } = await provision.result();
-
-      await record(
-        'endpoint-update',
-        await startUpdateEndpoint(
-          env.client,
-          { endpointId, changes: { workersMax: 2, idleTimeout: 9 } },
-          { taskQueue, workflowId: 'endpoint-update-recorded' },
-        ),
-      );
-
-      // A job still running at teardown, cancelled by id: every phase of teardown runs.
-      const { id: jobId } = await client.jobs.run(endpointId, {
-        input: { hang: true },
-        policy: { executionTimeout: 604_800_000 },
-      });
-      while (emulator.control.job(jobId)?.status !== 'IN_PROGRESS')
-        await new Promise((r) => setTimeout(r, 50));
-      await record(
-        'endpoint-teardown',
-        await startTeardownEndpoint(
-          env.client,
+    await recordHistories(
+      {
+        taskQueue: 'record-endpoint-history',
+        workflowsPath: require.resolve('../workflows'),
+        activities: createEndpointActivities({ client }),
+      },
+      async ({ client: recordingClient, taskQueue, save }) => {
+        const volume = emulator.control.createNetworkVolume(apiKey);
+        const provision = await startProvisionEndpoint(
+          recordingClient,
           {
-            endpointId,
-            jobs: { mode: 'cancel', jobIds: [jobId] },
-            pollInterval: 200,
-            deleteNetworkVolume: true,
+            name: 'recorded',
+            templateId: 'scripted',
+            gpuIds: 'ADA_24',
+            workersMax: 1,
+            networkVolumeId: volume.id,
           },
-          { taskQueue, workflowId: 'endpoint-teardown-recorded' },
-        ),
-      );
-    });
+          { taskQueue, workflowId: 'endpoint-provision-recorded' },
+        );
+        await save('endpoint-provision', provision);
+        const { endpointId } = await provision.result();
+
+        await save(
+          'endpoint-update',
+          await startUpdateEndpoint(
+            recordingClient,
+            { endpointId, changes: { workersMax: 2, idleTimeout: 9 } },
+            { taskQueue, workflowId: 'endpoint-update-recorded' },
+          ),
+        );
+
+        // A job still running at teardown, cancelled by id: every phase of teardown runs.
+        const { id: jobId } = await client.jobs.run(endpointId, {
+          input: { hang: true },
+          policy: { executionTimeout: 604_800_000 },
+        });
+        while (emulator.control.job(jobId)?.status !== 'IN_PROGRESS')
+          await new Promise((r) => setTimeout(r, 50));
+        await save(
+          'endpoint-teardown',
+          await startTeardownEndpoint(
+            recordingClient,
+            {
+              endpointId,
+              jobs: { mode: 'cancel', jobIds: [jobId] },
+              pollInterval: 200,
+              deleteNetworkVolume: true,
+            },
+            { taskQueue, workflowId: 'endpoint-teardown-recorded' },
+          ),
+        );
+      },
+    );
   } finally {
     await client.close();
     await emulator.close();
-    await env.teardown();
   }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
 });

@@ -5,46 +5,24 @@
  *
  *   npx tsx scripts/record-history.ts
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createStackCheckActivities } from '../activities/stack-check';
 import { stackCheck } from '../workflows/stack-check';
-import { ensureTemporalCli } from './servers';
+import { recordHistories, runRecording } from './history-recorder';
 
-async function main(): Promise<void> {
-  const cli = await ensureTemporalCli(console.log);
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: cli ? { executable: { type: 'existing-path', path: cli } } : {},
-  });
-  try {
-    const taskQueue = 'record-history';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
+runRecording(() =>
+  recordHistories(
+    {
+      taskQueue: 'record-history',
       workflowsPath: require.resolve('../workflows/stack-check'),
       activities: createStackCheckActivities(),
-    });
-    const workflowId = 'stack-check-recorded';
-    await worker.runUntil(
-      env.client.workflow.execute(stackCheck, {
+    },
+    async ({ client, taskQueue, save }) => {
+      const handle = await client.workflow.start(stackCheck, {
         taskQueue,
-        workflowId,
+        workflowId: 'stack-check-recorded',
         args: [{ name: 'replay', wait: '1 second' }],
-      }),
-    );
-    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
-    const target = path.join(__dirname, '../test/fixtures/stack-check.history.json');
-    writeFileSync(target, `${historyToJSON(history)}\n`);
-    console.log(`wrote ${target} (${history.events?.length} events)`);
-  } finally {
-    await env.teardown();
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+      });
+      await save('stack-check', handle);
+    },
+  ),
+);

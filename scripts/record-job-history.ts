@@ -10,18 +10,12 @@
  *
  *   npx tsx scripts/record-job-history.ts
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { JobActivities } from '../activities/job';
 import type { WaitForJobChangeInput } from '../activities/job-types';
 import { jobWebhookSignal } from '../workflows/definitions';
 import type { serverlessJob } from '../workflows/job';
-import { searchAttributeKeys } from '../workflows/search-attributes';
-import { ensureTemporalCli } from './servers';
+import { recordHistories, runRecording } from './history-recorder';
 
 const WORKFLOW_ID = 'job-recorded';
 
@@ -77,25 +71,12 @@ function scriptedActivities(): Partial<JobActivities> & { waits: number } {
   });
 }
 
-async function main(): Promise<void> {
-  const cli = await ensureTemporalCli(console.log);
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
-      searchAttributes: searchAttributeKeys,
-    },
-  });
-  try {
-    const taskQueue = 'record-job-history';
-    const activities = scriptedActivities();
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowsPath: require.resolve('../workflows/job'),
-      activities,
-    });
-    const history = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start<typeof serverlessJob>('serverlessJob', {
+runRecording(async () => {
+  const activities = scriptedActivities();
+  await recordHistories(
+    { taskQueue: 'record-job-history', workflowsPath: require.resolve('../workflows/job'), activities },
+    async ({ client, taskQueue, save }) => {
+      const handle = await client.workflow.start<typeof serverlessJob>('serverlessJob', {
         taskQueue,
         workflowId: WORKFLOW_ID,
         args: [
@@ -108,18 +89,7 @@ async function main(): Promise<void> {
       });
       while (activities.waits < 3) await new Promise((resolve) => setTimeout(resolve, 50));
       await handle.signal(jobWebhookSignal, { jobId: 'job-rec-1', status: 'COMPLETED' });
-      console.log('result:', await handle.result());
-      return handle.fetchHistory();
-    });
-    const target = path.join(__dirname, '../test/fixtures/job.history.json');
-    writeFileSync(target, `${historyToJSON(history)}\n`);
-    console.log(`wrote ${target} (${history.events?.length} events)`);
-  } finally {
-    await env.teardown();
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
+      await save('job', handle);
+    },
+  );
 });

@@ -7,17 +7,11 @@
  *
  *   npx tsx scripts/record-job-lease-history.ts
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { JobActivities } from '../activities/job';
 import type { FetchJobStatusInput, WaitForJobChangeInput } from '../activities/job-types';
 import type { serverlessJob } from '../workflows/job';
-import { searchAttributeKeys } from '../workflows/search-attributes';
-import { ensureTemporalCli } from './servers';
+import { recordHistories, runRecording } from './history-recorder';
 
 const WORKFLOW_ID = 'job-lease-recorded';
 const LEASE_MS = 10_000;
@@ -58,40 +52,20 @@ function scriptedActivities(): Partial<JobActivities> {
   };
 }
 
-async function main(): Promise<void> {
-  const cli = await ensureTemporalCli(console.log);
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
-      searchAttributes: searchAttributeKeys,
-    },
-  });
-  try {
-    const taskQueue = 'record-job-lease-history';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
+runRecording(() =>
+  recordHistories(
+    {
+      taskQueue: 'record-job-lease-history',
       workflowsPath: require.resolve('../workflows/job'),
       activities: scriptedActivities(),
-    });
-    const history = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start<typeof serverlessJob>('serverlessJob', {
+    },
+    async ({ client, taskQueue, save }) => {
+      const handle = await client.workflow.start<typeof serverlessJob>('serverlessJob', {
         taskQueue,
         workflowId: WORKFLOW_ID,
         args: [{ endpointId: 'ep-rec', request: { input: { prompt: 'lease me' } }, submitLease: LEASE_MS }],
       });
-      console.log('result:', await handle.result());
-      return handle.fetchHistory();
-    });
-    const target = path.join(__dirname, '../test/fixtures/job-lease.history.json');
-    writeFileSync(target, `${historyToJSON(history)}\n`);
-    console.log(`wrote ${target} (${history.events?.length} events)`);
-  } finally {
-    await env.teardown();
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+      await save('job-lease', handle);
+    },
+  ),
+);
