@@ -128,10 +128,28 @@ describe('endpoint teardown (dev server, emulator over HTTP, real activities)', 
     const endpoint = busyEndpoint();
     const running = await submit(endpoint.id, { sleepMs: 40_000 });
     await eventually(() => status(running) === 'IN_PROGRESS');
+    // The service's clock stands still until the queue is purged: the running job cannot finish
+    // (and its worker take a queued job) before, however slow the machine.
+    control().freeze();
     const queued = [await submit(endpoint.id, { sleepMs: 1 }), await submit(endpoint.id, { sleepMs: 1 })];
-    const result = await withRealWorker(stack, (taskQueue) =>
-      teardownEndpoint(stack.env.client, { endpointId: endpoint.id, pollInterval: 200 }, { taskQueue }),
-    );
+    const result = await withRealWorker(stack, async (taskQueue) => {
+      const handle = await startTeardownEndpoint(
+        stack.env.client,
+        { endpointId: endpoint.id, pollInterval: 200 },
+        { taskQueue },
+      );
+      try {
+        await eventually(async () => {
+          const phases = (await handle.query(endpointLifecycleQuery).catch(() => undefined))?.phases ?? [];
+          return phases.some((entry) => entry.phase === 'draining-workers');
+        });
+      } finally {
+        // Purged (or failed: the next tests need a running clock); the running job finishes while
+        // the workers drain.
+        control().resume();
+      }
+      return handle.result();
+    });
     expect(result).toMatchObject({ purged: 2, drained: true, cancelled: [] });
     expect(queued.map(status)).toEqual(['CANCELLED', 'CANCELLED']);
     expect(status(running)).toBe('COMPLETED');
