@@ -160,7 +160,7 @@ export const MAX_EPHEMERAL_INPUT_BYTES = 1_900_000;
 function checkInlineItems(input: EphemeralEndpointInput): void {
   const inline = (input.batch?.items as { inline?: Parameters<typeof jobRequestBody>[0][] } | undefined)
     ?.inline;
-  if (inline === undefined) return;
+  if (!Array.isArray(inline)) return;
   inline.forEach((request, k) => {
     try {
       jobRequestBody(request, 'run');
@@ -190,8 +190,9 @@ export async function startEphemeralEndpoint(
   input: EphemeralEndpointInput,
   options: LifecycleStartOptions = {},
 ): Promise<EphemeralEndpointHandle> {
-  const request = parse(ephemeralEndpointInputSchema, input);
+  // First: an item's own error names the item, where the schema's union names only `batch.items`.
   checkInlineItems(input);
+  const request = parse(ephemeralEndpointInputSchema, input);
   const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
   return client.workflow.start<typeof ephemeralEndpointWorkflow>('ephemeralEndpointWorkflow', {
     taskQueue,
