@@ -6,11 +6,15 @@
  * `startX` returns the workflow handle; `x` waits for the result.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
+import { jobRequestBody } from '../api/jobs';
 import type { Endpoint } from '../api/schemas/endpoint';
 import {
+  EPHEMERAL_FAILURE,
+  type EphemeralBatchFailure,
   type EphemeralResult,
   endpointLifecycleQuery,
   type LifecycleStatus,
@@ -34,6 +38,9 @@ import type {
   teardownEndpointWorkflow,
   updateEndpointWorkflow,
 } from '../workflows/endpoint-lifecycle';
+
+export type { EphemeralBatchFailure } from '../workflows/endpoint-definitions';
+export { EPHEMERAL_FAILURE } from '../workflows/endpoint-definitions';
 
 /** The worker's default task queue (TEMPORAL_TASK_QUEUE). */
 export const DEFAULT_TASK_QUEUE = 'durable-serverless';
@@ -143,14 +150,48 @@ export async function teardownEndpoint(
 }
 
 /**
- * Starts an ephemeral endpoint: provisioned, used by the job workflows, torn down whatever happens.
- * Cancel it with `handle.cancel()`: the jobs are cancelled, then the endpoint is deleted.
+ * A Temporal payload holds 2 MB: the ephemeral input, and the batch input it passes on, must fit.
+ * The bound of client/batches.ts (MAX_BATCH_INPUT_BYTES), which this module cannot import: batches
+ * imports this one.
+ */
+export const MAX_EPHEMERAL_INPUT_BYTES = 1_900_000;
+
+/** What the batch would refuse once started, refused here: an inline item's request, the payload bound. */
+function checkInlineItems(input: EphemeralEndpointInput): void {
+  const inline = (input.batch?.items as { inline?: Parameters<typeof jobRequestBody>[0][] } | undefined)
+    ?.inline;
+  if (!Array.isArray(inline)) return;
+  inline.forEach((request, k) => {
+    try {
+      jobRequestBody(request, 'run');
+    } catch (error) {
+      if (error instanceof ValidationError)
+        throw new ValidationError(`batch.items.inline.${k}.${error.field}`.replace(/\.$/, ''), error.rule);
+      throw error;
+    }
+  });
+  const bytes = Buffer.byteLength(JSON.stringify(input));
+  if (bytes > MAX_EPHEMERAL_INPUT_BYTES) {
+    throw new ValidationError(
+      'batch.items.inline',
+      `the input is ${bytes} bytes; a Temporal payload holds at most ${MAX_EPHEMERAL_INPUT_BYTES}: ` +
+        'write the items to a manifest (writeBatchManifest) and pass { manifest: { key } }',
+    );
+  }
+}
+
+/**
+ * Starts an ephemeral endpoint: provisioned, used by one batch (`batch`, or `jobs` that map onto
+ * one) or by child job workflows, torn down whatever happens. Cancel it with `handle.cancel()`:
+ * the batch or the jobs are cancelled, then the endpoint is deleted.
  */
 export async function startEphemeralEndpoint(
   client: Client,
   input: EphemeralEndpointInput,
   options: LifecycleStartOptions = {},
 ): Promise<EphemeralEndpointHandle> {
+  // First: an item's own error names the item, where the schema's union names only `batch.items`.
+  checkInlineItems(input);
   const request = parse(ephemeralEndpointInputSchema, input);
   const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
   return client.workflow.start<typeof ephemeralEndpointWorkflow>('ephemeralEndpointWorkflow', {
@@ -166,6 +207,17 @@ export async function runOnEphemeralEndpoint(
   options?: LifecycleStartOptions,
 ): Promise<EphemeralResult> {
   return (await startEphemeralEndpoint(client, input, options)).result();
+}
+
+/**
+ * What an ephemeral workflow whose batch failed with its summary (EphemeralBatchFailed) left: the
+ * batch's summary (its results file included) and the teardown; undefined for any other error.
+ */
+export function ephemeralFailureOf(error: unknown): EphemeralBatchFailure | undefined {
+  const cause = error instanceof WorkflowFailedError ? error.cause : error;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== EPHEMERAL_FAILURE.batchFailed)
+    return undefined;
+  return cause.details?.[0] as EphemeralBatchFailure | undefined;
 }
 
 /** The phase of any endpoint lifecycle workflow, with the phases it went through. */

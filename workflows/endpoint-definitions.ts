@@ -4,6 +4,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
+import type { BatchSummary } from './batch-input';
 
 export type LifecyclePhase =
   | 'starting'
@@ -65,7 +66,30 @@ export interface TeardownResult {
 export interface EphemeralResult<T = unknown> {
   endpointId: string;
   name: string;
-  /** Each job workflow's result, in the order of the input. */
+  /**
+   * Each child job workflow's result, in the order of the input. Empty when the jobs ran as a
+   * batch: each item's output is then a line of the batch's results file (`batch.results`).
+   */
   results: T[];
+  /** The batch's summary, when the items ran as one batch workflow (counts, results references). */
+  batch?: BatchSummary;
+  teardown: TeardownResult;
+}
+
+export const EPHEMERAL_FAILURE = {
+  /**
+   * The batch failed with its summary (BatchToleranceExceeded, BatchBudgetExceeded); the endpoint
+   * was torn down since. Its details: [EphemeralBatchFailure]; its cause: the batch's failure.
+   */
+  batchFailed: 'EphemeralBatchFailed',
+} as const;
+
+/** What an EphemeralBatchFailed failure carries: everything a result would, and the batch's failure. */
+export interface EphemeralBatchFailure {
+  endpointId: string;
+  name: string;
+  batch: BatchSummary;
+  /** The batch workflow's own failure (type: BatchToleranceExceeded or BatchBudgetExceeded). */
+  batchFailure: { type: string; message: string };
   teardown: TeardownResult;
 }

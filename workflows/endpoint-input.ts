@@ -3,12 +3,13 @@
  * anything and the workflows parse them again (a workflow can be started by anyone, e.g. the CLI
  * or `temporal workflow start`). Field rules come from api/ so the two never disagree.
  *
- * Only zod, api/schemas, input-rules and the job workflow's input module (all pure) are imported: this module
- * is bundled into workflow code.
+ * Only zod, api/schemas, input-rules and the job and batch workflows' input modules (all pure) are
+ * imported: this module is bundled into workflow code.
  */
 import { z } from 'zod';
 import { gpuIdSchema, saveEndpointInputSchema } from '../api/schemas/endpoint';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { type BatchInput, batchInputSchema, batchItemOptionsSchema, parseBatchInput } from './batch-input';
 import { positiveDurationSchema } from './input-rules';
 import { parseJobWorkflowInput } from './job-input';
 
@@ -142,28 +143,98 @@ export const ephemeralJobSchema = z.strictObject({
     }),
 });
 
+/**
+ * The batch an ephemeral endpoint runs: the batch workflow's input without endpointId (the
+ * ephemeral workflow fills in its endpoint), the same schema and defaults.
+ */
+export const ephemeralBatchSchema = batchInputSchema.omit({ endpointId: true });
+
+/** Stands in for the endpoint id while an input is checked before the endpoint exists. */
+const PLACEHOLDER_ENDPOINT_ID = 'ephemeral';
+
 export const ephemeralEndpointInputSchema = z
   .strictObject({
     endpoint: provisionEndpointInputSchema,
-    jobs: z.array(ephemeralJobSchema, { error: 'must be an array' }).min(1, { error: 'must not be empty' }),
+    /** Job workflow inputs, one child workflow each (or one batch: see jobsAsBatch). Exclusive with batch. */
+    jobs: z
+      .array(ephemeralJobSchema, { error: 'must be an array' })
+      .min(1, { error: 'must not be empty' })
+      .optional(),
+    /** The items run as one batch workflow (the engine: window, tolerance, results file). Exclusive with jobs. */
+    batch: ephemeralBatchSchema.optional(),
     /** The child workflow type each job runs as; another type receives the same `{ ...input, endpointId }`. */
     jobWorkflowType: nonEmpty.default(DEFAULT_JOB_WORKFLOW_TYPE),
-    /** Task queue of the job workflows; defaults to the ephemeral workflow's own. */
+    /** Task queue of the job workflows or the batch workflow; defaults to the ephemeral workflow's own. */
     jobTaskQueue: nonEmpty.optional(),
-    /** On the first failed job, cancel the others (true) or let them finish (false). */
+    /** Child job workflows: on the first failed job, cancel the others (true) or let them finish (false). */
     failFast: z.boolean({ error: 'must be a boolean' }).default(true),
     teardown: teardownOptionsSchema.prefault({}),
   })
+  .refine((value) => (value.jobs === undefined) !== (value.batch === undefined), {
+    error: 'give exactly one of jobs (job workflow inputs) or batch (a batch input without endpointId)',
+    path: ['jobs'],
+  })
   .superRefine((value, ctx) => {
+    // The batch's rules beyond its schema (parseBatchInput's), checked now as the batch would.
+    if (value.batch !== undefined) {
+      const parsed = parseBatchInput({ ...value.batch, endpointId: PLACEHOLDER_ENDPOINT_ID });
+      if (!parsed.ok)
+        ctx.addIssue({ code: 'custom', message: parsed.rule, path: ['batch', ...parsed.field.split('.')] });
+    }
     // Inputs of the library's job workflow are checked now, so a bad one never costs an endpoint.
     if (value.jobWorkflowType !== DEFAULT_JOB_WORKFLOW_TYPE) return;
-    value.jobs.forEach((job, index) => {
-      const parsed = parseJobWorkflowInput({ ...job.input, endpointId: 'ephemeral' });
+    value.jobs?.forEach((job, index) => {
+      const parsed = parseJobWorkflowInput({ ...job.input, endpointId: PLACEHOLDER_ENDPOINT_ID });
       if (parsed.ok) return;
       const inner = parsed.field === 'input' ? [] : parsed.field.split('.');
       ctx.addIssue({ code: 'custom', message: parsed.rule, path: ['jobs', index, 'input', ...inner] });
     });
   });
+
+export type EphemeralBatch = z.output<typeof ephemeralBatchSchema>;
+
+/** JSON with keys in order, so two option objects compare equal however their keys were written. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, field]) => field !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, field]) => `${JSON.stringify(key)}:${canonical(field)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * The `jobs` form as one batch, when the batch engine runs it the way the job workflows would: the
+ * library's job workflow type, no job naming its own workflow id, async mode, and every job with
+ * the same options, all of them per-item options the batch knows. A failed job fails the batch
+ * (tolerance 0), as it failed the ephemeral workflow. Otherwise undefined: the jobs run as child
+ * job workflows. Pure (it runs in workflow code, on replay too).
+ */
+export function jobsAsBatch(request: EphemeralEndpointRequest): EphemeralBatch | undefined {
+  const { jobs } = request;
+  if (jobs === undefined || request.jobWorkflowType !== DEFAULT_JOB_WORKFLOW_TYPE) return undefined;
+  if (jobs.some((job) => job.workflowId !== undefined)) return undefined;
+  const options = jobs.map(({ input }) => {
+    const { request: _request, mode, ...rest } = input;
+    return mode === undefined || mode === 'async' ? rest : undefined;
+  });
+  const first = options[0];
+  if (first === undefined || options.some((option) => option === undefined)) return undefined;
+  const shared = canonical(first);
+  if (options.some((option) => canonical(option) !== shared)) return undefined;
+  if (!batchItemOptionsSchema.safeParse(first).success) return undefined;
+  const batch = {
+    items: { inline: jobs.map((job) => job.input.request) },
+    job: first,
+    failureTolerance: { count: 0 },
+  } as Omit<BatchInput, 'endpointId'>;
+  const parsed = parseBatchInput({ ...batch, endpointId: PLACEHOLDER_ENDPOINT_ID });
+  if (!parsed.ok) return undefined;
+  const { endpointId: _endpointId, ...value } = parsed.value;
+  return value;
+}
 
 export type ProvisionEndpointInput = z.input<typeof provisionEndpointInputSchema>;
 export type ProvisionEndpointRequest = z.output<typeof provisionEndpointInputSchema>;

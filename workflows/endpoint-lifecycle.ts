@@ -1,26 +1,37 @@
 /**
  * Workflows that own an endpoint's life: provision (idempotent by name), update (merge over the
  * current endpoint), teardown (scale to zero, handle jobs, drain, delete, volume) and an ephemeral
- * endpoint that lives exactly as long as the caller's job workflows. Every one answers
+ * endpoint that lives exactly as long as the caller's batch or job workflows. Every one answers
  * endpointLifecycleQuery with its phase.
  */
 import {
+  ApplicationFailure,
   CancellationScope,
   ChildWorkflowCancellationType,
   executeChild,
   log,
   ParentClosePolicy,
+  patched,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
+import type { BatchSummary } from './batch-input';
 import { parseInput, type Tracker, tracked, tracker } from './endpoint-common';
-import type { EphemeralResult, ProvisionResult, TeardownResult } from './endpoint-definitions';
+import {
+  EPHEMERAL_FAILURE,
+  type EphemeralBatchFailure,
+  type EphemeralResult,
+  type ProvisionResult,
+  type TeardownResult,
+} from './endpoint-definitions';
+import { batchFailureSummary, runEphemeralBatch } from './endpoint-ephemeral';
 import {
   type EphemeralEndpointInput,
   type EphemeralEndpointRequest,
   type EphemeralJob,
   endpointNameFor,
   ephemeralEndpointInputSchema,
+  jobsAsBatch,
   type ProvisionEndpointInput,
   provisionEndpointInputSchema,
   type TeardownEndpointInput,
@@ -78,10 +89,9 @@ export type EphemeralJobArgs = Record<string, unknown> & { endpointId: string };
  */
 async function runJobs(
   request: EphemeralEndpointRequest,
+  jobs: EphemeralJob[],
   endpointId: string,
-  track: Tracker,
 ): Promise<unknown[]> {
-  track.enter('running-jobs');
   const parentId = workflowInfo().workflowId;
   const start = (job: EphemeralJob, index: number) =>
     executeChild<(args: EphemeralJobArgs) => Promise<unknown>>(request.jobWorkflowType, {
@@ -94,7 +104,7 @@ async function runJobs(
     });
 
   return CancellationScope.cancellable(async () => {
-    const running = request.jobs.map(start);
+    const running = jobs.map(start);
     if (!request.failFast) {
       const settled = await Promise.allSettled(running);
       const failed = settled.find((outcome) => outcome.status === 'rejected');
@@ -111,9 +121,35 @@ async function runJobs(
   });
 }
 
+/** What the endpoint ran: child job workflows' results, or a batch's summary. */
+interface EphemeralWork {
+  results: unknown[];
+  batch?: BatchSummary;
+}
+
 /**
- * Provisions an endpoint, runs the caller's job workflows on it as children, and tears it down
- * always: on success, on a failed job and on cancellation, in a non-cancellable scope.
+ * The batch form, and the `jobs` form whenever it maps onto a batch (jobsAsBatch), run as one batch
+ * workflow; other `jobs` as child job workflows. Workflows started before the engine ('ephemeral-
+ * batch') replay with their child job workflows.
+ */
+async function runWork(
+  request: EphemeralEndpointRequest,
+  endpointId: string,
+  track: Tracker,
+): Promise<EphemeralWork> {
+  track.enter('running-jobs');
+  const batch = request.batch ?? jobsAsBatch(request);
+  if (batch !== undefined && patched('ephemeral-batch')) {
+    return { results: [], batch: await runEphemeralBatch(batch, endpointId, request.jobTaskQueue) };
+  }
+  return { results: await runJobs(request, request.jobs ?? [], endpointId) };
+}
+
+/**
+ * Provisions an endpoint, runs the caller's work on it (a batch, or job workflows as children), and
+ * tears it down always: on success, on a failed batch or job and on cancellation, in a
+ * non-cancellable scope. A batch that failed with its summary (past its failure tolerance or its
+ * budget) fails this workflow with EphemeralBatchFailed carrying the summary and the teardown.
  */
 export async function ephemeralEndpointWorkflow(input: EphemeralEndpointInput): Promise<EphemeralResult> {
   const track = tracker();
@@ -122,14 +158,14 @@ export async function ephemeralEndpointWorkflow(input: EphemeralEndpointInput): 
     const name = request.endpoint.name ?? endpointNameFor(workflowInfo().workflowId);
     const progress: ProvisionProgress = { createStarted: false };
     let provisioned: ProvisionResult | undefined;
-    let results: unknown[] = [];
+    let work: EphemeralWork = { results: [] };
     let failure: unknown;
     try {
       // Not cancellable: a create cut short could still land after teardown looked for it.
       provisioned = await CancellationScope.nonCancellable(() =>
         provision(request.endpoint, name, track, progress),
       );
-      results = await runJobs(request, provisioned.endpointId, track);
+      work = await runWork(request, provisioned.endpointId, track);
     } catch (error) {
       failure = error;
     }
@@ -142,6 +178,7 @@ export async function ephemeralEndpointWorkflow(input: EphemeralEndpointInput): 
         : progress.createStarted
           ? { name, allOfName: true }
           : { nothing: true };
+    const failedBatch = batchFailureSummary(failure);
     let teardownResult: TeardownResult;
     try {
       teardownResult = await CancellationScope.nonCancellable(() =>
@@ -149,14 +186,38 @@ export async function ephemeralEndpointWorkflow(input: EphemeralEndpointInput): 
       );
     } catch (teardownError) {
       if (failure !== undefined)
-        log.error('ephemeral endpoint: job workflows failed before teardown failed', { failure });
+        log.error('ephemeral endpoint: its work failed before teardown failed', {
+          failure,
+          // Where the batch's results are, so a failed teardown never hides them.
+          ...(failedBatch ? { results: failedBatch.summary.results } : {}),
+        });
       throw teardownError;
+    }
+    if (failedBatch !== undefined) {
+      const details: EphemeralBatchFailure = {
+        endpointId: provisioned!.endpointId,
+        name: provisioned!.name,
+        batch: failedBatch.summary,
+        batchFailure: {
+          type: failedBatch.failure.type ?? 'Error',
+          message: failedBatch.failure.message,
+        },
+        teardown: teardownResult,
+      };
+      throw ApplicationFailure.create({
+        type: EPHEMERAL_FAILURE.batchFailed,
+        message: `${failedBatch.failure.message}; the endpoint was torn down`,
+        nonRetryable: true,
+        details: [details],
+        cause: failure as Error,
+      });
     }
     if (failure !== undefined) throw failure;
     return {
       endpointId: provisioned!.endpointId,
       name: provisioned!.name,
-      results,
+      results: work.results,
+      ...(work.batch !== undefined ? { batch: work.batch } : {}),
       teardown: teardownResult,
     };
   });

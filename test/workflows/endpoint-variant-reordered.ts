@@ -5,13 +5,15 @@
  */
 import { sleep } from '@temporalio/workflow';
 import type { Endpoint } from '../../api/schemas/endpoint';
-import type { ProvisionResult, TeardownResult } from '../../workflows/endpoint-definitions';
+import type { EphemeralResult, ProvisionResult, TeardownResult } from '../../workflows/endpoint-definitions';
 import type {
+  EphemeralEndpointInput,
   ProvisionEndpointInput,
   TeardownEndpointInput,
   UpdateEndpointInput,
 } from '../../workflows/endpoint-input';
 import {
+  ephemeralEndpointWorkflow as recordedEphemeral,
   provisionEndpointWorkflow as recordedProvision,
   teardownEndpointWorkflow as recordedTeardown,
   updateEndpointWorkflow as recordedUpdate,
@@ -30,4 +32,9 @@ export async function updateEndpointWorkflow(input: UpdateEndpointInput): Promis
 export async function teardownEndpointWorkflow(input: TeardownEndpointInput): Promise<TeardownResult> {
   await sleep(1);
   return recordedTeardown(input);
+}
+
+export async function ephemeralEndpointWorkflow(input: EphemeralEndpointInput): Promise<EphemeralResult> {
+  await sleep(1);
+  return recordedEphemeral(input);
 }
