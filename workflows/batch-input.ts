@@ -6,11 +6,13 @@
  * Bundled into workflow code: only zod, api/schemas, input-rules and job-input may be imported here.
  */
 import { z } from 'zod';
-import { submitRequestSchema } from '../activities/job-types';
+import { storeKeySchema, submitRequestSchema } from '../activities/job-types';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
 import { firstIssue } from './input-rules';
 import { jobWorkflowInputSchema } from './job-input';
+
+export { storeKeySchema } from '../activities/job-types';
 
 const job = jobWorkflowInputSchema.shape;
 
@@ -26,14 +28,6 @@ export const batchItemOptionsSchema = z.strictObject({
   outputInlineMaxBytes: job.outputInlineMaxBytes,
   submitTimeout: job.submitTimeout,
 });
-
-/** A key in the batch store: a relative path of plain segments (no `..`, no leading slash). */
-export const storeKeySchema = z
-  .string()
-  .max(500)
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/, {
-    error: 'must be a relative path of letters, digits, . _ - segments (no leading dot)',
-  });
 
 const itemsSchema = z.union(
   [

@@ -66,6 +66,14 @@ import {
   type SubmitItemResult,
   type WatchedItem,
 } from './batch-input';
+import {
+  emptyCounts,
+  endWith,
+  failureCount,
+  resultsRefs,
+  roundCost,
+  toleranceExceeded,
+} from './batch-outcomes';
 import { jobWebhookSignal } from './definitions';
 import { emitOnEnd, failureData, isEnd } from './emit-on-end';
 import { leaseAttemptMs, SUBMIT_RETRY } from './job-activities';
@@ -255,16 +263,6 @@ function createdBeforeTimeout(error: unknown): Map<number, Created> {
   }
   return out;
 }
-
-const emptyCounts = (): BatchCounts => ({
-  completed: 0,
-  failed: 0,
-  timedOut: 0,
-  expired: 0,
-  cancelled: 0,
-  uncertain: 0,
-  rejected: 0,
-});
 
 export async function serverlessBatch(input: BatchInput, carried?: BatchState): Promise<BatchSummary> {
   const parsed = parseBatchInput(input);
@@ -1058,23 +1056,15 @@ class Batch {
   }
 
   private failures(): number {
-    const c = this.s.counts;
-    return c.failed + c.timedOut + c.expired + c.cancelled + c.uncertain + c.rejected;
+    return failureCount(this.s.counts);
   }
 
   private exceeded(): boolean {
-    const failures = this.failures();
-    const { count, percentage } = this.o.failureTolerance;
-    if (count === undefined && percentage === undefined) return failures > 0;
-    return (
-      (count !== undefined && failures > count) ||
-      (percentage !== undefined && (failures * 100) / Math.max(this.s.total, 1) > percentage)
-    );
+    return toleranceExceeded(this.s.counts, this.s.total, this.o.failureTolerance);
   }
 
   summary(cancelled = false): BatchSummary {
     const s = this.s;
-    const ref = { kind: 'serverless-batch-results' as const, store: 'local', key: s.batchKey };
     const failures = this.failures();
     return {
       batchId: workflowInfo().workflowId,
@@ -1093,8 +1083,7 @@ class Batch {
       ...(this.stoppedBecause(cancelled) ? { stoppedBecause: this.stoppedBecause(cancelled) } : {}),
       cost: { ...this.cost() },
       cancelled,
-      results: ref,
-      failuresRef: { ...ref, only: 'failures' },
+      ...resultsRefs(s.batchKey),
       manifestKey: s.manifestKey,
       startedAt: s.startedAt,
       elapsedMs: Date.now() - s.startedAt,
@@ -1113,30 +1102,7 @@ class Batch {
   }
 
   private finish(): BatchSummary {
-    const summary = this.summary();
-    if (summary.toleranceExceeded) {
-      throw ApplicationFailure.create({
-        type: BATCH_FAILURE.toleranceExceeded,
-        message:
-          `${summary.failures} of ${summary.total} items failed, more than the failure tolerance allows; ` +
-          `${summary.notStarted} were not started. Results: ${summary.results.key}`,
-        nonRetryable: true,
-        details: [summary],
-      });
-    }
-    if (summary.budgetExceeded) {
-      const cost = summary.cost;
-      throw ApplicationFailure.create({
-        type: BATCH_FAILURE.budgetExceeded,
-        message:
-          `the estimated cost ${cost.amount}${cost.currency ? ` ${cost.currency}` : ''} reached the budget ` +
-          `${summary.budget}: no more items were submitted; ${summary.notStarted} of ${summary.total} ` +
-          `were not started. Results: ${summary.results.key}`,
-        nonRetryable: true,
-        details: [summary],
-      });
-    }
-    return summary;
+    return endWith(this.summary());
   }
 
   progress(): BatchProgress {
@@ -1251,10 +1217,6 @@ function tally(entry: Queued | Uncertain): { attempts: number; submissions: numb
 /** An item's earlier runs' cost, carried when it is queued or submitted again. */
 function earlier(c: number | undefined): { c?: number } {
   return c === undefined ? {} : { c };
-}
-
-function roundCost(amount: number): number {
-  return Math.round(amount * 1e6) / 1e6;
 }
 
 function lineOf(item: Item, status: string, at: number): BatchResultLine {
