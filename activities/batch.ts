@@ -489,13 +489,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       return { results };
     },
 
-    /** The lines of items that ended without output, as one part (replaced if retried). */
+    /**
+     * Lines of items that ended, as one part per folder (replaced if retried): COMPLETED ones (the
+     * child mode's, whose outputs are references) under results/, the others under failures/.
+     */
     async recordBatchResults(input: { batchKey: string; lines: BatchResultLine[] }): Promise<void> {
       const { info, runId } = context();
-      await store.writeLines(
-        `${input.batchKey}/failures/${runId}-${info.activityId}.jsonl`,
-        input.lines.map((line) => JSON.stringify(line)),
-      );
+      const part = `${runId}-${info.activityId}.jsonl`;
+      const completed = input.lines.filter((line) => line.status === 'COMPLETED');
+      const failed = input.lines.filter((line) => line.status !== 'COMPLETED');
+      const text = (lines: BatchResultLine[]) => lines.map((line) => JSON.stringify(line));
+      if (completed.length > 0) await store.writeLines(`${input.batchKey}/results/${part}`, text(completed));
+      if (failed.length > 0 || completed.length === 0)
+        await store.writeLines(`${input.batchKey}/failures/${part}`, text(failed));
       for (const line of input.lines) countOutcome(line.status);
     },
   };

@@ -24,6 +24,7 @@
  *   the cursor, the items in flight and the counters, once its activities and handlers are done.
  * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
  *   and ends the batch as cancelled.
+ * - `mode: 'children'` runs a job workflow per item instead (workflows/batch-children.ts).
  */
 import {
   ApplicationFailure,
@@ -43,6 +44,7 @@ import {
 import type { BatchActivities } from '../activities/batch';
 import type { Polling } from '../activities/job-types';
 import { JOB_LIMITS } from '../api/schemas/job';
+import { type ChildBatchState, runChildBatch } from './batch-children';
 import {
   batchProgressQuery,
   batchWantsHintQuery,
@@ -264,7 +266,10 @@ function createdBeforeTimeout(error: unknown): Map<number, Created> {
   return out;
 }
 
-export async function serverlessBatch(input: BatchInput, carried?: BatchState): Promise<BatchSummary> {
+export async function serverlessBatch(
+  input: BatchInput,
+  carried?: BatchState | ChildBatchState,
+): Promise<BatchSummary> {
   const parsed = parseBatchInput(input);
   if (!parsed.ok) {
     throw ApplicationFailure.create({
@@ -274,21 +279,33 @@ export async function serverlessBatch(input: BatchInput, carried?: BatchState): 
       details: [{ field: parsed.field, rule: parsed.rule }],
     });
   }
+  const o = parsed.value;
+  try {
+    const summary =
+      o.mode === 'children'
+        ? await runChildBatch(o, carried as ChildBatchState | undefined)
+        : await runActivityBatch(o, carried as BatchState | undefined);
+    await emitOnEnd(o.emitOnEnd, 'batch.completed', { ...summary });
+    return summary;
+  } catch (error) {
+    if (!(isCancellation(error) && CancellationScope.current().consideredCancelled) && isEnd(error))
+      await emitOnEnd(o.emitOnEnd, 'batch.failed', failureData(error));
+    throw error;
+  }
+}
+
+/** The activities mode: a few activities follow every job. */
+async function runActivityBatch(o: ParsedBatchInput, carried: BatchState | undefined): Promise<BatchSummary> {
   // Batches started before the lease replay without it: their submits carried the caller's ttl.
   const leased = patched('batch-submit-lease');
-  const batch = new Batch(parsed.value, carried, leased);
+  const batch = new Batch(o, carried, leased);
   batch.listen();
   try {
     if (!carried) await batch.stage();
-    const summary = await batch.run();
-    await emitOnEnd(parsed.value.emitOnEnd, 'batch.completed', { ...summary });
-    return summary;
+    return await batch.run();
   } catch (error) {
-    if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled)
       await CancellationScope.nonCancellable(() => batch.cancelInFlight());
-    } else if (isEnd(error)) {
-      await emitOnEnd(parsed.value.emitOnEnd, 'batch.failed', failureData(error));
-    }
     throw error;
   }
 }
