@@ -191,6 +191,48 @@ describe('batch workflow: child mode', () => {
     expect(fake.started).toHaveLength(carried.counts.completed + carried.failures);
   });
 
+  it('continues as new when its run is full, carrying the cursor and the counters', async () => {
+    const fake = fakeChildren(60, fates);
+    const failing = Array.from({ length: 60 }, (_, i) => i).filter(broken).length;
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (
+        await start(
+          queue,
+          input({ maxConcurrency: 5, maxEventsPerRun: 200, failureTolerance: { count: failing } }),
+        )
+      ).result(),
+    );
+    expect(summary.runs).toBeGreaterThan(1);
+    expect(summary).toMatchObject({
+      total: 60,
+      counts: { completed: 60 - failing, failed: failing },
+      submissions: 60,
+      retries: failing,
+      notStarted: 0,
+    });
+    // Every item once: no child started twice across the runs, every line written once.
+    expect(fake.started.sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(fake.lines.map((line) => line.index).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 60 }, (_, i) => i),
+    );
+    expect(fake.most()).toBeLessThanOrEqual(5);
+  });
+
+  it("stops starting children once the children's estimated cost reaches the budget", async () => {
+    const fake = fakeChildren(10, () => ({ kind: 'COMPLETED', ms: 1_000 }));
+    const failure = await withWorker(env, bundle, fake.activities, async (queue) =>
+      failureOf((await start(queue, input({ maxConcurrency: 2, budget: 1 }))).result()),
+    );
+    expect(failure.type).toBe('BatchBudgetExceeded');
+    const carried = failure.details?.[0] as BatchSummary;
+    // 0.25 a child: the fourth reaches the budget; the two in flight then still finish.
+    expect(carried).toMatchObject({ budget: 1, budgetExceeded: true, stoppedBecause: 'budget', failures: 0 });
+    expect(carried.counts.completed).toBeGreaterThanOrEqual(4);
+    expect(carried.counts.completed).toBeLessThanOrEqual(5);
+    expect(carried.cost.amount).toBe(0.25 * carried.counts.completed);
+    expect(carried.notStarted).toBe(10 - carried.counts.completed);
+  });
+
   it('pauses, resumes and changes its window while running', async () => {
     let hold = true;
     const fake = fakeChildren(10, () => (hold ? { kind: 'held', ms: 0 } : { kind: 'COMPLETED', ms: 500 }));
