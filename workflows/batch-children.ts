@@ -460,7 +460,8 @@ function failedLine(
   }
   const failure = cause instanceof ApplicationFailure ? cause : undefined;
   const details = (failure?.details?.[0] ?? {}) as Partial<JobFailureDetails>;
-  const status = statusOfFailure(failure?.type, details);
+  // A child that ended without a failure of its own (terminated, timed out) failed as far as the batch knows.
+  const status = failure ? statusOfFailure(failure.type, details) : 'FAILED';
   return {
     line: {
       index,
