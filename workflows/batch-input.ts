@@ -108,6 +108,12 @@ export function parseBatchInput(
   if (!result.success) return { ok: false, ...firstIssue(result.error) };
   const tooMany = concurrencyIssue(result.data.mode, result.data.maxConcurrency);
   if (tooMany) return { ok: false, field: 'maxConcurrency', rule: tooMany };
+  if (result.data.mode === 'children' && result.data.job.outputInlineMaxBytes !== undefined)
+    return {
+      ok: false,
+      field: 'job.outputInlineMaxBytes',
+      rule: "does not apply in mode 'children' (every output goes to the result store)",
+    };
   const polling = result.data.job.polling;
   if (polling?.initialIntervalMs !== undefined && polling.maxIntervalMs !== undefined) {
     if (polling.maxIntervalMs < polling.initialIntervalMs)

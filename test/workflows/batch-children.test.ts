@@ -294,6 +294,10 @@ describe('batch workflow: child mode', () => {
     });
     expect(parseBatchInput(input({ mode: 'activities', maxConcurrency: 5_000 })).ok).toBe(true);
     expect(parseBatchInput({ ...input(), mode: 'child' })).toMatchObject({ ok: false, field: 'mode' });
+    expect(parseBatchInput(input({ job: { outputInlineMaxBytes: 100 } }))).toMatchObject({
+      ok: false,
+      field: 'job.outputInlineMaxBytes',
+    });
     expect(
       parseJobWorkflowInput({
         endpointId: 'ep-1',
