@@ -33,6 +33,11 @@ export function batchKeyFor(workflowId: string): string {
   return `batch-${createHash('sha256').update(workflowId).digest('hex').slice(0, 32)}`;
 }
 
+/** The store a worker uses when none is given: `batches` beside its result store's files. */
+export function defaultBatchStore(resultStoreDir: string): BatchStore {
+  return createLocalBatchStore(path.join(resultStoreDir, 'batches'));
+}
+
 interface LineIndex {
   size: number;
   mtimeMs: number;

@@ -35,7 +35,7 @@ import {
 } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
 import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflows/submit-lease';
-import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
+import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
 import { type Polling, submitRequestSchema } from './job-types';
@@ -85,7 +85,7 @@ function badRequest(field: string, rule: string): ApplicationFailure {
 }
 
 /** Parses one manifest line into a request; a problem names the line and the field. */
-function requestOf(line: string, index: number): JobRequestInput {
+export function requestOf(line: string, index: number): JobRequestInput {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -103,7 +103,7 @@ function requestOf(line: string, index: number): JobRequestInput {
 export function createBatchActivities(deps: BatchActivityDeps) {
   const { client } = deps;
   const resultStoreDir = deps.resultStoreDir ?? '.results';
-  const store = deps.batchStore ?? createLocalBatchStore(`${resultStoreDir}/batches`);
+  const store = deps.batchStore ?? defaultBatchStore(resultStoreDir);
   const outputs = deps.resultStore ?? createLocalResultStore(resultStoreDir);
   const errorMaxChars = deps.errorMaxChars ?? 2_000;
   const shorten = (text: string) => (text.length > errorMaxChars ? `${text.slice(0, errorMaxChars)}…` : text);
@@ -489,13 +489,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       return { results };
     },
 
-    /** The lines of items that ended without output, as one part (replaced if retried). */
+    /**
+     * Lines of items that ended, as one part per folder (replaced if retried): COMPLETED ones (the
+     * child mode's, whose outputs are references) under results/, the others under failures/.
+     */
     async recordBatchResults(input: { batchKey: string; lines: BatchResultLine[] }): Promise<void> {
       const { info, runId } = context();
-      await store.writeLines(
-        `${input.batchKey}/failures/${runId}-${info.activityId}.jsonl`,
-        input.lines.map((line) => JSON.stringify(line)),
-      );
+      const part = `${runId}-${info.activityId}.jsonl`;
+      const completed = input.lines.filter((line) => line.status === 'COMPLETED');
+      const failed = input.lines.filter((line) => line.status !== 'COMPLETED');
+      const text = (lines: BatchResultLine[]) => lines.map((line) => JSON.stringify(line));
+      if (completed.length > 0) await store.writeLines(`${input.batchKey}/results/${part}`, text(completed));
+      if (failed.length > 0 || completed.length === 0)
+        await store.writeLines(`${input.batchKey}/failures/${part}`, text(failed));
       for (const line of input.lines) countOutcome(line.status);
     },
   };

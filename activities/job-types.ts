@@ -49,11 +49,31 @@ export const streamSinkSchema = z.discriminatedUnion('kind', [
 /** The job request as the workflow passes it: the caller's object as given (no webhook: the worker adds it). */
 export const submitRequestSchema = jobRequestSchema.omit({ webhook: true });
 
+/** A key in the batch store: a relative path of plain segments (no `..`, no leading slash). */
+export const storeKeySchema = z
+  .string()
+  .max(500)
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/, {
+    error: 'must be a relative path of letters, digits, . _ - segments (no leading dot)',
+  });
+
+/**
+ * Where a job's request lives instead of the input: line `index` (0-based) of a manifest in the
+ * batch store. The batch engine's child mode starts its jobs so, and no request enters history.
+ */
+export const requestRefSchema = z.strictObject({
+  manifestKey: storeKeySchema,
+  index: z.int().min(0),
+});
+export type RequestRef = z.infer<typeof requestRefSchema>;
+
 const inlineMaxBytesSchema = z.int().min(0).max(2_000_000);
 
 export const submitJobInputSchema = z.strictObject({
   endpointId: pathSegmentSchema,
-  request: z.unknown(),
+  /** The request, or (requestRef) where the activity reads it. */
+  request: z.unknown().optional(),
+  requestRef: requestRefSchema.optional(),
   inlineMaxBytes: inlineMaxBytesSchema.optional(),
   /** Submit under this ttl instead of the request's (workflows/submit-lease.ts), maybe only with a webhook. */
   lease: z.strictObject({ ttlMs: ttlSchema, onlyWithWebhook: z.boolean() }).optional(),

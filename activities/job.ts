@@ -27,6 +27,8 @@ import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
 import { leaseApplies } from '../workflows/submit-lease';
+import { requestOf } from './batch';
+import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { JOB_EXPIRED, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
@@ -39,7 +41,9 @@ import {
   type JobObservation,
   type JobRefInput,
   jobRefInputSchema,
+  type RequestRef,
   type RunJobSyncInput,
+  requestRefSchema,
   runJobSyncInputSchema,
   type StreamJobInput,
   type StreamResult,
@@ -91,6 +95,8 @@ export interface JobActivityDeps {
   metrics?: LibraryMetrics;
   /** Estimates a finished run's cost (activities/cost-estimator.ts); absent: no estimates. */
   estimateCost?: EstimateCost;
+  /** Where a requestRef's manifest is (the batch activities' store); default: `<resultStoreDir>/batches`. */
+  batchStore?: BatchStore;
 }
 
 /** What a submit returns: the job as first seen, whether its request named a webhook, and its lease. */
@@ -176,6 +182,23 @@ export function createJobActivities(deps: JobActivityDeps) {
   const resultStoreDir = deps.resultStoreDir ?? '.results';
   const store = deps.resultStore ?? createLocalResultStore(resultStoreDir);
   const streamDir = deps.streamDir ?? path.join(resultStoreDir, 'streams');
+  const batchStore = deps.batchStore ?? defaultBatchStore(resultStoreDir);
+
+  /** The request a requestRef names: its manifest line, checked like a batch's items. */
+  async function requestAt(ref: RequestRef): Promise<unknown> {
+    let line: string | undefined;
+    try {
+      [line] = await batchStore.readLines(ref.manifestKey, [ref.index]);
+    } catch (error) {
+      throw ApplicationFailure.create({
+        type: 'BadRequest',
+        message: `invalid activity input: requestRef: ${(error as Error).message}`,
+        nonRetryable: true,
+        details: [{ field: 'requestRef', rule: 'must name a line of a manifest in the batch store' }],
+      });
+    }
+    return requestOf(line as string, ref.index);
+  }
 
   function observeOptions(inlineMaxBytes: number | undefined, endpointId: string): ObserveOptions {
     return {
@@ -195,11 +218,15 @@ export function createJobActivities(deps: JobActivityDeps) {
     };
   }
 
-  /** The caller's request plus this workflow's webhook; checked before anything is sent. */
-  function requestWithWebhook(request: unknown): {
+  /** The caller's request (given, or read by its ref) plus this workflow's webhook; checked before anything is sent. */
+  async function requestWithWebhook(
+    given: unknown,
+    ref: RequestRef | undefined,
+  ): Promise<{
     body: z.input<typeof submitRequestSchema>;
     webhookArmed: boolean;
-  } {
+  }> {
+    const request = ref ? await requestAt(ref) : given;
     parsed(submitRequestSchema, request, 'request');
     const body = request as z.input<typeof submitRequestSchema>;
     const webhook = deps.webhookUrlFor?.(currentWorkflowId());
@@ -226,10 +253,20 @@ export function createJobActivities(deps: JobActivityDeps) {
       return deps.webhookUrlFor !== undefined;
     },
 
+    /**
+     * The ttl of a requestRef's request (the workflow's deadline and lease need it before the
+     * submit), and nothing else of it: the request stays out of history.
+     */
+    async requestTtl(input: { requestRef: RequestRef }): Promise<{ ttl?: number }> {
+      const ref = parsed(requestRefSchema, input?.requestRef, 'requestRef');
+      const ttl = ((await requestAt(ref)) as { policy?: { ttl?: number } }).policy?.ttl;
+      return ttl === undefined ? {} : { ttl };
+    },
+
     /** POST /run. Never retried by Temporal: see the submission policy above. */
     async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
-      const { endpointId, request, lease } = parsed(submitJobInputSchema, input, 'input');
-      const armed = requestWithWebhook(request);
+      const { endpointId, request, requestRef, lease } = parsed(submitJobInputSchema, input, 'input');
+      const armed = await requestWithWebhook(request, requestRef);
       const { webhookArmed } = armed;
       // Whether a lease needs a webhook is known only here, where the webhook URL is.
       const leaseTtlMs = leaseApplies(lease, webhookArmed) ? lease.ttlMs : undefined;
@@ -268,8 +305,12 @@ export function createJobActivities(deps: JobActivityDeps) {
      * when the wait ran out first, the job as it is then. Its results are kept for 1 minute only.
      */
     async runJobSync(input: RunJobSyncInput): Promise<SubmitResult> {
-      const { endpointId, request, wait, inlineMaxBytes } = parsed(runJobSyncInputSchema, input, 'input');
-      const { body, webhookArmed } = requestWithWebhook(request);
+      const { endpointId, request, requestRef, wait, inlineMaxBytes } = parsed(
+        runJobSyncInputSchema,
+        input,
+        'input',
+      );
+      const { body, webhookArmed } = await requestWithWebhook(request, requestRef);
       let status: Awaited<ReturnType<typeof client.jobs.runSync>>;
       try {
         status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });

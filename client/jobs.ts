@@ -62,9 +62,11 @@ function validationError(error: z.ZodError, root: string): ValidationError {
 export function validateJobInput(input: JobWorkflowInput): void {
   const parsed = parseJobWorkflowInput(input);
   if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
-  // The client's own rules for the request (payload size per target included).
+  // The client's own rules for the request (payload size per target included); a requestRef's
+  // line was checked when its manifest was staged.
+  const { request } = parsed.value;
   try {
-    jobRequestBody(parsed.value.request, parsed.value.options.mode === 'runsync' ? 'runSync' : 'run');
+    if (request) jobRequestBody(request, parsed.value.options.mode === 'runsync' ? 'runSync' : 'run');
   } catch (error) {
     if (error instanceof ValidationError)
       throw new ValidationError(`request.${error.field}`.replace(/\.$/, ''), error.rule);

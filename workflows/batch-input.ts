@@ -6,11 +6,13 @@
  * Bundled into workflow code: only zod, api/schemas, input-rules and job-input may be imported here.
  */
 import { z } from 'zod';
-import { submitRequestSchema } from '../activities/job-types';
+import { storeKeySchema, submitRequestSchema } from '../activities/job-types';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
 import { firstIssue } from './input-rules';
 import { jobWorkflowInputSchema } from './job-input';
+
+export { storeKeySchema } from '../activities/job-types';
 
 const job = jobWorkflowInputSchema.shape;
 
@@ -26,14 +28,6 @@ export const batchItemOptionsSchema = z.strictObject({
   outputInlineMaxBytes: job.outputInlineMaxBytes,
   submitTimeout: job.submitTimeout,
 });
-
-/** A key in the batch store: a relative path of plain segments (no `..`, no leading slash). */
-export const storeKeySchema = z
-  .string()
-  .max(500)
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/, {
-    error: 'must be a relative path of letters, digits, . _ - segments (no leading dot)',
-  });
 
 const itemsSchema = z.union(
   [
@@ -56,10 +50,30 @@ export const failureToleranceSchema = z
 
 export const MAX_BATCH_CONCURRENCY = 10_000;
 export const concurrencySchema = z.int().min(1).max(MAX_BATCH_CONCURRENCY);
+/**
+ * Child workflows open at once in mode 'children': Temporal refuses a workflow more than 2,000
+ * pending children (limit.numPendingChildExecutions), and each child's start and end is history.
+ */
+export const MAX_CHILD_CONCURRENCY = 1_000;
+
+export type BatchMode = 'activities' | 'children';
+
+/** The concurrency rule of a mode, for the input and for setBatchConcurrency alike: a rule, or undefined when it holds. */
+export function concurrencyIssue(mode: BatchMode, value: number): string | undefined {
+  if (mode === 'children' && value > MAX_CHILD_CONCURRENCY)
+    return `must be at most ${MAX_CHILD_CONCURRENCY} in mode 'children' (child workflows open at once)`;
+  return undefined;
+}
 
 export const batchInputSchema = z.strictObject({
   endpointId: pathSegmentSchema,
   items: itemsSchema,
+  /**
+   * 'activities' (default): a few activities follow every job, and history holds counters only.
+   * 'children': one serverlessJob child workflow per item (each visible in the UI), in the same
+   * sliding window; its request is read from the batch store, its output goes to the result store.
+   */
+  mode: z.enum(['activities', 'children']).default('activities'),
   /** Options every item's job runs with (the job workflow's; default: its defaults). */
   job: batchItemOptionsSchema.prefault({}),
   /** Jobs in flight at once (submitted and not finished); changeable while running. */
@@ -92,6 +106,14 @@ export function parseBatchInput(
 ): { ok: true; value: ParsedBatchInput } | { ok: false; field: string; rule: string } {
   const result = batchInputSchema.safeParse(raw);
   if (!result.success) return { ok: false, ...firstIssue(result.error) };
+  const tooMany = concurrencyIssue(result.data.mode, result.data.maxConcurrency);
+  if (tooMany) return { ok: false, field: 'maxConcurrency', rule: tooMany };
+  if (result.data.mode === 'children' && result.data.job.outputInlineMaxBytes !== undefined)
+    return {
+      ok: false,
+      field: 'job.outputInlineMaxBytes',
+      rule: "does not apply in mode 'children' (every output goes to the result store)",
+    };
   const polling = result.data.job.polling;
   if (polling?.initialIntervalMs !== undefined && polling.maxIntervalMs !== undefined) {
     if (polling.maxIntervalMs < polling.initialIntervalMs)

@@ -25,6 +25,7 @@
  *   the cursor, the items in flight and the counters, once its activities and handlers are done.
  * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
  *   and ends the batch as cancelled.
+ * - `mode: 'children'` runs a job workflow per item instead (workflows/batch-children.ts).
  */
 import {
   ApplicationFailure,
@@ -44,6 +45,7 @@ import {
 import type { BatchActivities } from '../activities/batch';
 import type { Polling } from '../activities/job-types';
 import { JOB_LIMITS } from '../api/schemas/job';
+import { type ChildBatchState, runChildBatch } from './batch-children';
 import {
   batchProgressQuery,
   batchWantsHintQuery,
@@ -67,6 +69,14 @@ import {
   type SubmitItemResult,
   type WatchedItem,
 } from './batch-input';
+import {
+  emptyCounts,
+  endWith,
+  failureCount,
+  resultsRefs,
+  roundCost,
+  toleranceExceeded,
+} from './batch-outcomes';
 import { jobWebhookSignal } from './definitions';
 import { emitOnEnd, failureData, isEnd } from './emit-on-end';
 import { leaseAttemptMs, SUBMIT_RETRY } from './job-activities';
@@ -257,17 +267,10 @@ function createdBeforeTimeout(error: unknown): Map<number, Created> {
   return out;
 }
 
-const emptyCounts = (): BatchCounts => ({
-  completed: 0,
-  failed: 0,
-  timedOut: 0,
-  expired: 0,
-  cancelled: 0,
-  uncertain: 0,
-  rejected: 0,
-});
-
-export async function serverlessBatch(input: BatchInput, carried?: BatchState): Promise<BatchSummary> {
+export async function serverlessBatch(
+  input: BatchInput,
+  carried?: BatchState | ChildBatchState,
+): Promise<BatchSummary> {
   const parsed = parseBatchInput(input);
   if (!parsed.ok) {
     throw ApplicationFailure.create({
@@ -277,21 +280,33 @@ export async function serverlessBatch(input: BatchInput, carried?: BatchState): 
       details: [{ field: parsed.field, rule: parsed.rule }],
     });
   }
+  const o = parsed.value;
+  try {
+    const summary =
+      o.mode === 'children'
+        ? await runChildBatch(o, carried as ChildBatchState | undefined)
+        : await runActivityBatch(o, carried as BatchState | undefined);
+    await emitOnEnd(o.emitOnEnd, 'batch.completed', { ...summary });
+    return summary;
+  } catch (error) {
+    if (!(isCancellation(error) && CancellationScope.current().consideredCancelled) && isEnd(error))
+      await emitOnEnd(o.emitOnEnd, 'batch.failed', failureData(error));
+    throw error;
+  }
+}
+
+/** The activities mode: a few activities follow every job. */
+async function runActivityBatch(o: ParsedBatchInput, carried: BatchState | undefined): Promise<BatchSummary> {
   // Batches started before the lease replay without it: their submits carried the caller's ttl.
   const leased = patched('batch-submit-lease');
-  const batch = new Batch(parsed.value, carried, leased);
+  const batch = new Batch(o, carried, leased);
   batch.listen();
   try {
     if (!carried) await batch.stage();
-    const summary = await batch.run();
-    await emitOnEnd(parsed.value.emitOnEnd, 'batch.completed', { ...summary });
-    return summary;
+    return await batch.run();
   } catch (error) {
-    if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled)
       await CancellationScope.nonCancellable(() => batch.cancelInFlight());
-    } else if (isEnd(error)) {
-      await emitOnEnd(parsed.value.emitOnEnd, 'batch.failed', failureData(error));
-    }
     throw error;
   }
 }
@@ -1059,23 +1074,15 @@ class Batch {
   }
 
   private failures(): number {
-    const c = this.s.counts;
-    return c.failed + c.timedOut + c.expired + c.cancelled + c.uncertain + c.rejected;
+    return failureCount(this.s.counts);
   }
 
   private exceeded(): boolean {
-    const failures = this.failures();
-    const { count, percentage } = this.o.failureTolerance;
-    if (count === undefined && percentage === undefined) return failures > 0;
-    return (
-      (count !== undefined && failures > count) ||
-      (percentage !== undefined && (failures * 100) / Math.max(this.s.total, 1) > percentage)
-    );
+    return toleranceExceeded(this.s.counts, this.s.total, this.o.failureTolerance);
   }
 
   summary(cancelled = false): BatchSummary {
     const s = this.s;
-    const ref = { kind: 'serverless-batch-results' as const, store: 'local', key: s.batchKey };
     const failures = this.failures();
     return {
       batchId: workflowInfo().workflowId,
@@ -1094,8 +1101,7 @@ class Batch {
       ...(this.stoppedBecause(cancelled) ? { stoppedBecause: this.stoppedBecause(cancelled) } : {}),
       cost: { ...this.cost() },
       cancelled,
-      results: ref,
-      failuresRef: { ...ref, only: 'failures' },
+      ...resultsRefs(s.batchKey),
       manifestKey: s.manifestKey,
       startedAt: s.startedAt,
       elapsedMs: Date.now() - s.startedAt,
@@ -1114,30 +1120,7 @@ class Batch {
   }
 
   private finish(): BatchSummary {
-    const summary = this.summary();
-    if (summary.toleranceExceeded) {
-      throw ApplicationFailure.create({
-        type: BATCH_FAILURE.toleranceExceeded,
-        message:
-          `${summary.failures} of ${summary.total} items failed, more than the failure tolerance allows; ` +
-          `${summary.notStarted} were not started. Results: ${summary.results.key}`,
-        nonRetryable: true,
-        details: [summary],
-      });
-    }
-    if (summary.budgetExceeded) {
-      const cost = summary.cost;
-      throw ApplicationFailure.create({
-        type: BATCH_FAILURE.budgetExceeded,
-        message:
-          `the estimated cost ${cost.amount}${cost.currency ? ` ${cost.currency}` : ''} reached the budget ` +
-          `${summary.budget}: no more items were submitted; ${summary.notStarted} of ${summary.total} ` +
-          `were not started. Results: ${summary.results.key}`,
-        nonRetryable: true,
-        details: [summary],
-      });
-    }
-    return summary;
+    return endWith(this.summary());
   }
 
   progress(): BatchProgress {
@@ -1252,10 +1235,6 @@ function tally(entry: Queued | Uncertain): { attempts: number; submissions: numb
 /** An item's earlier runs' cost, carried when it is queued or submitted again. */
 function earlier(c: number | undefined): { c?: number } {
   return c === undefined ? {} : { c };
-}
-
-function roundCost(amount: number): number {
-  return Math.round(amount * 1e6) / 1e6;
 }
 
 function lineOf(item: Item, status: string, at: number): BatchResultLine {

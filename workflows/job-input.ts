@@ -8,7 +8,12 @@
  * imported here.
  */
 import { z } from 'zod';
-import { pollingSchema, streamSinkSchema, submitRequestSchema } from '../activities/job-types';
+import {
+  pollingSchema,
+  requestRefSchema,
+  streamSinkSchema,
+  submitRequestSchema,
+} from '../activities/job-types';
 import { JOB_LIMITS, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
@@ -47,7 +52,9 @@ export const jobWorkflowInputSchema = z
   .strictObject({
     endpointId: pathSegmentSchema,
     /** The job request without `webhook`: the worker adds its own per-workflow URL. */
-    request: submitRequestSchema,
+    request: submitRequestSchema.optional(),
+    /** Or where the worker reads it (exactly one of request and requestRef). */
+    requestRef: requestRefSchema.optional(),
     /**
      * `async` (default): POST /run, then webhook and polling. `sync`: the same with fast polling,
      * for short jobs; durable like async. `runsync`: POST /runsync. Its job id arrives only in
@@ -109,6 +116,10 @@ export const jobWorkflowInputSchema = z
     /** Send an event to this automation when the job ends (chaining; workflows/emit-on-end.ts). */
     emitOnEnd: emitOnEndSchema.optional(),
   })
+  .refine((input) => (input.request === undefined) !== (input.requestRef === undefined), {
+    error: 'exactly one of request and requestRef is required',
+    path: ['request'],
+  })
   .refine((input) => !(input.mode === 'runsync' && input.stream), {
     error: 'streaming needs mode async or sync',
     path: ['stream'],
@@ -139,10 +150,11 @@ export type ParsedJobInput = {
   options: ParsedJobWorkflowInput;
   /**
    * The request exactly as the caller gave it. The parsed copy has the policy defaults filled in,
-   * and sending an explicit executionTimeout would override the endpoint's own setting.
+   * and sending an explicit executionTimeout would override the endpoint's own setting. Absent
+   * with a requestRef: the submit activity reads it from the batch store.
    */
-  request: z.input<typeof submitRequestSchema>;
-  /** The ttl the service applies (its default when the caller set none). */
+  request?: z.input<typeof submitRequestSchema>;
+  /** The ttl the service applies (its default when the caller set none; a requestRef's is read first). */
   ttlMs: number;
   polling: z.infer<typeof pollingSchema>;
 };
@@ -169,9 +181,14 @@ export function parseJobWorkflowInput(
   if (polling.maxIntervalMs < polling.initialIntervalMs) {
     return { ok: false, field: 'polling.maxIntervalMs', rule: 'must not be below initialIntervalMs' };
   }
-  const request = (raw as { request: z.input<typeof submitRequestSchema> }).request;
+  const request = (raw as { request?: z.input<typeof submitRequestSchema> }).request;
   return {
     ok: true,
-    value: { options, request, ttlMs: options.request.policy?.ttl ?? JOB_LIMITS.ttlDefaultMs, polling },
+    value: {
+      options,
+      ...(request === undefined ? {} : { request }),
+      ttlMs: options.request?.policy?.ttl ?? JOB_LIMITS.ttlDefaultMs,
+      polling,
+    },
   };
 }

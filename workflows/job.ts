@@ -1,7 +1,9 @@
 /**
  * The job workflow: owns one remote job from submission to result.
  *
- * 1. Parses its input (workflows/job-input.ts); a bad input fails at once with BadRequest.
+ * 1. Parses its input (workflows/job-input.ts); a bad input fails at once with BadRequest. A
+ *    `requestRef` instead of a `request` (the batch's child mode) is read by the activities from the
+ *    batch store: its ttl first, then the whole request by the submit, so none of it enters history.
  * 2. Submits once (/run, or /runsync in mode runsync). A submit that may have reached the service
  *    without an answer is "uncertain": the workflow then waits `uncertainSubmitWait` for the
  *    orphan's webhook (the URL is per workflow, so a job it does not know reports itself) and
@@ -323,6 +325,12 @@ function ownJob(
 
 async function runJob(run: Run): Promise<JobResult> {
   const { options } = run.job;
+  // A request by reference (the batch's child mode): its ttl is read first, since the deadline and
+  // the lease need it. Only such workflows take this step; the marker keeps that explicit.
+  if (options.requestRef && patched('job-request-ref')) {
+    const { ttl } = await shortActivities.requestTtl({ requestRef: options.requestRef });
+    if (ttl !== undefined) run.job = { ...run.job, ttlMs: ttl };
+  }
   // Histories recorded before the lease replay without it (their submits carried the caller's ttl).
   if (patched('submit-lease')) run.lease = leaseRequest(options.submitLease, options.mode, run.job.ttlMs);
   for (;;) {
@@ -414,9 +422,11 @@ async function submitFresh(run: Run): Promise<void> {
  * job id, so the job can then be cancelled instead of left running unseen.
  */
 async function submitOnce(run: Run): Promise<SubmitOutcome> {
-  const { options, request } = run.job;
+  const { options } = run.job;
   const inline =
     options.outputInlineMaxBytes === undefined ? {} : { inlineMaxBytes: options.outputInlineMaxBytes };
+  // The activity reads a referenced request itself: it never passes through history.
+  const request = run.job.request ? { request: run.job.request } : { requestRef: options.requestRef };
   for (let attempt = 1; ; attempt++) {
     try {
       const job = await CancellationScope.nonCancellable(() =>
@@ -425,7 +435,7 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
               Math.max(options.submitTimeout, (options.runsyncWait ?? 90_000) + 60_000),
             ).runJobSync({
               endpointId: options.endpointId,
-              request,
+              ...request,
               ...(options.runsyncWait === undefined ? {} : { wait: options.runsyncWait }),
               ...inline,
             })
@@ -434,7 +444,7 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
               run.lease ? leaseAttemptMs(run.lease.ttlMs) : undefined,
             ).submitJob({
               endpointId: options.endpointId,
-              request,
+              ...request,
               ...inline,
               ...(run.lease ? { lease: run.lease } : {}),
             }),

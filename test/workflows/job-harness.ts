@@ -101,6 +101,7 @@ export function fakeJob(impl: Partial<{ [K in keyof JobActivities]: Impl<K> }>):
     };
   const defaults: { [K in keyof JobActivities]: Impl<K> } = {
     webhooksArmed: async () => true,
+    requestTtl: async () => ({}),
     submitJob: async () => submitted('job-1'),
     runJobSync: async () => ({
       ...observation('sync-1', 'COMPLETED', { output: { ok: true } }),

@@ -1,0 +1,316 @@
+/**
+ * The batch's child mode on the time-skipping server, with a fake serverlessJob bundled beside the
+ * batch (batch-children-workflows.ts): the window (never more than maxConcurrency children open),
+ * the tolerance by count, the summary and the results lines, pause / resume / a concurrency change,
+ * cancel (the children are cancelled), and that no request or output enters the batch's history.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchActivities } from '../../activities/batch';
+import type { serverlessBatch } from '../../workflows/batch';
+import {
+  batchProgressQuery,
+  pauseBatchSignal,
+  resumeBatchSignal,
+  setBatchConcurrencyUpdate,
+} from '../../workflows/batch-definitions';
+import {
+  type BatchInput,
+  type BatchResultLine,
+  type BatchSummary,
+  parseBatchInput,
+} from '../../workflows/batch-input';
+import { parseJobWorkflowInput } from '../../workflows/job-input';
+import { historyText } from '../support/history';
+import { timeSkippingEnv } from '../support/temporal';
+import { bundleWorkflows, failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
+import type { ChildFate, FakeChildActivities } from './batch-children-workflows';
+import { releaseChildSignal } from './batch-children-workflows';
+
+quietRuntime();
+
+const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
+  endpointId: 'ep-1',
+  items: { manifest: { key: 'items.jsonl' } },
+  mode: 'children',
+  ...extra,
+});
+
+/** The fake children's side in the test: their fates, who is open, and the lines the batch wrote. */
+function fakeChildren(total: number, fate: (index: number) => ChildFate) {
+  const open = new Set<number>();
+  const started: number[] = [];
+  const inputs = new Map<number, unknown>();
+  const lines: BatchResultLine[] = [];
+  let most = 0;
+  const children: FakeChildActivities = {
+    async childStarted({ index, workflowInput }) {
+      open.add(index);
+      started.push(index);
+      inputs.set(index, workflowInput);
+      most = Math.max(most, open.size);
+      return fate(index);
+    },
+    async childEnded({ index }) {
+      open.delete(index);
+    },
+  };
+  const batch: Pick<BatchActivities, 'stageBatchItems' | 'recordBatchResults'> = {
+    async stageBatchItems() {
+      return { batchKey: 'batch-test', manifestKey: 'batch-test/items.jsonl', total };
+    },
+    async recordBatchResults({ lines: written }) {
+      lines.push(...written);
+    },
+  };
+  return { activities: { ...children, ...batch }, open, started, inputs, lines, most: () => most };
+}
+
+describe('batch workflow: child mode', () => {
+  let env: TestWorkflowEnvironment;
+  let bundle: WorkflowBundleWithSourceMap;
+  let id = 0;
+  beforeAll(async () => {
+    env = await timeSkippingEnv();
+    bundle = await bundleWorkflows(require.resolve('./batch-children-workflows.ts'));
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const start = (taskQueue: string, args: BatchInput) =>
+    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+      taskQueue,
+      workflowId: `batch-children-${++id}`,
+      args: [args],
+    });
+
+  async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+    for (let k = 0; k < 400; k++) {
+      if (await check()) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`never: ${what}`);
+  }
+
+  const broken = (i: number) => i % 7 === 3;
+  const fates = (i: number): ChildFate => ({
+    kind: broken(i) ? 'FAILED' : 'COMPLETED',
+    ms: 1_000 + (i % 5) * 700,
+  });
+
+  it('runs a job workflow per item in a window of maxConcurrency, within the tolerance', async () => {
+    const fake = fakeChildren(30, fates);
+    const failing = Array.from({ length: 30 }, (_, i) => i).filter(broken);
+    const { summary, history, batchId } = await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(
+        queue,
+        input({ maxConcurrency: 4, failureTolerance: { count: failing.length } }),
+      );
+      const result = await handle.result();
+      return { summary: result, history: await handle.fetchHistory(), batchId: handle.workflowId };
+    });
+    expect(summary).toMatchObject({
+      total: 30,
+      counts: { completed: 30 - failing.length, failed: failing.length, uncertain: 0, rejected: 0 },
+      failures: failing.length,
+      notStarted: 0,
+      submissions: 30,
+      retries: failing.length,
+      toleranceExceeded: false,
+      cancelled: false,
+      results: { key: 'batch-test' },
+      cost: { amount: 0.25 * (30 - failing.length), currency: 'USD', items: 30 - failing.length },
+    });
+    // The window: full, never more.
+    expect(fake.most()).toBe(4);
+    expect(fake.started.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+
+    // One line per item: completed ones with the output's reference, failed ones with the error.
+    expect(fake.lines).toHaveLength(30);
+    expect(new Set(fake.lines.map((line) => line.index)).size).toBe(30);
+    for (const line of fake.lines) {
+      if (broken(line.index)) {
+        expect(line).toMatchObject({
+          status: 'FAILED',
+          jobId: `job-${line.index}`,
+          attempts: 2,
+          submissions: 1,
+        });
+        expect(line.error).toContain(`item ${line.index} is broken`);
+      } else {
+        expect(line).toMatchObject({
+          status: 'COMPLETED',
+          jobId: `job-${line.index}`,
+          outputRef: { key: `out-${line.index}` },
+          attempts: 1,
+          submissions: 1,
+          cost: 0.25,
+        });
+      }
+    }
+
+    // Each child: the batch's per-item options, its request by reference, outputs to the store.
+    const child = fake.inputs.get(5) as Record<string, unknown>;
+    expect(child).toMatchObject({
+      endpointId: 'ep-1',
+      requestRef: { manifestKey: 'batch-test/items.jsonl', index: 5 },
+      outputInlineMaxBytes: 0,
+    });
+    expect(child).not.toHaveProperty('request');
+    expect(parseJobWorkflowInput(child).ok).toBe(true);
+
+    // The batch's history names children and references, never a request or an output.
+    const text = historyText(history);
+    expect(text).toContain(`${batchId}/item-29`);
+    expect(text).toContain('"requestRef"');
+    expect(text).toContain('"outputRef"');
+    expect(text).not.toContain('"request"');
+    expect(text).not.toContain('"output"');
+  });
+
+  it('fails past the tolerance with the summary; items not started are counted, every line kept', async () => {
+    const fake = fakeChildren(30, fates);
+    const failure = await withWorker(env, bundle, fake.activities, async (queue) =>
+      failureOf((await start(queue, input({ maxConcurrency: 3, failureTolerance: { count: 1 } }))).result()),
+    );
+    expect(failure.type).toBe('BatchToleranceExceeded');
+    const carried = failure.details?.[0] as BatchSummary;
+    expect(carried).toMatchObject({
+      total: 30,
+      toleranceExceeded: true,
+      stoppedBecause: 'failure-tolerance',
+    });
+    expect(carried.counts.failed).toBeGreaterThanOrEqual(2);
+    expect(carried.notStarted).toBeGreaterThan(0);
+    expect(carried.counts.completed + carried.failures + carried.notStarted).toBe(30);
+    expect(fake.lines).toHaveLength(carried.counts.completed + carried.failures);
+    expect(fake.started).toHaveLength(carried.counts.completed + carried.failures);
+  });
+
+  it('continues as new when its run is full, carrying the cursor and the counters', async () => {
+    const fake = fakeChildren(60, fates);
+    const failing = Array.from({ length: 60 }, (_, i) => i).filter(broken).length;
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (
+        await start(
+          queue,
+          input({ maxConcurrency: 5, maxEventsPerRun: 200, failureTolerance: { count: failing } }),
+        )
+      ).result(),
+    );
+    expect(summary.runs).toBeGreaterThan(1);
+    expect(summary).toMatchObject({
+      total: 60,
+      counts: { completed: 60 - failing, failed: failing },
+      submissions: 60,
+      retries: failing,
+      notStarted: 0,
+    });
+    // Every item once: no child started twice across the runs, every line written once.
+    expect(fake.started.sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(fake.lines.map((line) => line.index).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 60 }, (_, i) => i),
+    );
+    expect(fake.most()).toBeLessThanOrEqual(5);
+  });
+
+  it("stops starting children once the children's estimated cost reaches the budget", async () => {
+    const fake = fakeChildren(10, () => ({ kind: 'COMPLETED', ms: 1_000 }));
+    const failure = await withWorker(env, bundle, fake.activities, async (queue) =>
+      failureOf((await start(queue, input({ maxConcurrency: 2, budget: 1 }))).result()),
+    );
+    expect(failure.type).toBe('BatchBudgetExceeded');
+    const carried = failure.details?.[0] as BatchSummary;
+    // 0.25 a child: the fourth reaches the budget; the two in flight then still finish.
+    expect(carried).toMatchObject({ budget: 1, budgetExceeded: true, stoppedBecause: 'budget', failures: 0 });
+    expect(carried.counts.completed).toBeGreaterThanOrEqual(4);
+    expect(carried.counts.completed).toBeLessThanOrEqual(5);
+    expect(carried.cost.amount).toBe(0.25 * carried.counts.completed);
+    expect(carried.notStarted).toBe(10 - carried.counts.completed);
+  });
+
+  it('pauses, resumes and changes its window while running', async () => {
+    let hold = true;
+    const fake = fakeChildren(10, () => (hold ? { kind: 'held', ms: 0 } : { kind: 'COMPLETED', ms: 500 }));
+    await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(queue, input({ maxConcurrency: 2 }));
+      await until(() => fake.open.size === 2, 'two children open');
+      await handle.signal(pauseBatchSignal);
+      // The window's rule holds for updates too.
+      const refused = await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [5_000] }).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      expect(String((refused?.cause as Error | undefined)?.message)).toMatch(
+        /at most 1000 in mode 'children'/,
+      );
+      expect(await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [4] })).toBe(2);
+      const first = [...fake.open];
+      for (const index of first)
+        await env.client.workflow.getHandle(`${handle.workflowId}/item-${index}`).signal(releaseChildSignal);
+      await until(async () => (await handle.query(batchProgressQuery)).done === 2, 'the first two done');
+      // Paused: nothing new started.
+      expect(fake.started).toHaveLength(2);
+      expect(await handle.query(batchProgressQuery)).toMatchObject({
+        inFlight: 0,
+        paused: true,
+        maxConcurrency: 4,
+      });
+      hold = false;
+      await handle.signal(resumeBatchSignal);
+      const summary = await handle.result();
+      expect(summary).toMatchObject({ total: 10, counts: { completed: 10 }, submissions: 10 });
+    });
+    expect(fake.most()).toBe(4);
+  });
+
+  it('cancelling the batch cancels its children and records them', async () => {
+    const fake = fakeChildren(6, () => ({ kind: 'held', ms: 0 }));
+    await withWorker(env, bundle, fake.activities, async (queue) => {
+      const handle = await start(queue, input({ maxConcurrency: 3 }));
+      await until(() => fake.open.size === 3, 'three children open');
+      await handle.cancel();
+      const error = await handle.result().catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(WorkflowFailedError);
+      expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+      for (const index of fake.started) {
+        const child = await env.client.workflow.getHandle(`${handle.workflowId}/item-${index}`).describe();
+        expect(child.status.name).toBe('CANCELLED');
+      }
+    });
+    expect(fake.open.size).toBe(0);
+    expect(fake.lines.map((line) => line.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED']);
+  });
+
+  it('refuses a window too large for child workflows, naming the field', () => {
+    expect(parseBatchInput(input({ maxConcurrency: 1_001 }))).toMatchObject({
+      ok: false,
+      field: 'maxConcurrency',
+      rule: expect.stringContaining("at most 1000 in mode 'children'"),
+    });
+    expect(parseBatchInput(input({ mode: 'activities', maxConcurrency: 5_000 })).ok).toBe(true);
+    expect(parseBatchInput({ ...input(), mode: 'child' })).toMatchObject({ ok: false, field: 'mode' });
+    expect(parseBatchInput(input({ job: { outputInlineMaxBytes: 100 } }))).toMatchObject({
+      ok: false,
+      field: 'job.outputInlineMaxBytes',
+    });
+    expect(
+      parseJobWorkflowInput({
+        endpointId: 'ep-1',
+        request: { input: {} },
+        requestRef: { manifestKey: 'k/items.jsonl', index: 0 },
+      }),
+    ).toMatchObject({
+      ok: false,
+      field: 'request',
+      rule: 'exactly one of request and requestRef is required',
+    });
+    expect(
+      parseJobWorkflowInput({ endpointId: 'ep-1', requestRef: { manifestKey: '../x', index: 0 } }),
+    ).toMatchObject({ ok: false, field: 'requestRef.manifestKey' });
+  });
+});
