@@ -4,21 +4,11 @@
  * retried item's runs summed on its line, and a budget that stops new submissions while the jobs
  * in flight finish and count, ending in BatchBudgetExceeded with the summary.
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { serverlessBatch } from '../../workflows/batch';
+import { describe, expect, it } from 'vitest';
 import { batchProgressQuery } from '../../workflows/batch-definitions';
 import { type BatchInput, type BatchSummary, parseBatchInput } from '../../workflows/batch-input';
 import { historyText } from '../support/history';
-import {
-  bundleBatchWorkflow,
-  failureOf,
-  fakeService,
-  quietRuntime,
-  timeSkippingEnv,
-  withWorker,
-} from './batch-harness';
+import { batchSuite, failureOf, fakeService, quietRuntime, withWorker } from './batch-harness';
 
 quietRuntime();
 
@@ -29,23 +19,8 @@ const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
 });
 
 describe('batch cost and budget', () => {
-  let env: TestWorkflowEnvironment;
-  let bundle: WorkflowBundleWithSourceMap;
-  let id = 0;
-  beforeAll(async () => {
-    env = await timeSkippingEnv();
-    bundle = await bundleBatchWorkflow();
-  });
-  afterAll(async () => {
-    await env?.teardown();
-  });
-
-  const start = (taskQueue: string, args: BatchInput) =>
-    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
-      taskQueue,
-      workflowId: `batch-cost-${++id}`,
-      args: [args],
-    });
+  const suite = batchSuite('batch-cost');
+  const { start } = suite;
 
   it('refuses a budget that is not a positive number, naming the field', () => {
     expect(parseBatchInput(input({ budget: 0 }))).toMatchObject({ ok: false, field: 'budget' });
@@ -65,7 +40,7 @@ describe('batch cost and budget', () => {
       undefined,
       (i, attempt) => 0.25 * (i + 1) + (attempt > 1 ? 0.125 : 0),
     );
-    const { summary, history } = await withWorker(env, bundle, fake.activities, async (queue) => {
+    const { summary, history } = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(
         queue,
         input({ job: { retry: { maxRetries: 1, initialInterval: 1_000 } }, pageSize: 2 }),
@@ -102,7 +77,7 @@ describe('batch cost and budget', () => {
         return answer;
       },
     };
-    const failure = await withWorker(env, bundle, activities, async (queue) => {
+    const failure = await withWorker(suite.env, suite.bundle, activities, async (queue) => {
       const handle = await start(queue, input({ budget: 5, maxConcurrency: 4, pageSize: 2 }));
       const failure = await failureOf(handle.result());
       expect(historyText(await handle.fetchHistory())).toContain('"id":"batch-budget"');

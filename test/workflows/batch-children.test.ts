@@ -6,11 +6,8 @@
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
-import type { serverlessBatch } from '../../workflows/batch';
 import {
   batchProgressQuery,
   pauseBatchSignal,
@@ -25,10 +22,10 @@ import {
 } from '../../workflows/batch-input';
 import { parseJobWorkflowInput } from '../../workflows/job-input';
 import { historyText } from '../support/history';
-import { timeSkippingEnv } from '../support/temporal';
-import { bundleWorkflows, failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
+import { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 import type { ChildFate, FakeChildActivities } from './batch-children-workflows';
 import { releaseChildSignal } from './batch-children-workflows';
+import { batchSuite, until } from './batch-harness';
 
 quietRuntime();
 
@@ -70,31 +67,8 @@ function fakeChildren(total: number, fate: (index: number) => ChildFate) {
 }
 
 describe('batch workflow: child mode', () => {
-  let env: TestWorkflowEnvironment;
-  let bundle: WorkflowBundleWithSourceMap;
-  let id = 0;
-  beforeAll(async () => {
-    env = await timeSkippingEnv();
-    bundle = await bundleWorkflows(require.resolve('./batch-children-workflows.ts'));
-  });
-  afterAll(async () => {
-    await env?.teardown();
-  });
-
-  const start = (taskQueue: string, args: BatchInput) =>
-    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
-      taskQueue,
-      workflowId: `batch-children-${++id}`,
-      args: [args],
-    });
-
-  async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-    for (let k = 0; k < 400; k++) {
-      if (await check()) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`never: ${what}`);
-  }
+  const suite = batchSuite('batch-children', require.resolve('./batch-children-workflows.ts'));
+  const { start } = suite;
 
   const broken = (i: number) => i % 7 === 3;
   const fates = (i: number): ChildFate => ({
@@ -105,14 +79,19 @@ describe('batch workflow: child mode', () => {
   it('runs a job workflow per item in a window of maxConcurrency, within the tolerance', async () => {
     const fake = fakeChildren(30, fates);
     const failing = Array.from({ length: 30 }, (_, i) => i).filter(broken);
-    const { summary, history, batchId } = await withWorker(env, bundle, fake.activities, async (queue) => {
-      const handle = await start(
-        queue,
-        input({ maxConcurrency: 4, failureTolerance: { count: failing.length } }),
-      );
-      const result = await handle.result();
-      return { summary: result, history: await handle.fetchHistory(), batchId: handle.workflowId };
-    });
+    const { summary, history, batchId } = await withWorker(
+      suite.env,
+      suite.bundle,
+      fake.activities,
+      async (queue) => {
+        const handle = await start(
+          queue,
+          input({ maxConcurrency: 4, failureTolerance: { count: failing.length } }),
+        );
+        const result = await handle.result();
+        return { summary: result, history: await handle.fetchHistory(), batchId: handle.workflowId };
+      },
+    );
     expect(summary).toMatchObject({
       total: 30,
       counts: { completed: 30 - failing.length, failed: failing.length, uncertain: 0, rejected: 0 },
@@ -174,7 +153,7 @@ describe('batch workflow: child mode', () => {
 
   it('fails past the tolerance with the summary; items not started are counted, every line kept', async () => {
     const fake = fakeChildren(30, fates);
-    const failure = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const failure = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       failureOf((await start(queue, input({ maxConcurrency: 3, failureTolerance: { count: 1 } }))).result()),
     );
     expect(failure.type).toBe('BatchToleranceExceeded');
@@ -194,7 +173,7 @@ describe('batch workflow: child mode', () => {
   it('continues as new when its run is full, carrying the cursor and the counters', async () => {
     const fake = fakeChildren(60, fates);
     const failing = Array.from({ length: 60 }, (_, i) => i).filter(broken).length;
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       (
         await start(
           queue,
@@ -220,7 +199,7 @@ describe('batch workflow: child mode', () => {
 
   it("stops starting children once the children's estimated cost reaches the budget", async () => {
     const fake = fakeChildren(10, () => ({ kind: 'COMPLETED', ms: 1_000 }));
-    const failure = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const failure = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       failureOf((await start(queue, input({ maxConcurrency: 2, budget: 1 }))).result()),
     );
     expect(failure.type).toBe('BatchBudgetExceeded');
@@ -236,7 +215,7 @@ describe('batch workflow: child mode', () => {
   it('pauses, resumes and changes its window while running', async () => {
     let hold = true;
     const fake = fakeChildren(10, () => (hold ? { kind: 'held', ms: 0 } : { kind: 'COMPLETED', ms: 500 }));
-    await withWorker(env, bundle, fake.activities, async (queue) => {
+    await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ maxConcurrency: 2 }));
       await until(() => fake.open.size === 2, 'two children open');
       await handle.signal(pauseBatchSignal);
@@ -251,7 +230,9 @@ describe('batch workflow: child mode', () => {
       expect(await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [4] })).toBe(2);
       const first = [...fake.open];
       for (const index of first)
-        await env.client.workflow.getHandle(`${handle.workflowId}/item-${index}`).signal(releaseChildSignal);
+        await suite.env.client.workflow
+          .getHandle(`${handle.workflowId}/item-${index}`)
+          .signal(releaseChildSignal);
       await until(async () => (await handle.query(batchProgressQuery)).done === 2, 'the first two done');
       // Paused: nothing new started.
       expect(fake.started).toHaveLength(2);
@@ -270,7 +251,7 @@ describe('batch workflow: child mode', () => {
 
   it('cancelling the batch cancels its children and records them', async () => {
     const fake = fakeChildren(6, () => ({ kind: 'held', ms: 0 }));
-    await withWorker(env, bundle, fake.activities, async (queue) => {
+    await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ maxConcurrency: 3 }));
       await until(() => fake.open.size === 3, 'three children open');
       await handle.cancel();
@@ -278,7 +259,9 @@ describe('batch workflow: child mode', () => {
       expect(error).toBeInstanceOf(WorkflowFailedError);
       expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
       for (const index of fake.started) {
-        const child = await env.client.workflow.getHandle(`${handle.workflowId}/item-${index}`).describe();
+        const child = await suite.env.client.workflow
+          .getHandle(`${handle.workflowId}/item-${index}`)
+          .describe();
         expect(child.status.name).toBe('CANCELLED');
       }
     });

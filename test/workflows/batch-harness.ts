@@ -4,16 +4,61 @@
  * attempt)`; jobs that are `held` stay IN_PROGRESS until the test releases them.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
-import type { BatchResultLine, ItemChange, SubmitItemResult, WatchedItem } from '../../workflows/batch-input';
+import type { serverlessBatch } from '../../workflows/batch';
+import type {
+  BatchInput,
+  BatchResultLine,
+  ItemChange,
+  SubmitItemResult,
+  WatchedItem,
+} from '../../workflows/batch-input';
+import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 
-export { timeSkippingEnv } from '../support/temporal';
 export { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
+export { timeSkippingEnv };
 
 export function bundleBatchWorkflow(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflows(require.resolve('../../workflows/batch.ts'));
+}
+
+/**
+ * A describe block's time-skipping server and workflow bundle (the batch workflow, or the module
+ * at `workflowsPath`), and `start` for a serverlessBatch run with an id of its own.
+ */
+export function batchSuite(idPrefix: string, workflowsPath?: string) {
+  const suite = {
+    env: undefined as unknown as TestWorkflowEnvironment,
+    bundle: undefined as unknown as WorkflowBundleWithSourceMap,
+    start: (taskQueue: string, args: BatchInput) =>
+      suite.env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+        taskQueue,
+        workflowId: `${idPrefix}-${++started}`,
+        args: [args],
+      }),
+  };
+  let started = 0;
+  beforeAll(async () => {
+    suite.env = await timeSkippingEnv();
+    suite.bundle = await (workflowsPath ? bundleWorkflows(workflowsPath) : bundleBatchWorkflow());
+  });
+  afterAll(async () => {
+    await suite.env?.teardown();
+  });
+  return suite;
+}
+
+/** Waits (25 ms looks, 10 s at most) for what the test's fake service or a query shows. */
+export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let k = 0; k < 400; k++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`never: ${what}`);
 }
 
 /** What happens to an item's job on one attempt; `submit` overrides the submit's answer. */

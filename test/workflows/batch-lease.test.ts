@@ -7,10 +7,7 @@
  * answer until the lease ends and the watcher's 404 tells that the job is gone.
  */
 import { Context } from '@temporalio/activity';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { serverlessBatch } from '../../workflows/batch';
+import { describe, expect, it } from 'vitest';
 import type { BatchInput } from '../../workflows/batch-input';
 import { jobWebhookSignal } from '../../workflows/definitions';
 import {
@@ -19,14 +16,7 @@ import {
   WEBHOOK_MARGIN_MS,
   WEBHOOK_RETRY_WINDOW_MS,
 } from '../../workflows/submit-lease';
-import {
-  bundleBatchWorkflow,
-  type Fate,
-  fakeService,
-  quietRuntime,
-  timeSkippingEnv,
-  withWorker,
-} from './batch-harness';
+import { batchSuite, type Fate, fakeService, quietRuntime, until, withWorker } from './batch-harness';
 
 quietRuntime();
 
@@ -39,35 +29,12 @@ const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
 const LEASE = { ms: DEFAULT_LEASE_MS };
 
 describe('batch workflow under a submit lease', () => {
-  let env: TestWorkflowEnvironment;
-  let bundle: WorkflowBundleWithSourceMap;
-  let id = 0;
-  beforeAll(async () => {
-    env = await timeSkippingEnv();
-    bundle = await bundleBatchWorkflow();
-  });
-  afterAll(async () => {
-    await env?.teardown();
-  });
-
-  const start = (taskQueue: string, args: BatchInput) =>
-    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
-      taskQueue,
-      workflowId: `batch-lease-wf-${++id}`,
-      args: [args],
-    });
-
-  async function until(check: () => boolean, what: string): Promise<void> {
-    for (let k = 0; k < 400; k++) {
-      if (check()) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`never: ${what}`);
-  }
+  const suite = batchSuite('batch-lease-wf');
+  const { start } = suite;
 
   it("extends every new job's lease to the caller's ttl, one activity for the page", async () => {
     const fake = fakeService(5, () => 'held', LEASE);
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) => {
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ pageSize: 5 }));
       await until(() => fake.extensions.length === 5, 'the five leases extended');
       fake.releaseAll();
@@ -91,7 +58,7 @@ describe('batch workflow under a submit lease', () => {
       (i, attempt): Fate => (i === 2 && attempt === 1 ? { submit: 'orphan' } : 'COMPLETED'),
       LEASE,
     );
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) => {
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ pageSize: 4 }));
       await until(() => fake.orphans.length === 1, 'the orphan created');
       const orphan = fake.orphans[0] as { i: number; id: string };
@@ -122,7 +89,7 @@ describe('batch workflow under a submit lease', () => {
       LEASE,
     );
     submits = (i) => fake.submitsPerItem.get(i) ?? 0;
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       (await start(queue, input())).result(),
     );
     expect(summary).toMatchObject({
@@ -148,7 +115,7 @@ describe('batch workflow under a submit lease', () => {
         return jobId === first ? 'gone' : 'extended';
       },
     });
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       (await start(queue, input())).result(),
     );
     expect(summary).toMatchObject({
@@ -169,10 +136,10 @@ describe('batch workflow under a submit lease', () => {
       if (++calls === 1) await Context.current().sleep(10 * DEFAULT_LEASE_MS);
       return extend(args);
     };
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) => {
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ pageSize: 3 }));
       // Moves the test server's clock past the heartbeat timeout (a quarter of the lease).
-      await env.sleep(DEFAULT_LEASE_MS / 2);
+      await suite.env.sleep(DEFAULT_LEASE_MS / 2);
       await until(() => fake.extensions.length === 3, 'the leases extended by a second try');
       fake.releaseAll();
       return handle.result();
@@ -199,7 +166,7 @@ describe('batch workflow under a submit lease', () => {
         return 'unknown';
       },
     });
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       (await start(queue, input())).result(),
     );
     expect(summary).toMatchObject({

@@ -4,10 +4,7 @@
  * while running, and cancel. Continue-as-new is in batch-continue.test.ts (on the dev server).
  */
 import { Context } from '@temporalio/activity';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { serverlessBatch } from '../../workflows/batch';
+import { describe, expect, it } from 'vitest';
 import {
   batchProgressQuery,
   pauseBatchSignal,
@@ -16,12 +13,12 @@ import {
 } from '../../workflows/batch-definitions';
 import type { BatchInput, BatchSummary } from '../../workflows/batch-input';
 import {
-  bundleBatchWorkflow,
+  batchSuite,
   type Fate,
   failureOf,
   fakeService,
   quietRuntime,
-  timeSkippingEnv,
+  until,
   withWorker,
 } from './batch-harness';
 
@@ -34,31 +31,8 @@ const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
 });
 
 describe('batch workflow', () => {
-  let env: TestWorkflowEnvironment;
-  let bundle: WorkflowBundleWithSourceMap;
-  let id = 0;
-  beforeAll(async () => {
-    env = await timeSkippingEnv();
-    bundle = await bundleBatchWorkflow();
-  });
-  afterAll(async () => {
-    await env?.teardown();
-  });
-
-  const start = (taskQueue: string, args: BatchInput) =>
-    env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
-      taskQueue,
-      workflowId: `batch-wf-${++id}`,
-      args: [args],
-    });
-
-  async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-    for (let k = 0; k < 400; k++) {
-      if (await check()) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`never: ${what}`);
-  }
+  const suite = batchSuite('batch-wf');
+  const { start } = suite;
 
   const failsForGood =
     (fails: Set<number>) =>
@@ -68,7 +42,7 @@ describe('batch workflow', () => {
   it('completes within a tolerance by count, and fails past it with the same summary', async () => {
     const fails = new Set([2, 5, 11]);
     const ok = fakeService(20, failsForGood(fails));
-    const summary = await withWorker(env, bundle, ok.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, ok.activities, async (queue) =>
       (await start(queue, input({ failureTolerance: { count: 3 }, pageSize: 5 }))).result(),
     );
     expect(summary).toMatchObject({
@@ -87,7 +61,7 @@ describe('batch workflow', () => {
     ).toEqual([11, 2, 5]);
 
     const over = fakeService(20, failsForGood(fails));
-    const failure = await withWorker(env, bundle, over.activities, async (queue) =>
+    const failure = await withWorker(suite.env, suite.bundle, over.activities, async (queue) =>
       failureOf((await start(queue, input({ failureTolerance: { count: 2 }, pageSize: 5 }))).result()),
     );
     expect(failure.type).toBe('BatchToleranceExceeded');
@@ -102,13 +76,13 @@ describe('batch workflow', () => {
   it('measures the tolerance as a percentage of all items', async () => {
     const fails = new Set([1, 2, 3]); // 15% of 20
     const within = fakeService(20, failsForGood(fails));
-    const summary = await withWorker(env, bundle, within.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, within.activities, async (queue) =>
       (await start(queue, input({ failureTolerance: { percentage: 15 } }))).result(),
     );
     expect(summary).toMatchObject({ counts: { completed: 17, failed: 3 }, toleranceExceeded: false });
 
     const beyond = fakeService(20, failsForGood(fails));
-    const failure = await withWorker(env, bundle, beyond.activities, async (queue) =>
+    const failure = await withWorker(suite.env, suite.bundle, beyond.activities, async (queue) =>
       failureOf((await start(queue, input({ failureTolerance: { percentage: 10 } }))).result()),
     );
     expect(failure.type).toBe('BatchToleranceExceeded');
@@ -123,7 +97,7 @@ describe('batch workflow', () => {
       if (i === 3) return { submit: 'rejected' };
       return 'COMPLETED';
     });
-    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
       (
         await start(
           queue,
@@ -155,7 +129,7 @@ describe('batch workflow', () => {
       }
       return 'COMPLETED';
     });
-    const resubmitted = await withWorker(env, bundle, again.activities, async (queue) =>
+    const resubmitted = await withWorker(suite.env, suite.bundle, again.activities, async (queue) =>
       (await start(queue, input({ job: { onUncertainSubmit: 'resubmit' } }))).result(),
     );
     expect(resubmitted).toMatchObject({ counts: { completed: 3 }, submissions: 4, uncertainSubmits: 1 });
@@ -177,7 +151,7 @@ describe('batch workflow', () => {
         return { results: [] };
       },
     };
-    const summary = await withWorker(env, bundle, activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, activities, async (queue) =>
       (
         await start(
           queue,
@@ -216,7 +190,7 @@ describe('batch workflow', () => {
         return answer;
       },
     };
-    const summary = await withWorker(env, bundle, activities, async (queue) =>
+    const summary = await withWorker(suite.env, suite.bundle, activities, async (queue) =>
       (await start(queue, input({ pageSize: 2, maxConcurrency: 4 }))).result(),
     );
     expect(summary).toMatchObject({ total: 4, counts: { completed: 4 }, submissions: 4 });
@@ -227,7 +201,7 @@ describe('batch workflow', () => {
 
   it('pauses, resumes and changes its concurrency while running', async () => {
     const fake = fakeService(30, () => 'held');
-    await withWorker(env, bundle, fake.activities, async (queue) => {
+    await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ maxConcurrency: 4, pageSize: 4 }));
       await until(() => fake.live() === 4, '4 jobs in flight');
       await handle.signal(pauseBatchSignal);
@@ -256,7 +230,7 @@ describe('batch workflow', () => {
 
   it('cancels every job in flight, records them, and ends cancelled', async () => {
     const fake = fakeService(10, () => 'held');
-    await withWorker(env, bundle, fake.activities, async (queue) => {
+    await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ maxConcurrency: 6, pageSize: 6 }));
       await until(() => fake.live() === 6, '6 jobs in flight');
       await handle.cancel();
