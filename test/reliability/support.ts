@@ -776,12 +776,12 @@ export function reportBatch(name: string, figures: BatchTally, extra: string, st
   const line =
     `RELIABILITY ${name}: ${figures.items.toLocaleString('en-US')} items, ${figures.lost} lost, ` +
     `${figures.ranTwice} run twice, ${seconds} s (${figures.completed} completed with the right output ` +
-    `from the one job that ran, one result line each; ${figures.serviceSubmissions} /run acted on` +
+    `from the one job that ran; ${figures.serviceSubmissions} /run acted on` +
     (figures.sentAgain ? `, ${figures.sentAgain} items sent again after a job deleted unrun` : '') +
     (statuses ? `; ${statuses}` : '') +
     (figures.uncertainWithOrphan ? ` (${figures.uncertainWithOrphan} UNCERTAIN with one orphan job)` : '') +
     (figures.wrong ? `; ${figures.wrong} wrong results` : '') +
-    (figures.missing ? `; ${figures.missing} without a line` : '') +
+    (figures.missing ? `; ${figures.missing} without a line` : '; one result line per item') +
     (extra ? `; ${extra}` : '') +
     ')';
   console.log(line);
