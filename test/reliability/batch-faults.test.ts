@@ -111,6 +111,9 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
 
     expect(faulted / requests).toBeGreaterThan(0.17);
     expect(faulted / requests).toBeLessThan(0.23);
+    // Every job the service made is counted, and names its item.
+    expect(figures.serviceJobs).toBe(figures.serviceSubmissions);
+    expect(figures.unattributed).toBe(0);
     expect(figures.ranTwice, figures.examples).toBe(0);
     expect(figures.wrong + figures.missing, figures.examples).toBe(0);
     expect(figures.lost, figures.examples).toBe(0);

@@ -102,6 +102,9 @@ describe('reliability: the worker SIGKILLed three times mid-batch (real server o
 
     // Every kill struck mid-batch.
     expect(Math.max(...kills.map((k) => k.submissions))).toBeLessThan(ITEMS);
+    // Every job the service made is counted, and names its item.
+    expect(figures.serviceJobs).toBe(figures.serviceSubmissions);
+    expect(figures.unattributed).toBe(0);
     expect(figures.ranTwice, figures.examples).toBe(0);
     expect(figures.neverReached, figures.examples).toBe(0);
     expect(figures.completed, figures.examples).toBe(ITEMS);

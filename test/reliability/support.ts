@@ -639,8 +639,14 @@ export function countingDice(seed: number, rulesPerRequest: number, perRule: num
 /** A batch item's scripted input: its output names the item, so the service's jobs say whose they are. */
 export const batchItemOutput = (index: number) => ({ item: index, tag: `out-${index}` });
 
-const itemOfJob = (input: Record<string, unknown> | undefined): number | undefined => {
-  const item = (input?.output as { item?: unknown } | undefined)?.item;
+/**
+ * The item a service job belongs to: its webhook URL names it (`&item=`, activities/batch.ts), and
+ * the emulator keeps that URL for the jobs it deleted, whose input it drops; else its input's output.
+ */
+const itemOfJob = (job: JobState): number | undefined => {
+  const fromUrl = job.webhook ? new URL(job.webhook).searchParams.get('item') : null;
+  if (fromUrl !== null && /^\d+$/.test(fromUrl)) return Number(fromUrl);
+  const item = (job.input?.output as { item?: unknown } | undefined)?.item;
   return typeof item === 'number' ? item : undefined;
 };
 
@@ -669,6 +675,10 @@ export interface BatchTally {
   uncertainWithOrphan: number;
   /** /run requests the service acted on for the batch's endpoint (the emulator's count). */
   serviceSubmissions: number;
+  /** The service's jobs on the endpoint, deleted ones too: serviceSubmissions when none was forgotten. */
+  serviceJobs: number;
+  /** Of those, jobs that name no item (a blind spot of the other counts if not 0). */
+  unattributed: number;
   /** The worst items (ran twice, wrong, lost), for an assertion's message. */
   examples: string;
 }
@@ -684,9 +694,14 @@ export async function tallyBatch(
   accepted: string[] = [],
 ): Promise<BatchTally> {
   const jobsOf = new Map<number, JobState[]>();
-  for (const job of stack.control.jobs(endpointId, { removed: true })) {
-    const item = itemOfJob(job.input);
-    if (item === undefined) continue;
+  let unattributed = 0;
+  const serviceJobs = stack.control.jobs(endpointId, { removed: true });
+  for (const job of serviceJobs) {
+    const item = itemOfJob(job);
+    if (item === undefined) {
+      unattributed += 1;
+      continue;
+    }
     const list = jobsOf.get(item) ?? [];
     list.push(job);
     jobsOf.set(item, list);
@@ -763,6 +778,8 @@ export async function tallyBatch(
     neverReached,
     uncertainWithOrphan,
     serviceSubmissions: stack.control.submissions(endpointId),
+    serviceJobs: serviceJobs.length,
+    unattributed,
     examples,
   };
 }
@@ -782,6 +799,7 @@ export function reportBatch(name: string, figures: BatchTally, extra: string, st
     (figures.uncertainWithOrphan ? ` (${figures.uncertainWithOrphan} UNCERTAIN with one orphan job)` : '') +
     (figures.wrong ? `; ${figures.wrong} wrong results` : '') +
     (figures.missing ? `; ${figures.missing} without a line` : '; one result line per item') +
+    (figures.unattributed ? `; ${figures.unattributed} service jobs naming no item` : '') +
     (extra ? `; ${extra}` : '') +
     ')';
   console.log(line);
