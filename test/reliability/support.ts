@@ -665,6 +665,12 @@ export interface BatchTally {
   /** Items of which two or more jobs started running on the service. */
   ranTwice: number;
   /**
+   * Of those, items whose other runs all COMPLETED and were then deleted by the service at their
+   * unextended submit lease (ttl counted from submission): the batch took that 404 for a lapse,
+   * the job deleted unrun, and sent the item again (a bug of workflows/batch.ts, issue 11).
+   */
+  ranTwiceAfterLeaseDeletion: number;
+  /**
    * Items the service acted on more than once whose extra jobs never ran: sent again after the
    * first was deleted unrun at its lease (or an orphan of an uncertain submit that never ran).
    */
@@ -715,6 +721,7 @@ export async function tallyBatch(
   let missing = 0;
   let acceptedCount = 0;
   let ranTwice = 0;
+  let ranTwiceAfterLeaseDeletion = 0;
   let sentAgain = 0;
   let neverReached = 0;
   let uncertainWithOrphan = 0;
@@ -726,6 +733,9 @@ export async function tallyBatch(
     if (jobs.length === 0) neverReached += 1;
     if (ran.length > 1) {
       ranTwice += 1;
+      const others = ran.filter((job) => job.id !== line?.jobId);
+      if (others.every((job) => job.status === 'COMPLETED' && job.removedReason === 'ttl'))
+        ranTwiceAfterLeaseDeletion += 1;
       bad.push({ rank: 0, item, why: 'ran twice' });
     } else if (jobs.length > 1) sentAgain += 1;
     if (!line) {
@@ -774,6 +784,7 @@ export async function tallyBatch(
     missing,
     lost: summary.total - completed - acceptedCount,
     ranTwice,
+    ranTwiceAfterLeaseDeletion,
     sentAgain,
     neverReached,
     uncertainWithOrphan,
@@ -792,7 +803,11 @@ export function reportBatch(name: string, figures: BatchTally, extra: string, st
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(0);
   const line =
     `RELIABILITY ${name}: ${figures.items.toLocaleString('en-US')} items, ${figures.lost} lost, ` +
-    `${figures.ranTwice} run twice, ${seconds} s (${figures.completed} completed with the right output ` +
+    `${figures.ranTwice} run twice, ${seconds} s (` +
+    (figures.ranTwiceAfterLeaseDeletion
+      ? `the ${figures.ranTwiceAfterLeaseDeletion} run twice: completed, deleted at their unextended lease, taken for a lapse and sent again; `
+      : '') +
+    `${figures.completed} completed with the right output ` +
     `from the one job that ran; ${figures.serviceSubmissions} /run acted on` +
     (figures.sentAgain ? `, ${figures.sentAgain} items sent again after a job deleted unrun` : '') +
     (statuses ? `; ${statuses}` : '') +
