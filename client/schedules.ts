@@ -74,6 +74,13 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, root: string): z.
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const { field, rule } = firstIssue(result.error, root);
+  // An unknown field is named itself: the object holding it may be the whole options, which
+  // firstIssue would call `input`, the name of a real field (and the CLI's --input).
+  const issue = result.error.issues[0];
+  if (issue?.code === 'unrecognized_keys') {
+    const named = [root, ...issue.path.map(String), issue.keys[0]].filter(Boolean).join('.');
+    throw new ValidationError(named, rule);
+  }
   throw new ValidationError(field, rule);
 }
 
