@@ -34,7 +34,12 @@ import {
   type WatchedItem,
 } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
-import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflows/submit-lease';
+import {
+  extensionRetryPauseMs,
+  leaseApplies,
+  leaseRequest,
+  type SubmitLeaseSetting,
+} from '../workflows/submit-lease';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
@@ -425,7 +430,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             } catch (error) {
               if (error instanceof ServiceError && error.kind === 'NotFound')
                 return { i, gone: true as const };
-              const pause = Math.min(1_000 * 2 ** tries, 10_000);
+              const pause = extensionRetryPauseMs(tries, until - Date.now());
               if (signal.aborted || Date.now() + pause >= until) return { i };
               await ctx.sleep(pause);
             } finally {

@@ -16,7 +16,7 @@ export interface HttpCall {
   /** Repeating it after the service processed it would create a second job or endpoint. */
   submit?: boolean;
   /** The client-side rate-limit lane, for job operations. */
-  limit?: { endpointId: string; operation: JobOperation };
+  limit?: { endpointId: string; operation: JobOperation; urgent?: boolean };
   signal?: AbortSignal | undefined;
   /** For /runsync, which holds the response for up to `wait` ms. */
   headersTimeoutMs?: number;
@@ -62,7 +62,7 @@ export function createTransport(options: {
     let release: (() => void) | undefined;
     try {
       release = call.limit
-        ? await limiter.acquire(call.limit.endpointId, call.limit.operation, call.signal)
+        ? await limiter.acquire(call.limit.endpointId, call.limit.operation, call.signal, call.limit.urgent)
         : undefined;
     } catch (error) {
       throw errorFromFault(info, error, false, call.signal);

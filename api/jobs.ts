@@ -109,8 +109,13 @@ export function createJobOperations(config: ServiceConfig, transport: Transport)
     async status(endpointId: string, jobId: string, options?: CallOptions & { ttl?: number }) {
       checked('ttl', options?.ttl, ttlSchema);
       const job = pathSegment('jobId', jobId);
-      const query = options?.ttl === undefined ? '' : `?ttl=${options.ttl}`;
-      const response = await call('status', endpointId, 'GET', `status/${job}${query}`, options);
+      const ttl = options?.ttl;
+      const query = ttl === undefined ? '' : `?ttl=${ttl}`;
+      // Setting a ttl goes ahead of plain looks in the rate limiter: late, it can let the service
+      // delete the job (a submit lease's extension), whereas a late look only costs latency.
+      const response = await call('status', endpointId, 'GET', `status/${job}${query}`, options, {
+        limit: { endpointId, operation: 'status', urgent: ttl !== undefined },
+      });
       return decodeJson(response, jobStatusSchema);
     },
 

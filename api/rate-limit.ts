@@ -42,11 +42,21 @@ const WINDOW_MS = 10_000;
 export type Release = () => void;
 
 export interface RateLimiter {
-  /** Waits for a concurrency slot and then for room in the rate window; rejects with the signal's reason. */
-  acquire(endpointId: string, operation: JobOperation, signal?: AbortSignal): Promise<Release>;
+  /**
+   * Waits for a concurrency slot and then for room in the rate window; rejects with the signal's
+   * reason. An urgent call waits behind other urgent calls only: it is for calls whose lateness
+   * costs more than a wait (a lease's extension, which the service deletes the job without).
+   */
+  acquire(
+    endpointId: string,
+    operation: JobOperation,
+    signal?: AbortSignal,
+    urgent?: boolean,
+  ): Promise<Release>;
 }
 
 interface Waiter {
+  urgent: boolean;
   resolve(release: Release): void;
   reject(reason: unknown): void;
   detach(): void;
@@ -132,7 +142,7 @@ export function createRateLimiter(
   }
 
   return {
-    acquire(endpointId, operation, signal) {
+    acquire(endpointId, operation, signal, urgent = false) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       const lane = laneFor(endpointId, operation);
       if (!lane) return Promise.resolve(() => {});
@@ -147,12 +157,17 @@ export function createRateLimiter(
           reject(signal?.reason);
         };
         const waiter: Waiter = {
+          urgent,
           resolve,
           reject,
           detach: () => signal?.removeEventListener('abort', onAbort),
         };
         signal?.addEventListener('abort', onAbort, { once: true });
-        lane.queue.push(waiter);
+        if (urgent) {
+          // Behind the urgent calls already waiting, ahead of every other.
+          const firstPlain = lane.queue.findIndex((queued) => !queued.urgent);
+          lane.queue.splice(firstPlain < 0 ? lane.queue.length : firstPlain, 0, waiter);
+        } else lane.queue.push(waiter);
         pump(lane);
       });
     },

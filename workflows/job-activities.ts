@@ -79,7 +79,12 @@ export function leaseActivities(untilMs: number, attemptMs = HTTP_CALL_MS) {
   return proxyActivities<JobActivities>({
     startToCloseTimeout: Math.min(attemptMs, left),
     scheduleToCloseTimeout: left,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+    // Tries keep coming until the lease ends: no pause longer than a quarter of it.
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: Math.min(10_000, Math.max(1_000, Math.floor(left / 4))),
+    },
   });
 }
 

@@ -92,6 +92,15 @@ export function leaseEndsBy(answeredAt: number, leaseTtlMs: number): number {
 }
 
 /**
+ * The pause before the next try of a lease's extension: doubling from 1 s, but never more than a
+ * quarter of what is left of the lease (nor under 250 ms), so that tries keep coming until the
+ * lease ends instead of one long pause outlasting it: a 10 s lease gets about a dozen tries, not 4.
+ */
+export function extensionRetryPauseMs(tries: number, leftMs: number): number {
+  return Math.max(250, Math.min(1_000 * 2 ** tries, 10_000, leftMs / 4));
+}
+
+/**
  * After an uncertain submit under a lease: until when to wait before submitting again. The request
  * reached the service (if at all) before the workflow learned the outcome, so the orphan is deleted
  * by `uncertainAt + lease`; if it finished first, its webhook's last retry comes within the retry

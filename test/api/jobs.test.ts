@@ -211,6 +211,29 @@ describe('job operations: rate limits and cancellation', () => {
     }
   });
 
+  it('sends a status that sets a ttl ahead of plain looks waiting in the same lane', async () => {
+    const limited = clientFor(service, { rateLimits: { status: { perTenSeconds: 1000, concurrent: 1 } } });
+    try {
+      service.fault({ route: 'status', kind: 'hold' });
+      const id = seedJob('IN_PROGRESS');
+      // The first look holds the lane's only slot; two looks, then an extension, queue behind it.
+      const first = limited.jobs.status('ep1', id);
+      await waitUntil(() => service.held() === 1);
+      const looks = [limited.jobs.status('ep1', id), limited.jobs.status('ep1', id)];
+      const extension = limited.jobs.status('ep1', id, { ttl: 3_600_000 });
+      const urls = () => service.requests.filter((r) => r.route === 'status').map((r) => r.url);
+      service.releaseHeld();
+      await waitUntil(() => urls().length === 2 && service.held() === 1);
+      expect(urls()[1]).toBe(`/v2/ep1/status/${id}?ttl=3600000`);
+      service.clearFaults();
+      service.releaseHeld();
+      await Promise.all([first, extension, ...looks]);
+      expect(urls().slice(2)).toEqual([`/v2/ep1/status/${id}`, `/v2/ep1/status/${id}`]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('holds the third purge of a 10-second window (spec default) until the caller gives up', async () => {
     const fresh = clientFor(service);
     try {

@@ -97,6 +97,25 @@ describe('rate limiter', () => {
     expect(next.granted).toEqual([0]);
   });
 
+  it('lets an urgent call wait behind urgent calls only, ahead of plain ones', async () => {
+    const limiter = createRateLimiter({ status: { perTenSeconds: 1 } }, clock);
+    await limiter.acquire('ep', 'status');
+    const order: string[] = [];
+    const take = (name: string, urgent: boolean) =>
+      limiter.acquire('ep', 'status', undefined, urgent).then(() => order.push(name));
+    const all = [
+      take('plain-1', false),
+      take('plain-2', false),
+      take('urgent-1', true),
+      take('urgent-2', true),
+    ];
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([]);
+    await vi.advanceTimersByTimeAsync(4 * 10_000);
+    await Promise.all(all);
+    expect(order).toEqual(['urgent-1', 'urgent-2', 'plain-1', 'plain-2']);
+  });
+
   it('does nothing when turned off', async () => {
     const limiter = createRateLimiter(false, clock);
     for (let i = 0; i < 10; i++) await limiter.acquire('ep', 'purgeQueue');

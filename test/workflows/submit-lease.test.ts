@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseJobWorkflowInput } from '../../workflows/job-input';
 import {
   DEFAULT_LEASE_MS,
+  extensionRetryPauseMs,
   extensionTtl,
   LEASE_END_MARGIN_MS,
   LEASE_MIN_MS,
@@ -49,6 +50,25 @@ describe('submit lease rules (pure)', () => {
     expect(extensionTtl(60_000, DAY)).toBe(DAY);
     expect(extensionTtl(30_000, 30_000)).toBeUndefined();
     expect(leaseEndsBy(1_000, 60_000)).toBe(61_000 + LEASE_END_MARGIN_MS);
+  });
+
+  it("an extension's tries keep coming until the lease ends: a dozen inside the spec's 10 s minimum", () => {
+    // Doubling from 1 s while there is room, a quarter of what is left near the end, 250 ms at least.
+    expect(extensionRetryPauseMs(0, 60_000)).toBe(1_000);
+    expect(extensionRetryPauseMs(3, 60_000)).toBe(8_000);
+    expect(extensionRetryPauseMs(6, 60_000)).toBe(10_000);
+    expect(extensionRetryPauseMs(3, 6_000)).toBe(1_500);
+    expect(extensionRetryPauseMs(5, 400)).toBe(250);
+    // Tries made inside a 10 s lease (plus its 1 s margin) when every one fails at once.
+    const until = leaseEndsBy(0, LEASE_MIN_MS);
+    let now = 0;
+    let tries = 1;
+    for (let pause = extensionRetryPauseMs(0, until); now + pause < until; tries++) {
+      now += pause;
+      pause = extensionRetryPauseMs(tries, until - now);
+    }
+    expect(tries).toBeGreaterThanOrEqual(10);
+    // A doubling pause alone (1, 2, 4, 8 s) gave 4.
   });
 
   it('an orphan is waited for: lease + webhook retry window (+ margin); without webhooks the lease only', () => {
