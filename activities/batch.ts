@@ -119,11 +119,14 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     if (outcome) metrics.batchItemFinished(outcome);
   };
 
-  /** One finished run's estimate, as the job activities make it; a failed estimate is none. */
-  async function runCost(endpointId: string, executionTime: number | undefined) {
+  /**
+   * One finished run's estimate, as the job activities make it; a failed estimate is none. The
+   * counter takes it only at the first look at that run (`first`, from the in-flight tracker).
+   */
+  async function runCost(endpointId: string, executionTime: number | undefined, first: boolean) {
     if (!deps.estimateCost || executionTime === undefined) return undefined;
     const cost = await deps.estimateCost(endpointId, executionTime).catch(() => undefined);
-    if (cost) metrics.estimatedCost(cost.tier, cost.amount);
+    if (cost && first) metrics.estimatedCost(cost.tier, cost.amount);
     return cost;
   }
 
@@ -317,7 +320,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             } catch (error) {
               if (error instanceof ServiceError && error.kind === 'NotFound') {
                 pending.delete(i);
-                inFlight.finished(input.endpointId, jobId);
+                inFlight.left(input.endpointId, jobId);
                 changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
               } else errors++;
               return;
@@ -335,9 +338,9 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             if (status.executionTime !== undefined) change.executionTime = status.executionTime;
             if (status.status === 'FAILED' && status.error !== undefined)
               change.error = shorten(status.error);
-            metrics.jobRunFinished(status.status);
-            inFlight.finished(input.endpointId, jobId);
-            const cost = await runCost(input.endpointId, status.executionTime);
+            const first = inFlight.finished(input.endpointId, jobId);
+            if (first) metrics.jobRunFinished(status.status);
+            const cost = await runCost(input.endpointId, status.executionTime, first);
             if (cost) {
               change.cost = cost.amount;
               currency = cost.currency;
@@ -478,11 +481,11 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         input.items.map(async ([i, jobId]) => {
           try {
             const answer = await client.jobs.cancel(input.endpointId, jobId);
-            if (TERMINAL.has(answer.status)) inFlight.finished(input.endpointId, jobId);
+            if (TERMINAL.has(answer.status)) inFlight.left(input.endpointId, jobId);
             return { i, status: answer.status };
           } catch (error) {
             if (error instanceof ServiceError && error.kind === 'NotFound') {
-              inFlight.finished(input.endpointId, jobId);
+              inFlight.left(input.endpointId, jobId);
               return { i, gone: true };
             }
             return { i, error: shorten(error instanceof Error ? error.message : String(error)) };

@@ -203,11 +203,12 @@ export function createJobActivities(deps: JobActivityDeps) {
   function observeOptions(inlineMaxBytes: number | undefined, endpointId: string): ObserveOptions {
     return {
       onFinished: async (status) => {
-        metrics.jobRunFinished(status.status);
-        inFlight.finished(endpointId, status.id);
+        // The estimate goes back to the workflow at every look; the counters take a run once.
+        const first = inFlight.finished(endpointId, status.id);
+        if (first) metrics.jobRunFinished(status.status);
         if (!estimateCost || status.executionTime === undefined) return undefined;
         const cost = await estimateCost(endpointId, status.executionTime);
-        if (cost) metrics.estimatedCost(cost.tier, cost.amount);
+        if (cost && first) metrics.estimatedCost(cost.tier, cost.amount);
         return cost;
       },
       store,
@@ -340,7 +341,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       } catch (error) {
         // Deleted by its ttl: no longer in flight either.
         if (error instanceof ApplicationFailure && error.type === JOB_EXPIRED)
-          inFlight.finished(checked.endpointId, checked.jobId);
+          inFlight.left(checked.endpointId, checked.jobId);
         throw error;
       }
     },
@@ -360,11 +361,11 @@ export function createJobActivities(deps: JobActivityDeps) {
       const signal = Context.current().cancellationSignal;
       try {
         const answer = await client.jobs.cancel(endpointId, jobId, { signal });
-        if (isTerminalStatus(answer.status)) inFlight.finished(endpointId, jobId);
+        if (isTerminalStatus(answer.status)) inFlight.left(endpointId, jobId);
         return { status: answer.status, gone: false };
       } catch (error) {
         if (error instanceof ServiceError && error.kind === 'NotFound') {
-          inFlight.finished(endpointId, jobId);
+          inFlight.left(endpointId, jobId);
           return { gone: true };
         }
         throw toApplicationFailure(error, { jobOperation: true, signal });
