@@ -3,11 +3,14 @@
  * fake service behind mocked batch activities. Each item's fate is scripted by `plan(index,
  * attempt)`; jobs that are `held` stay IN_PROGRESS until the test releases them.
  */
-import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory, SearchAttributeType } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
-import type { BatchActivities } from '../../activities/batch';
+import { type BatchActivities, createBatchActivities } from '../../activities/batch';
+import type { BatchStore } from '../../activities/batch-store';
 import type { serverlessBatch } from '../../workflows/batch';
 import type {
   BatchInput,
@@ -16,6 +19,7 @@ import type {
   SubmitItemResult,
   WatchedItem,
 } from '../../workflows/batch-input';
+import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 
@@ -52,6 +56,25 @@ export function batchSuite(idPrefix: string, workflowsPath?: string) {
   return suite;
 }
 
+/**
+ * The Java test server knows no custom search attributes until they are added (startBatch, and so
+ * redriveBatch, sets the endpoint's).
+ */
+export async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
+  const { IndexedValueType } = temporal.api.enums.v1;
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: 'default',
+    searchAttributes: Object.fromEntries(
+      searchAttributeKeys.map((key) => [
+        key.name,
+        key.type === SearchAttributeType.KEYWORD_LIST
+          ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
+          : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
+    ),
+  });
+}
+
 /** Waits (25 ms looks, 10 s at most) for what the test's fake service or a query shows. */
 export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let k = 0; k < 400; k++) {
@@ -68,7 +91,13 @@ export type Fate =
   | 'TIMED_OUT'
   | 'held'
   /** orphan: the answer is lost but the job was created (held until released). */
-  | { submit: 'uncertain' | 'rejected' | 'orphan' };
+  | { submit: 'uncertain' | 'rejected' | 'orphan' }
+  /**
+   * The request has this ttl (ms; the submit answers it): the job runs until the ttl has passed on
+   * the server's clock (the activities' scheduled times, which the time-skipping server moves),
+   * then the service deletes it and every look answers 404.
+   */
+  | { expires: number };
 
 /** The submit lease in the fake: submits answer with it; the extension's answer per job. */
 export interface FakeLease {
@@ -81,7 +110,12 @@ interface FakeJob {
   id: string;
   status: string;
   attempt: number;
+  /** When the service deletes it (server time), for a job whose fate is `expires`. */
+  deleteAt?: number;
 }
+
+/** The server's time of the running activity attempt (time-skipped on the test server). */
+const serverNow = () => Context.current().info.currentAttemptScheduledTimestampMs;
 
 export function fakeService(
   total: number,
@@ -101,6 +135,8 @@ export function fakeService(
   let maxInFlight = 0;
   const extensions: Array<{ i: number; id: string; ttl: number; answer: string }> = [];
   const orphans: Array<{ i: number; id: string }> = [];
+  /** Jobs the service deleted when their ttl passed (fate `expires`). */
+  const expired: Array<{ i: number; id: string }> = [];
   /** Every item the watcher was asked about, as the workflow sent it. */
   const watched: WatchedItem[] = [];
 
@@ -108,6 +144,7 @@ export function fakeService(
   function fateNow(job: FakeJob): string {
     const fate = plan(job.i, job.attempt);
     if (fate === 'held') return releaseAll || released.has(job.i) ? 'COMPLETED' : 'IN_PROGRESS';
+    if (typeof fate === 'object' && 'expires' in fate) return 'IN_PROGRESS';
     return typeof fate === 'string' ? fate : 'COMPLETED';
   }
 
@@ -122,20 +159,25 @@ export function fakeService(
         submitsPerItem.set(i, submits);
         const attempt = (byItem.get(i)?.reduce((n, job) => n + job.attempt, 0) ?? 0) + 1;
         const fate = plan(i, attempt);
-        if (typeof fate === 'object' && fate.submit === 'uncertain')
+        const submit = typeof fate === 'object' && 'submit' in fate ? fate.submit : undefined;
+        if (submit === 'uncertain')
           return { i, uncertain: 'the answer was lost', armed: 'lease' in leased, ...leased };
-        if (typeof fate === 'object' && fate.submit === 'orphan') {
+        if (submit === 'orphan') {
           const job: FakeJob = { i, id: `orphan-${i}-${nextId++}`, status: 'IN_PROGRESS', attempt };
           jobs.set(job.id, job);
           byItem.set(i, [...(byItem.get(i) ?? []), job]);
           orphans.push({ i, id: job.id });
           return { i, uncertain: 'the answer was lost', armed: true, ...leased };
         }
-        if (typeof fate === 'object' && fate.submit === 'rejected')
+        if (submit === 'rejected')
           return { i, rejected: { type: 'BadRequest', message: 'no', retryable: false } };
         const job: FakeJob = { i, id: `job-${i}-${nextId++}`, status: 'IN_PROGRESS', attempt };
         jobs.set(job.id, job);
         byItem.set(i, [...(byItem.get(i) ?? []), job]);
+        if (typeof fate === 'object' && 'expires' in fate) {
+          job.deleteAt = serverNow() + fate.expires;
+          return { i, id: job.id, ttl: fate.expires, ...leased };
+        }
         return { i, id: job.id, ...leased };
       });
       maxInFlight = Math.max(maxInFlight, live());
@@ -146,6 +188,13 @@ export function fakeService(
       const changes: ItemChange[] = [];
       for (const [i, id] of items) {
         const job = jobs.get(id);
+        if (job?.deleteAt !== undefined && job.status === 'IN_PROGRESS' && serverNow() >= job.deleteAt) {
+          // Its ttl passed: the service deleted it.
+          jobs.delete(id);
+          expired.push({ i, id });
+          changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
+          continue;
+        }
         if (!job) {
           changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
           continue;
@@ -221,6 +270,7 @@ export function fakeService(
     submitsPerItem,
     extensions,
     orphans,
+    expired,
     watched,
     release(i: number) {
       released.add(i);
@@ -229,6 +279,50 @@ export function fakeService(
       releaseAll = true;
     },
     live,
+    /** The items whose jobs are IN_PROGRESS, lowest first. */
+    inFlight: () =>
+      [...jobs.values()]
+        .filter((job) => job.status === 'IN_PROGRESS')
+        .map((job) => job.i)
+        .sort((a, b) => a - b),
     maxInFlight: () => maxInFlight,
+  };
+}
+
+export type FakeService = ReturnType<typeof fakeService>;
+
+/**
+ * The fake's activities over a real batch store, as the facade's redrive needs them: the real
+ * stage (a manifest, or the items of an earlier batch that did not complete), and the lines of
+ * the items that ended written to the store as the real activities write them (COMPLETED ones by
+ * the watcher under results/, the others by recordBatchResults under failures/).
+ */
+export function overStore(fake: FakeService, store: BatchStore, resultStoreDir: string): BatchActivities {
+  // The stage and the record never call the service.
+  const real = createBatchActivities({
+    client: {} as Parameters<typeof createBatchActivities>[0]['client'],
+    batchStore: store,
+    resultStoreDir,
+  });
+  return {
+    ...fake.activities,
+    stageBatchItems: real.stageBatchItems,
+    async watchBatchJobs(args) {
+      const answer = await fake.activities.watchBatchJobs(args);
+      const done = new Set(answer.changes.filter((c) => c.status === 'COMPLETED').map((c) => c.i));
+      if (done.size > 0) {
+        const { info } = Context.current();
+        const lines = fake.lines.filter((line) => line.status === 'COMPLETED' && done.has(line.index));
+        await store.writeLines(
+          `${args.batchKey}/results/${info.workflowExecution?.runId}-${info.activityId}.jsonl`,
+          lines.map((line) => JSON.stringify(line)),
+        );
+      }
+      return answer;
+    },
+    async recordBatchResults(args) {
+      await fake.activities.recordBatchResults(args);
+      await real.recordBatchResults(args);
+    },
   };
 }

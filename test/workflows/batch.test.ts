@@ -1,10 +1,16 @@
 /**
  * The batch workflow on the time-skipping server with a fake service: failure tolerance by count
- * and by percentage, per-item retries, uncertain submits, pause, resume and a concurrency change
- * while running, and cancel. Continue-as-new is in batch-continue.test.ts (on the dev server).
+ * and by percentage, per-item retries, per-item expiry, uncertain submits, pause, resume and a
+ * concurrency change while running, cancel, and the facade's redrive of a finished batch.
+ * Continue-as-new is in batch-continue.test.ts (on the dev server).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalBatchStore } from '../../activities/batch-store';
+import { redriveBatch } from '../../client/batches';
 import {
   batchProgressQuery,
   pauseBatchSignal,
@@ -13,10 +19,12 @@ import {
 } from '../../workflows/batch-definitions';
 import type { BatchInput, BatchSummary } from '../../workflows/batch-input';
 import {
+  addSearchAttributes,
   batchSuite,
   type Fate,
   failureOf,
   fakeService,
+  overStore,
   quietRuntime,
   until,
   withWorker,
@@ -33,6 +41,10 @@ const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
 describe('batch workflow', () => {
   const suite = batchSuite('batch-wf');
   const { start } = suite;
+  // After the suite's own beforeAll (its server): the redrive starts through the facade.
+  beforeAll(() => addSearchAttributes(suite.env));
+  const dir = mkdtempSync(path.join(tmpdir(), 'batch-wf-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const failsForGood =
     (fails: Set<number>) =>
@@ -136,6 +148,118 @@ describe('batch workflow', () => {
     expect(again.submitsPerItem.get(1)).toBe(2);
   });
 
+  it('ends an item whose job is gone (its ttl passed) EXPIRED, or submits it again with onExpired resubmit', async () => {
+    // Item 1's first job has a 10 s ttl and never finishes: the service deletes it, and every look
+    // after that answers 404. A job submitted again completes.
+    const plan = (i: number, attempt: number): Fate =>
+      i === 1 && attempt === 1 ? { expires: 10_000 } : 'COMPLETED';
+    const failing = fakeService(4, plan);
+    const summary = await withWorker(suite.env, suite.bundle, failing.activities, async (queue) =>
+      (await start(queue, input({ failureTolerance: { count: 1 } }))).result(),
+    );
+    expect(failing.expired).toHaveLength(1);
+    expect(summary).toMatchObject({
+      total: 4,
+      counts: { completed: 3, expired: 1 },
+      failures: 1,
+      notStarted: 0,
+      submissions: 4,
+      toleranceExceeded: false,
+    });
+    expect(failing.lines.find((line) => line.index === 1)).toEqual(
+      expect.objectContaining({
+        status: 'EXPIRED',
+        jobId: failing.expired[0]?.id,
+        submissions: 1,
+        error: expect.stringContaining('its ttl passed'),
+      }),
+    );
+    expect(failing.submitsPerItem.get(1)).toBe(1);
+
+    const resubmitting = fakeService(4, plan);
+    const again = await withWorker(suite.env, suite.bundle, resubmitting.activities, async (queue) =>
+      (await start(queue, input({ job: { onExpired: 'resubmit' } }))).result(),
+    );
+    expect(resubmitting.expired).toHaveLength(1);
+    expect(again).toMatchObject({ counts: { completed: 4, expired: 0 }, failures: 0, submissions: 5 });
+    expect(resubmitting.submitsPerItem.get(1)).toBe(2);
+    // The item's line is its second job's.
+    const line = resubmitting.lines.find((entry) => entry.index === 1);
+    expect(line).toMatchObject({ status: 'COMPLETED', attempts: 2 });
+    expect(line?.jobId).not.toBe(resubmitting.expired[0]?.id);
+  });
+
+  it('redrives a finished batch: a new batch of exactly the items that did not complete', async () => {
+    const store = createLocalBatchStore(dir);
+    const manifest = 'redrive/items.jsonl';
+    await store.writeLines(
+      manifest,
+      Array.from({ length: 10 }, (_, k) => JSON.stringify({ input: { item: k } })),
+    );
+    const fails = new Set([2, 5, 7]);
+    const first = fakeService(10, failsForGood(fails));
+    const { handle, summary } = await withWorker(
+      suite.env,
+      suite.bundle,
+      overStore(first, store, dir),
+      async (queue) => {
+        const started = await start(
+          queue,
+          input({ items: { manifest: { key: manifest } }, failureTolerance: { count: 3 }, pageSize: 4 }),
+        );
+        return { handle: started, summary: await started.result() };
+      },
+    );
+    expect(summary).toMatchObject({ total: 10, counts: { completed: 7, failed: 3 } });
+
+    // Each submit of the redrive reads its items back from the new batch's manifest: which of the
+    // first batch's items each index is.
+    const second = fakeService(3);
+    const submitted: Array<[index: number, item: number]> = [];
+    const activities = {
+      ...overStore(second, store, dir),
+      async submitBatchPage(args: Parameters<typeof second.activities.submitBatchPage>[0]) {
+        const lines = await store.readLines(args.manifestKey, args.indexes);
+        args.indexes.forEach((index, k) => {
+          submitted.push([index, (JSON.parse(lines[k] as string) as { input: { item: number } }).input.item]);
+        });
+        return second.activities.submitBatchPage(args);
+      },
+    };
+    const redriven = await withWorker(suite.env, suite.bundle, activities, async (queue) => {
+      const redrive = await redriveBatch(
+        suite.env.client,
+        handle.workflowId,
+        { workflowId: `${handle.workflowId}-redrive`, taskQueue: queue },
+        { maxConcurrency: 2 },
+      );
+      expect((await redrive.describe()).taskQueue).toBe(queue);
+      return redrive.result();
+    });
+    // The failed items, numbered from 0 in their order, each submitted once.
+    expect(submitted.sort((a, b) => a[0] - b[0])).toEqual([
+      [0, 2],
+      [1, 5],
+      [2, 7],
+    ]);
+    expect(redriven).toMatchObject({
+      batchId: `${handle.workflowId}-redrive`,
+      endpointId: 'ep-1',
+      total: 3,
+      counts: { completed: 3, failed: 0 },
+      failures: 0,
+      notStarted: 0,
+      submissions: 3,
+    });
+    expect(redriven.results.key).not.toBe(summary.results.key);
+    // The change asked for: never more than 2 jobs in flight.
+    expect(second.maxInFlight()).toBeLessThanOrEqual(2);
+    // A finished batch with nothing left to redrive is refused.
+    await expect(
+      redriveBatch(suite.env.client, redriven.batchId, { workflowId: 'none', taskQueue: 'none' }),
+    ).rejects.toThrow(/no failed items/);
+  });
+
   it('after a submit that died mid-page, keeps the jobs its heartbeat named; only the rest are uncertain', async () => {
     const fake = fakeService(4);
     let first = true;
@@ -208,16 +332,25 @@ describe('batch workflow', () => {
       await until(async () => (await handle.query(batchProgressQuery)).paused, 'paused');
       for (let k = 0; k < 4; k++) fake.release(k);
       await until(async () => (await handle.query(batchProgressQuery)).done === 4, '4 done');
-      // Paused: the freed slots stay empty.
-      expect(fake.live()).toBe(0);
-      expect(fake.jobs.size).toBe(4);
 
       const refused = await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [0] }).then(
         () => undefined,
         (error: Error) => error,
       );
       expect(String((refused?.cause as Error | undefined)?.message)).toMatch(/maxConcurrency/);
+      // The update is a turn of the paused workflow's loop with 10 free slots and 26 items waiting:
+      // one that ignored the pause would have started a submit in that same workflow task, and the
+      // progress answered after it would show it (a cursor past 4, items in flight).
       expect(await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [10] })).toBe(4);
+      expect(await handle.query(batchProgressQuery)).toMatchObject({
+        paused: true,
+        maxConcurrency: 10,
+        done: 4,
+        cursor: 4,
+        inFlight: 0,
+        submissions: 4,
+      });
+      expect(fake.submitsPerItem.size).toBe(4);
       await handle.signal(resumeBatchSignal);
       await until(() => fake.live() === 10, '10 jobs in flight after the change');
       expect(fake.maxInFlight()).toBe(10);
