@@ -19,6 +19,7 @@
  * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
  * - recordBatchResults: the lines of items that ended without output (failures).
  */
+import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
@@ -29,6 +30,7 @@ import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import {
   type BatchResultLine,
   type ItemChange,
+  type PendingResultLine,
   type SubmitItemResult,
   storeKeySchema,
   type WatchedItem,
@@ -336,8 +338,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             const change: ItemChange = { i, status: status.status, at };
             if (status.delayTime !== undefined) change.delayTime = status.delayTime;
             if (status.executionTime !== undefined) change.executionTime = status.executionTime;
-            if (status.status === 'FAILED' && status.error !== undefined)
-              change.error = shorten(status.error);
+            if (status.status === 'FAILED' && status.error !== undefined) {
+              // The handler's error text is the caller's data: to the store, a key in history.
+              const key = `${input.batchKey}/errors/${i}-${attempts}-${createHash('sha256').update(jobId).digest('hex').slice(0, 16)}`;
+              await store.writeLines(key, [JSON.stringify(shorten(status.error))]);
+              change.errorRef = key;
+            }
             const first = inFlight.finished(input.endpointId, jobId);
             if (first) metrics.jobRunFinished(status.status);
             const cost = await runCost(input.endpointId, status.executionTime, first);
@@ -501,18 +507,33 @@ export function createBatchActivities(deps: BatchActivityDeps) {
      * Lines of items that ended, as one part per folder (replaced if retried): COMPLETED ones (the
      * child mode's, whose outputs are references) under results/, the others under failures/.
      */
-    async recordBatchResults(input: { batchKey: string; lines: BatchResultLine[] }): Promise<void> {
+    async recordBatchResults(input: { batchKey: string; lines: PendingResultLine[] }): Promise<void> {
       const { info, runId } = context();
       const part = `${runId}-${info.activityId}.jsonl`;
-      const completed = input.lines.filter((line) => line.status === 'COMPLETED');
-      const failed = input.lines.filter((line) => line.status !== 'COMPLETED');
+      const lines = await Promise.all(input.lines.map(withErrorText));
+      const completed = lines.filter((line) => line.status === 'COMPLETED');
+      const failed = lines.filter((line) => line.status !== 'COMPLETED');
       const text = (lines: BatchResultLine[]) => lines.map((line) => JSON.stringify(line));
       if (completed.length > 0) await store.writeLines(`${input.batchKey}/results/${part}`, text(completed));
       if (failed.length > 0 || completed.length === 0)
         await store.writeLines(`${input.batchKey}/failures/${part}`, text(failed));
-      for (const line of input.lines) countOutcome(line.status);
+      for (const line of lines) countOutcome(line.status);
     },
   };
+
+  /** A line's error text, read back from where the watcher put it. */
+  async function withErrorText({ errorRef, ...line }: PendingResultLine): Promise<BatchResultLine> {
+    if (errorRef === undefined) return line;
+    try {
+      const [text] = await store.readLines(errorRef, [0]);
+      return { ...line, error: JSON.parse(text ?? '""') as string };
+    } catch (error) {
+      return {
+        ...line,
+        error: `its error text could not be read from the batch store: ${(error as Error).message}`,
+      };
+    }
+  }
 }
 
 export type BatchActivities = ReturnType<typeof createBatchActivities>;

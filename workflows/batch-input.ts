@@ -24,6 +24,7 @@ export const batchItemOptionsSchema = z.strictObject({
   uncertainSubmitWait: job.uncertainSubmitWait,
   submitLease: job.submitLease,
   maxSubmissions: job.maxSubmissions,
+  maxLeaseResubmits: job.maxLeaseResubmits,
   polling: job.polling,
   outputInlineMaxBytes: job.outputInlineMaxBytes,
   submitTimeout: job.submitTimeout,
@@ -159,7 +160,10 @@ export interface BatchLeaseCounts {
 export interface ItemChange {
   i: number;
   status: string;
+  /** A FAILED run's error text: carried only by watchers from before errorRef (old histories). */
   error?: string;
+  /** Where a FAILED run's error text is in the batch store: the text itself never enters history. */
+  errorRef?: string;
   delayTime?: number;
   executionTime?: number;
   /** 404: the service no longer knows the job. */
@@ -196,6 +200,9 @@ export interface BatchResultLine {
   submittedAt?: number;
   finishedAt?: number;
 }
+
+/** A line as the workflow hands it to be recorded: its error text may still be in the store. */
+export type PendingResultLine = BatchResultLine & { errorRef?: string };
 
 /** Where a batch's results live: `<key>/results/*.jsonl` and `<key>/failures/*.jsonl` in the batch store. */
 export interface BatchResultsRef {

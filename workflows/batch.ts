@@ -65,6 +65,7 @@ import {
   concurrencySchema,
   type ItemChange,
   type ParsedBatchInput,
+  type PendingResultLine,
   parseBatchInput,
   type SubmitItemResult,
   type WatchedItem,
@@ -86,6 +87,7 @@ import {
   goneBeforeRetry,
   onExpired,
   onUncertainSubmit,
+  resubmitAfterLease,
   resultsExpireAt,
   ttlDeadline,
   whyGone,
@@ -182,7 +184,7 @@ export interface BatchState {
   inflight: Item[];
   uncertain: Uncertain[];
   /** Lines of items that ended without output, not yet written. */
-  lines: BatchResultLine[];
+  lines: PendingResultLine[];
   hints: Array<{ jobId: string; item?: number }>;
   counts: BatchCounts;
   submissions: number;
@@ -729,7 +731,7 @@ class Batch {
     for (const u of due) {
       if (u.ls !== undefined) {
         // No orphan reported within its lease and the webhook window: none can still run.
-        if (u.n < this.o.job.maxSubmissions && !s.stopping) {
+        if (!s.stopping && resubmitAfterLease(this.o.job, u.n, () => patched('batch-lease-resubmit-room'))) {
           s.resubmittedAfterLease = (s.resubmittedAfterLease ?? 0) + 1;
           s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0, ...earlier(u.c) });
         } else
@@ -738,7 +740,8 @@ class Batch {
             status: 'UNCERTAIN',
             error: s.stopping
               ? 'the submit may have created a job whose id never arrived; the batch stopped'
-              : `the submit was uncertain and maxSubmissions (${this.o.job.maxSubmissions}) is reached; ` +
+              : `the submit was uncertain and maxSubmissions (${this.o.job.maxSubmissions}) and ` +
+                `maxLeaseResubmits (${this.o.job.maxLeaseResubmits}) are spent; ` +
                 'no orphan of it can still run (its lease has run out)',
             ...tally(u),
           });
@@ -886,6 +889,7 @@ class Batch {
         this.end(decision.status === 'FAILED' ? 'failed' : 'timedOut', {
           ...lineOf(item, decision.status, now),
           ...(change.error !== undefined ? { error: change.error } : {}),
+          ...(change.errorRef !== undefined ? { errorRef: change.errorRef } : {}),
           ...times,
         });
         return;
@@ -1049,7 +1053,7 @@ class Batch {
 
   // --- results and outcomes
 
-  private end(outcome: keyof BatchCounts, line: BatchResultLine): void {
+  private end(outcome: keyof BatchCounts, line: PendingResultLine): void {
     this.s.counts[outcome] += 1;
     this.s.lines.push(line);
   }

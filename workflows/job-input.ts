@@ -101,6 +101,12 @@ export const jobWorkflowInputSchema = z
       .default('auto'),
     /** Fresh submissions allowed in total (first one, resubmits after expiry or an uncertain submit). */
     maxSubmissions: z.int().min(1).max(20).default(3),
+    /**
+     * Room beyond maxSubmissions for sending again after an uncertain submit's lease ran out with no
+     * orphan reporting: no copy of the job can be live then (deleted at its lease, or never made),
+     * so these do not spend the caller's maxSubmissions (workflows/job-rules.ts).
+     */
+    maxLeaseResubmits: z.int().min(0).max(20).default(5),
     /** Override of the mode's polling schedule. */
     polling: pollingSchema.partial().optional(),
     /** Stream the job's chunks into a sink (not in runsync mode). The output still comes from /status. */

@@ -22,6 +22,7 @@ export interface JobRuleOptions {
   onExpired: ResubmitChoice;
   onUncertainSubmit: ResubmitChoice;
   maxSubmissions: number;
+  maxLeaseResubmits: number;
 }
 
 /** The backoff before the next /retry, after `retriesSoFar` retries. */
@@ -100,6 +101,22 @@ export function whyGone(
 /** An expired job: submitted afresh, or the end, as the caller chose and the submissions allow. */
 export function onExpired(options: JobRuleOptions, submissionsSoFar: number): ResubmitChoice {
   return options.onExpired === 'resubmit' && submissionsSoFar < options.maxSubmissions ? 'resubmit' : 'fail';
+}
+
+/**
+ * After an uncertain submit under a lease that no orphan answered within the lease and the webhook
+ * window: send again while submissions are left, counting maxLeaseResubmits on top of
+ * maxSubmissions, since such a resend cannot make a second live job (see submit-lease.ts). Before
+ * 'lease-resubmit-room' only maxSubmissions counted: `roomBeyondMax` says whether the extra room
+ * applies.
+ */
+export function resubmitAfterLease(
+  options: JobRuleOptions,
+  submissionsSoFar: number,
+  roomBeyondMax: () => boolean,
+): boolean {
+  if (submissionsSoFar < options.maxSubmissions) return true;
+  return submissionsSoFar < options.maxSubmissions + options.maxLeaseResubmits && roomBeyondMax();
 }
 
 /**

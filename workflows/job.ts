@@ -61,6 +61,7 @@ import {
   lastLookMarginMs,
   onExpired,
   onUncertainSubmit,
+  resubmitAfterLease,
   resultsExpireAt,
   type SubmitKind,
   ttlDeadline,
@@ -387,7 +388,7 @@ async function submitFresh(run: Run): Promise<void> {
         leaseLapsed(run);
         continue;
       }
-      if (run.s.submissions < options.maxSubmissions) {
+      if (resubmitAfterLease(options, run.s.submissions, () => patched('lease-resubmit-room'))) {
         run.s.resubmittedAfterLease += 1;
         log.info('no orphan reported within the lease and the webhook window: submitting again');
         continue;
@@ -395,7 +396,8 @@ async function submitFresh(run: Run): Promise<void> {
       throw jobFailure(
         JOB_FAILURE.submitUncertain,
         `the submit to endpoint ${options.endpointId} was uncertain (${outcome.reason}) and ` +
-          `maxSubmissions (${options.maxSubmissions}) is reached; no orphan of it can still run ` +
+          `maxSubmissions (${options.maxSubmissions}) and maxLeaseResubmits (${options.maxLeaseResubmits}) ` +
+          'are spent; no orphan of it can still run ' +
           '(its lease has run out).',
         details(run),
       );

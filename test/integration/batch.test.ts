@@ -25,6 +25,7 @@ import {
   redriveBatch,
   startBatch,
 } from '../../client/batches';
+import { historyText } from '../support/history';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
 
 const ITEMS = 1_000;
@@ -153,8 +154,15 @@ describe('batch engine on the emulator', () => {
     expect(summary.counts.completed + summary.failures + summary.notStarted).toBe(100);
     const lines = await linesOf(summary);
     expect(lines).toHaveLength(summary.counts.completed + summary.failures);
-    expect((await linesOf(summary, 'failures')).every((line) => line.status === 'FAILED')).toBe(true);
+    const failed = await linesOf(summary, 'failures');
+    expect(failed.every((line) => line.status === 'FAILED')).toBe(true);
     expect(stack.control.submissions(endpointId)).toBe(summary.submissions);
+    // The service's error texts are in the results file, never in history: it holds store keys.
+    expect(failed.map((line) => line.error)).toContain('scripted failure on attempt 2');
+    expect(summary.runs).toBe(1);
+    const history = historyText(await handle.fetchHistory());
+    expect(history).toMatch(/"errorRef":"batch-[0-9a-f]+\/errors\//);
+    expect(history).not.toContain('scripted failure');
 
     // The redrive, with one more retry: the failed items (new jobs, each failing twice, then
     // completing) and the items never started.

@@ -295,17 +295,36 @@ describe('job workflow: submitting under a lease', () => {
     expect(fake.named('submitJob')).toHaveLength(2);
   });
 
-  it('an uncertain submit at maxSubmissions under a lease fails with SubmitUncertain, saying no orphan can run', async () => {
+  it('uncertain submits under a lease go on past maxSubmissions by maxLeaseResubmits, then fail with SubmitUncertain', async () => {
     const fake = fakeJob({
       submitJob: async () => {
         throw uncertainUnderLease();
       },
     });
     const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
-      failureOf((await start(taskQueue, input({ maxSubmissions: 2 }))).result()),
+      failureOf((await start(taskQueue, input({ maxSubmissions: 2, maxLeaseResubmits: 3 }))).result()),
     );
     expect(failure.type).toBe('SubmitUncertain');
     expect(failure.message).toContain('no orphan of it can still run');
+    expect(failure.message).toContain('maxLeaseResubmits (3)');
+    // 2 + 3 submissions, each uncertain; every one but the last was sent again after its lease.
+    expect(failure.details?.[0]).toMatchObject({
+      submissions: 5,
+      uncertainSubmits: 5,
+      resubmittedAfterLease: 4,
+    });
+  });
+
+  it('with maxLeaseResubmits 0, an uncertain submit at maxSubmissions under a lease fails as before', async () => {
+    const fake = fakeJob({
+      submitJob: async () => {
+        throw uncertainUnderLease();
+      },
+    });
+    const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      failureOf((await start(taskQueue, input({ maxSubmissions: 2, maxLeaseResubmits: 0 }))).result()),
+    );
+    expect(failure.type).toBe('SubmitUncertain');
     expect(failure.details?.[0]).toMatchObject({
       submissions: 2,
       uncertainSubmits: 2,

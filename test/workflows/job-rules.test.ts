@@ -7,6 +7,7 @@ import {
   lastLookMarginMs,
   onExpired,
   onUncertainSubmit,
+  resubmitAfterLease,
   resultsExpireAt,
   retryBackoffMs,
   ttlDeadline,
@@ -19,6 +20,7 @@ const rules = (extra: object = {}) => ({
   onExpired: 'fail' as const,
   onUncertainSubmit: 'fail' as const,
   maxSubmissions: 3,
+  maxLeaseResubmits: 5,
   ...extra,
 });
 
@@ -78,5 +80,21 @@ describe('job rules', () => {
       choice: 'fail',
       why: expect.stringContaining('fail'),
     });
+  });
+
+  it('after a lease no orphan answered, sends again past maxSubmissions by maxLeaseResubmits (patched)', () => {
+    const yes = () => true;
+    const no = () => false;
+    expect(resubmitAfterLease(rules(), 2, no)).toBe(true);
+    // maxSubmissions (3) spent: only the extra room, and only where the patch applies.
+    expect(resubmitAfterLease(rules(), 3, yes)).toBe(true);
+    expect(resubmitAfterLease(rules(), 3, no)).toBe(false);
+    expect(resubmitAfterLease(rules(), 7, yes)).toBe(true);
+    expect(resubmitAfterLease(rules(), 8, yes)).toBe(false);
+    expect(resubmitAfterLease(rules({ maxLeaseResubmits: 0 }), 3, yes)).toBe(false);
+    // The patch is asked only when the old rule would have refused.
+    let asked = 0;
+    resubmitAfterLease(rules(), 1, () => ++asked > 0);
+    expect(asked).toBe(0);
   });
 });
