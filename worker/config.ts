@@ -115,7 +115,11 @@ export interface WorkerSlots {
   maxTaskQueueActivitiesPerSecond?: number;
 }
 
-export interface WorkerConfig extends GatewayConfig, WorkerPackageConfig, ObservabilityConfig {
+export interface WorkerConfig
+  extends GatewayConfig,
+    WorkerPackageConfig,
+    ObservabilityConfig,
+    AutomationsModuleConfig {
   /** `POST /events/{automation}` on the gateway beside the worker (EVENT_*); absent: no such route. */
   events?: EventIngressConfig;
   service: ServiceConfig;
@@ -213,6 +217,7 @@ export function loadWorkerConfig(
     ...loadWorkerPackageConfig(env),
     ...loadObservabilityConfig(env),
     ...loadEventIngressConfig(env),
+    ...loadAutomationsModuleConfig(env, cwd),
     service: loadServiceConfig(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
@@ -450,4 +455,50 @@ export function loadEventIngressConfig(env: NodeJS.ProcessEnv = process.env): {
       maxBodyBytes: parsed.EVENT_MAX_BODY_BYTES,
     },
   };
+}
+
+// ================================================================================================
+// Automations of the packaged worker (issue #13): WORKER_AUTOMATIONS_MODULE names a module of the
+// deployment's own whose exports are automation definitions; main.ts imports it (see
+// automations-module.ts). Kept in one section, to ease merging.
+// ================================================================================================
+
+const automationsModuleRule =
+  'must be a path (./automations.js, /srv/automations.mjs, file:...) or a package specifier (my-automations, @org/pkg/automations)';
+
+// A bare name as npm allows it, optionally scoped, optionally with a subpath.
+const packageSpecifier = /^(@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*(\/[^\s\\]+)?$/i;
+
+function isPathSpecifier(value: string): boolean {
+  return (
+    value.startsWith('./') || value.startsWith('../') || value.startsWith('file:') || path.isAbsolute(value)
+  );
+}
+
+const automationsEnvSchema = z.object({
+  WORKER_AUTOMATIONS_MODULE: z
+    .string()
+    .refine((value) => isPathSpecifier(value) || packageSpecifier.test(value), {
+      error: automationsModuleRule,
+    })
+    .optional(),
+});
+
+export interface AutomationsModuleConfig {
+  /**
+   * What main.ts imports for runWorker's `automations`: a path made absolute against the working
+   * directory (the worker may be started from anywhere), a `file:` URL, or a package specifier.
+   */
+  automationsModule?: string;
+}
+
+/** WORKER_AUTOMATIONS_MODULE; absent: the worker registers no automation. */
+export function loadAutomationsModuleConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): AutomationsModuleConfig {
+  const { WORKER_AUTOMATIONS_MODULE: given } = parseEnvSection(automationsEnvSchema, env);
+  if (given === undefined) return {};
+  const relative = given.startsWith('./') || given.startsWith('../');
+  return { automationsModule: relative ? path.resolve(cwd, given) : given };
 }

@@ -5,26 +5,44 @@
  * SIGINT/SIGTERM, 1 when the worker fails, 2 on a bad configuration.
  */
 import { Runtime } from '@temporalio/worker';
+import type { AutomationDefinition } from '../activities/automation';
 import { ConfigError } from '../api/errors';
+import { loadAutomationsModule } from './automations-module';
 import { loadWorkerConfig, secretValues, type WorkerConfig } from './config';
 import { createLogger } from './logger';
 import { runWorker } from './run-worker';
 import { abortOnSignals } from './shutdown';
 import { temporalLoggerFor } from './temporal-logger';
 
+function badConfiguration(error: unknown): never {
+  // The message names the variable and the rule, never the value.
+  if (error instanceof ConfigError) console.error(`worker: bad configuration: ${error.message}`);
+  else console.error('worker: bad configuration:', error);
+  process.exit(2);
+}
+
 function loadConfig(): WorkerConfig {
   try {
     return loadWorkerConfig();
   } catch (error) {
-    // The message names the variable and the rule, never the value.
-    if (error instanceof ConfigError) console.error(`worker: bad configuration: ${error.message}`);
-    else console.error('worker: bad configuration:', error);
-    process.exit(2);
+    badConfiguration(error);
+  }
+}
+
+/** WORKER_AUTOMATIONS_MODULE's definitions; a module that does not load is a bad configuration. */
+async function loadAutomations(config: WorkerConfig): Promise<AutomationDefinition[] | undefined> {
+  if (!config.automationsModule) return undefined;
+  try {
+    return await loadAutomationsModule(config.automationsModule);
+  } catch (error) {
+    badConfiguration(error);
   }
 }
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before the runtime and the worker: a bad module stops the process before it connects.
+  const automations = await loadAutomations(config);
   const logger = createLogger({ level: config.logLevel, secrets: secretValues(config) });
   Runtime.install({
     logger: temporalLoggerFor(logger.child({ component: 'temporal' })),
@@ -39,8 +57,9 @@ async function main(): Promise<void> {
     shutdownSignals: [],
   });
   const signal = abortOnSignals(logger);
+  if (automations) logger.info({ automations: automations.map((a) => a.name) }, 'automations loaded');
   try {
-    await runWorker(config, { signal, logger });
+    await runWorker(config, { signal, logger, ...(automations ? { automations } : {}) });
   } catch (error) {
     logger.fatal({ err: error }, 'worker failed');
     process.exit(1);

@@ -189,6 +189,35 @@ describe('worker configuration', () => {
   });
 });
 
+describe('WORKER_AUTOMATIONS_MODULE', () => {
+  it('is absent unless set (empty is unset)', () => {
+    expect(loadWorkerConfig(service).automationsModule).toBeUndefined();
+    expect(loadWorkerConfig({ ...service, WORKER_AUTOMATIONS_MODULE: '' }).automationsModule).toBeUndefined();
+  });
+
+  it('makes a relative path absolute against the working directory, keeps the rest as given', () => {
+    const read = (value: string) =>
+      loadWorkerConfig({ ...service, WORKER_AUTOMATIONS_MODULE: value }, '/srv/app').automationsModule;
+    expect(read('./automations.js')).toBe(path.resolve('/srv/app', 'automations.js'));
+    expect(read('../shared/automations.mjs')).toBe(path.resolve('/srv', 'shared/automations.mjs'));
+    expect(read('/opt/automations.cjs')).toBe('/opt/automations.cjs');
+    expect(read('file:///opt/automations.mjs')).toBe('file:///opt/automations.mjs');
+    expect(read('my-automations')).toBe('my-automations');
+    expect(read('@acme/jobs/automations')).toBe('@acme/jobs/automations');
+  });
+
+  it.each([
+    ['with spaces', 'my automations'],
+    ['a leading space', ' ./automations.js'],
+    ['a backslash in a package subpath', 'pkg\\automations'],
+    ['a scope without a name', '@acme/'],
+  ])('refuses %s, naming the variable and the rule', (_label, value) => {
+    const error = configError(() => loadWorkerConfig({ ...service, WORKER_AUTOMATIONS_MODULE: value }));
+    expect(error.variable).toBe('WORKER_AUTOMATIONS_MODULE');
+    expect(error.rule).toMatch(/must be a path .* or a package specifier/);
+  });
+});
+
 describe('standalone gateway configuration', () => {
   it('needs the secret but not the service, and listens on 8080 by default', () => {
     const config = loadGatewayConfig({ WEBHOOK_SECRET: SECRET });
