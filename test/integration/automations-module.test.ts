@@ -64,7 +64,7 @@ describe('WORKER_AUTOMATIONS_MODULE in the worker process (dev server, emulator 
         // Fail fast where the bug would show: the automation workflow failing at its first event.
         if (!current && (await handle.describe().catch(() => undefined))?.status.name === 'FAILED')
           throw new Error(
-            `the automation workflow failed: ${await handle.result().catch((e: Error) => e.cause?.message ?? e.message)}`,
+            `the automation workflow failed: ${await handle.result().catch((e: Error) => (e.cause instanceof Error ? e.cause : e).message)}`,
           );
         return current && current.counters.runsCompleted + current.counters.runsFailed >= 1
           ? current
