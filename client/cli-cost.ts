@@ -5,12 +5,22 @@
  *   npm run cli -- cost job my-job
  *   npm run cli -- cost batch nightly
  *   npm run cli -- cost endpoint ep-1 --since 2026-11-01T00:00:00Z --until 2026-12-01T00:00:00Z
+ *   npm run cli -- cost range --since 2026-11-01T00:00:00Z --until 2026-12-01T00:00:00Z
  *
  * Plain text by default, `--json` for a machine. Bad flags are refused before anything is contacted.
  */
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import { batchCost, endpointCost, endpointCostQueries, jobCost, parseCostRange } from './costs';
+import { ValidationError } from '../api/errors';
+import {
+  batchCost,
+  type CostReport,
+  endpointCost,
+  endpointCostQueries,
+  jobCost,
+  parseCostRange,
+  rangeCost,
+} from './costs';
 
 export interface CostCliContext {
   out: (text: string) => void;
@@ -19,8 +29,17 @@ export interface CostCliContext {
 
 const money = (amount: number, currency: string | undefined) => `${amount}${currency ? ` ${currency}` : ''}`;
 
+/** A range report in one line: the total, then what it is made of. */
+const breakdown = (report: CostReport) =>
+  `${money(report.amount, report.currency)} ` +
+  `(${report.jobs.withCost} of ${report.jobs.workflows - report.jobs.inBatches} jobs with an estimate: ${report.jobs.amount}; ` +
+  `${report.batches.workflows} batches: ${report.batches.amount}` +
+  `${report.jobs.inBatches > 0 ? `, with ${report.jobs.inBatches} child jobs` : ''})`;
+
 export function addCostCommands(program: Command, ctx: CostCliContext): void {
-  const cost = program.command('cost').description('estimated cost of a job, a batch or an endpoint');
+  const cost = program
+    .command('cost')
+    .description('estimated cost of a job, a batch, an endpoint or everything in a time range');
   const show = (json: boolean | undefined, value: unknown, text: string) =>
     ctx.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
 
@@ -71,12 +90,23 @@ export function addCostCommands(program: Command, ctx: CostCliContext): void {
       const range = parseCostRange(flags);
       endpointCostQueries(endpointId, range);
       const report = await endpointCost(await ctx.connect(), endpointId, range);
-      show(
-        flags.json,
-        report,
-        `${endpointId}: ${money(report.amount, report.currency)} ` +
-          `(${report.jobs.withCost} of ${report.jobs.workflows} jobs with an estimate: ${report.jobs.amount}; ` +
-          `${report.batches.workflows} batches: ${report.batches.amount})`,
-      );
+      show(flags.json, report, `${endpointId}: ${breakdown(report)}`);
+    });
+
+  cost
+    .command('range')
+    .description('the estimated cost of every job and batch workflow closed in a range (all endpoints)')
+    .option('--since <iso>', 'closed at or after this date-time (ISO 8601; required)')
+    .option('--until <iso>', 'closed at or before this date-time (ISO 8601; required)')
+    .option('--json', 'print JSON')
+    .action(async (flags: { since?: string; until?: string; json?: boolean }) => {
+      // Checked before connecting. Both ends are required: without them the report would read
+      // every closed workflow of the namespace, one query each.
+      for (const flag of ['since', 'until'] as const)
+        if (flags[flag] === undefined)
+          throw new ValidationError(`--${flag}`, 'is required (an ISO 8601 date or date-time)');
+      const range = parseCostRange(flags);
+      const report = await rangeCost(await ctx.connect(), range);
+      show(flags.json, report, `${report.since} to ${report.until}: ${breakdown(report)}`);
     });
 }

@@ -1,6 +1,7 @@
 /**
- * The `cost` command's flags: a bad date or a range backwards is refused naming the flag, with the
- * bad-input exit code, before anything is contacted (the client factory must never be called).
+ * The `cost` command's flags: a bad date, a missing end of `cost range` or a range backwards is
+ * refused naming the flag, with the bad-input exit code, before anything is contacted (the client
+ * factory must never be called).
  */
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../client/cli';
@@ -62,6 +63,34 @@ describe('cost CLI flags', () => {
       until: new Date('2026-11-23T09:00:00Z'),
     });
     expect(parseCostRange({})).toEqual({});
+  });
+
+  it('cost range: refuses a missing or bad --since/--until, naming it, before connecting', async () => {
+    const good = '2026-11-01T00:00:00Z';
+    for (const [args, message] of [
+      [['--until', good], 'error: --since: is required'],
+      [['--since', good], 'error: --until: is required'],
+      [['--since', 'last week', '--until', good], 'error: --since: must be an ISO 8601 date'],
+      [['--since', good, '--until', '2026-11-31'], 'error: --until: must be an ISO 8601 date'],
+      [['--since', '2026-12-01', '--until', good], 'error: --since: must not be after --until'],
+    ] as const) {
+      const result = await cli('cost', 'range', ...args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.err).toContain(message);
+      expect(result.connected).toBe(0);
+    }
+  });
+
+  it('cost range takes no endpoint', async () => {
+    const result = await cli('cost', 'range', 'ep-1', '--since', '2026-11-01', '--until', '2026-11-02');
+    expect(result.code).toBe(2);
+    expect(result.connected).toBe(0);
+  });
+
+  it('cost range connects once its flags are good', async () => {
+    const result = await cli('cost', 'range', '--since', '2026-11-01', '--until', '2026-11-02');
+    expect(result.connected).toBe(1);
+    expect(result.err).toContain('must not connect');
   });
 
   it('needs a subcommand and an id', async () => {

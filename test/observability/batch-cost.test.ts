@@ -202,7 +202,17 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
     expect(shown.out).toContain('budget 2.5 (reached: submissions stopped)');
   });
 
-  it('cost job and cost endpoint sum the closed workflows of the endpoint', async () => {
+  it('cost job, cost endpoint and cost range sum the closed workflows, a child-mode batch once', async () => {
+    const since = new Date().toISOString();
+    // A child-mode batch: its item job workflows carry the endpoint too, and its summary their cost.
+    const children = await startBatch(
+      stack.client,
+      { endpointId, mode: 'children', items: { inline: items(2) }, job: { polling: FAST_POLLING } },
+      { workflowId: `batch-cost-children-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const childSummary = await awaitBatch(stack.client, children);
+    expect(childSummary.counts.completed).toBe(2);
+    expect(childSummary.cost.amount).toBeGreaterThan(0);
     const job = await stack.start({
       endpointId,
       request: { input: { sleepMs: 2_000, output: 'one' } },
@@ -214,16 +224,33 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
     expect(jobShown.code).toBe(0);
     expect(JSON.parse(jobShown.out)).toEqual({ workflowId: job.workflowId, cost: result.cost });
 
-    // Visibility is eventually consistent: the two batches above and the job, once all are listed.
+    // Visibility is eventually consistent: the three batches, the job and the two children, once
+    // all are listed.
     const report = await eventually(async () => {
       const shown = await cli('cost', 'endpoint', endpointId, '--json', '--since', '2020-01-01T00:00:00Z');
       const parsed = JSON.parse(shown.out);
-      return parsed.jobs.workflows === 1 && parsed.batches.workflows === 2 ? parsed : undefined;
+      return parsed.jobs.workflows === 3 && parsed.batches.workflows === 3 ? parsed : undefined;
     });
-    expect(report.jobs.amount).toBe(result.cost?.amount);
+    // The children are in their batch's summary, not added again as jobs.
+    expect(report.jobs).toEqual({ workflows: 3, withCost: 1, amount: result.cost?.amount, inBatches: 2 });
     expect(report.amount).toBeCloseTo(report.jobs.amount + report.batches.amount, 6);
-    expect(report.batches.amount).toBeGreaterThan(2.5);
+    expect(report.batches.amount).toBeGreaterThan(2.5 + childSummary.cost.amount);
     expect(report.currency).toBe('EUR');
+
+    // The account over the time of this test: at least the job and the child-mode batch (other
+    // test files may share the server and close workflows meanwhile), the children counted once.
+    const until = new Date(Date.now() + 60_000).toISOString();
+    const range = await eventually(async () => {
+      const shown = await cli('cost', 'range', '--json', '--since', since, '--until', until);
+      expect(shown.code).toBe(0);
+      const parsed = JSON.parse(shown.out);
+      return parsed.jobs.inBatches >= 2 && parsed.jobs.withCost >= 1 ? parsed : undefined;
+    });
+    expect(range).not.toHaveProperty('endpointId');
+    expect(range.amount).toBeGreaterThanOrEqual((result.cost?.amount ?? 0) + childSummary.cost.amount - 1e-6);
+    expect(range.amount).toBeCloseTo(range.jobs.amount + range.batches.amount, 6);
+    const text = await cli('cost', 'range', '--since', since, '--until', until);
+    expect(text.out).toMatch(/^\S+ to \S+: [\d.]+ EUR \(/);
 
     // A range that ended before anything ran finds nothing.
     const empty = await cli('cost', 'endpoint', endpointId, '--json', '--until', '2020-01-01T00:00:00Z');
