@@ -69,7 +69,7 @@ export function addCostCommands(program: Command, ctx: CostCliContext): void {
       const budget =
         report.budget === undefined
           ? ''
-          : `, budget ${report.budget}${report.budgetExceeded ? ' (reached: submissions stopped)' : ''}`;
+          : `, budget ${report.budget}${report.budgetExceeded ? ' (submissions stopped by it)' : ''}`;
       show(
         flags.json,
         report,

@@ -71,7 +71,8 @@ export function endWith(summary: BatchSummary): BatchSummary {
     throw ApplicationFailure.create({
       type: BATCH_FAILURE.budgetExceeded,
       message:
-        `the estimated cost ${cost.amount}${cost.currency ? ` ${cost.currency}` : ''} reached the budget ` +
+        `the estimated cost ${cost.amount}${cost.currency ? ` ${cost.currency}` : ''} ` +
+        `${cost.amount >= (summary.budget ?? 0) ? 'reached' : 'would have passed with one more item'} the budget ` +
         `${summary.budget}: no more items were submitted; ${summary.notStarted} of ${summary.total} ` +
         `were not started. Results: ${summary.results.key}`,
       nonRetryable: true,

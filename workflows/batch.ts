@@ -19,8 +19,9 @@
  * - Failures beyond the tolerance stop new submissions; jobs in flight finish and are recorded, and
  *   the batch fails with BatchToleranceExceeded carrying the summary.
  * - Cost: the watcher estimates each finished run (activities/cost.ts) and the workflow keeps the
- *   running total (one number in its state). A `budget` stops new submissions once the total
- *   reaches it, the same way; the batch then fails with BatchBudgetExceeded carrying the summary.
+ *   running total (one number in its state). A `budget` lets no item start that would take the
+ *   total past it (the jobs under way counted at the mean cost so far); the batch then fails with
+ *   BatchBudgetExceeded carrying the summary.
  * - The run continues as new when Temporal suggests it or after maxEventsPerRun events, carrying
  *   the cursor, the items in flight and the counters, once its activities and handlers are done.
  * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
@@ -331,6 +332,8 @@ class Batch {
   private readonly lease: SubmitLeaseSetting | undefined;
   /** The budget, when one is set (and the batch's code knows budgets: 'batch-budget'). */
   private readonly budget: number | undefined;
+  /** Whether the budget projects the cost of the jobs under way ('batch-budget-projected'). */
+  private projected: boolean | undefined;
   /** The running watchers, each with the items (index -> job id) it was asked about. */
   private readonly watchers = new Map<CancellationScope, Map<number, string>>();
   /** Items some running watcher covers. */
@@ -525,8 +528,32 @@ class Batch {
     return this.s.cursor < this.s.total || this.s.queue.length > 0 || this.s.uncertain.length > 0;
   }
 
+  /** The budget stops the batch: reached, or the next item would pass it with nothing under way. */
   private overBudget(): boolean {
-    return this.budget !== undefined && this.cost().amount >= this.budget;
+    if (this.budget === undefined) return false;
+    return this.cost().amount >= this.budget || (this.budgetRoom() === 0 && this.underWay() === 0);
+  }
+
+  /**
+   * How many more items the budget lets start: as many as fit when every job under way, and each
+   * new one, is expected to cost what the finished runs cost on average ("would pass", not "has
+   * passed": a window of jobs in flight can no longer overshoot it). Before any run has an estimate
+   * there is nothing to go by. Batches from before 'batch-budget-projected' stop at "reached" only.
+   */
+  private budgetRoom(): number {
+    if (this.budget === undefined) return Number.POSITIVE_INFINITY;
+    const cost = this.cost();
+    if (cost.amount >= this.budget) return 0;
+    if (cost.items === 0) return Number.POSITIVE_INFINITY;
+    this.projected ??= patched('batch-budget-projected');
+    if (!this.projected) return Number.POSITIVE_INFINITY;
+    const mean = cost.amount / cost.items;
+    return Math.max(0, Math.floor((this.budget - cost.amount) / mean) - this.underWay());
+  }
+
+  /** Jobs that may still cost: in flight (retries waiting included), uncertain, being submitted. */
+  private underWay(): number {
+    return this.s.inflight.length + this.s.uncertain.length + this.submitting;
   }
 
   private cost(): BatchCost {
@@ -582,7 +609,8 @@ class Batch {
       // Not a page per freed slot: wait for a useful page unless nothing else is under way.
       const useful = Math.min(this.o.pageSize, Math.max(1, Math.floor(s.maxConcurrency / 4)), waiting);
       if (free < useful && (this.submitsRunning > 0 || s.inflight.length > 0)) return;
-      const size = Math.min(this.o.pageSize, free, waiting);
+      const size = Math.min(this.o.pageSize, free, waiting, this.budgetRoom());
+      if (size <= 0) return;
       const page: Queued[] = [];
       for (let k = 0; k < s.queue.length && page.length < size; ) {
         const q = s.queue[k] as Queued;

@@ -112,4 +112,33 @@ describe('batch cost and budget', () => {
     // Nothing past the cursor was ever submitted.
     expect([...fake.submitsPerItem.keys()].sort()).toEqual([0, 1, 2, 3]);
   });
+
+  it('submits no item that would pass the budget, counting the jobs under way at the mean cost so far', async () => {
+    // Every run costs 2 and the budget is 7: a third item fits (6), a fourth would pass it (8),
+    // whatever order the runs finish in. The old rule ("reached") would have run 4.
+    const fake = fakeService(
+      10,
+      () => 'COMPLETED',
+      undefined,
+      () => 2,
+    );
+    const { failure, history } = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
+      const handle = await start(queue, input({ budget: 7, maxConcurrency: 2, pageSize: 1 }));
+      const failure = await failureOf(handle.result());
+      return { failure, history: historyText(await handle.fetchHistory()) };
+    });
+    expect(history).toContain('"id":"batch-budget-projected"');
+    expect(failure.type).toBe('BatchBudgetExceeded');
+    expect(failure.message).toMatch(/would have passed with one more item the budget 7/);
+    expect(failure.details?.[0]).toMatchObject({
+      total: 10,
+      counts: { completed: 3 },
+      submissions: 3,
+      notStarted: 7,
+      budgetExceeded: true,
+      stoppedBecause: 'budget',
+      cost: { amount: 6, items: 3 },
+    });
+    expect([...fake.submitsPerItem.keys()].sort()).toEqual([0, 1, 2]);
+  });
 });
