@@ -1,7 +1,10 @@
 /**
  * The batch workflow continues as new, carrying its cursor, its jobs in flight and its counters,
- * while pause, resume and concurrency changes race the new runs. On the dev server (the
- * time-skipping test server mishandles updates racing a continue-as-new), with a fake service.
+ * while pause, resume and concurrency changes arrive: one pause and one change land while a run is
+ * continuing as new (it has reached maxEventsPerRun and waits for a submit the test holds), and
+ * every one of them holds in the runs after. On the dev server (the time-skipping test server
+ * mishandles updates racing a continue-as-new), with a fake service; each step waits on the
+ * progress query for its effect.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -15,7 +18,7 @@ import {
 } from '../../workflows/batch-definitions';
 import type { BatchInput } from '../../workflows/batch-input';
 import { devServerEnv } from '../support/temporal';
-import { bundleBatchWorkflow, fakeService, quietRuntime, withWorker } from './batch-harness';
+import { bundleBatchWorkflow, fakeService, quietRuntime, until, withWorker } from './batch-harness';
 
 quietRuntime();
 
@@ -43,36 +46,105 @@ describe('batch workflow: continue-as-new', () => {
       args: [args],
     });
 
-  it('continues as new carrying cursor, jobs in flight and counters; signals and updates racing it count', async () => {
-    const total = 400;
+  it('continues as new carrying cursor, jobs in flight and counters; a pause and a change sent while it does hold', async () => {
+    const total = 200;
+    const maxEventsPerRun = 200;
     const fake = fakeService(total, (i, attempt) => (i % 40 === 0 && attempt === 1 ? 'FAILED' : 'held'));
-    await withWorker(env, bundle, fake.activities, async (queue) => {
+    // The submit of the page holding item 40 waits for the test: the run that sent it cannot
+    // continue as new before it answers, so what reaches that run once it is full lands while it
+    // is continuing as new.
+    const gated = 40;
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let gateHeld = false;
+    const activities = {
+      ...fake.activities,
+      async submitBatchPage(args: Parameters<typeof fake.activities.submitBatchPage>[0]) {
+        if (args.indexes.includes(gated)) {
+          gateHeld = true;
+          await gate;
+        }
+        return fake.activities.submitBatchPage(args);
+      },
+    };
+    // A failing step opens the gate too: the worker cannot shut down while the submit waits.
+    await withWorker(env, bundle, activities, async (queue) => steps(queue).finally(openGate));
+
+    async function steps(queue: string) {
       const handle = await start(
         queue,
         input({
           maxConcurrency: 20,
           pageSize: 5,
-          maxEventsPerRun: 200,
+          maxEventsPerRun,
           job: { retry: { maxRetries: 1, initialInterval: 1_000 } },
         }),
       );
-      // Jobs finish a few at a time while pause, resume and concurrency changes race the new runs.
-      let released = 0;
-      let concurrency = 20;
-      for (let round = 0; round < 60 && released < total; round++) {
-        for (let k = 0; k < 8; k++) fake.release(released++);
-        if (round % 10 === 3) await handle.signal(pauseBatchSignal);
-        if (round % 10 === 4) await handle.signal(resumeBatchSignal);
-        if (round % 10 === 5) {
-          concurrency = 20 + round;
-          await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [concurrency] });
+      const progress = () => handle.query(batchProgressQuery);
+      const runLength = async () => (await handle.describe()).historyLength;
+      /** What each change answered: the value before it (a lost change breaks the chain). */
+      const previous: number[] = [];
+      const setConcurrency = async (value: number) => {
+        previous.push(await handle.executeUpdate(setBatchConcurrencyUpdate, { args: [value] }));
+        await until(async () => (await progress()).maxConcurrency === value, `maxConcurrency ${value}`);
+      };
+      const setPaused = async (paused: boolean) => {
+        await handle.signal(paused ? pauseBatchSignal : resumeBatchSignal);
+        await until(async () => (await progress()).paused === paused, paused ? 'paused' : 'resumed');
+      };
+
+      await until(async () => (await progress()).submissions >= 20, '20 submitted');
+      await setPaused(true);
+      await setConcurrency(25);
+      await setPaused(false);
+
+      // The jobs in flight finish, a round at a time (each waits for them), until the run holding
+      // the gated submit has reached maxEventsPerRun: from then on it is continuing as new.
+      const released = new Set<number>();
+      const draining = async () => gateHeld && (await runLength()) >= maxEventsPerRun;
+      for (let round = 0; !(await draining()); round++) {
+        if (round >= 60) throw new Error('the run holding the gated submit never filled up');
+        const before = (await progress()).done;
+        const next = fake
+          .inFlight()
+          .filter((i) => !released.has(i))
+          .slice(0, 20);
+        for (const i of next) {
+          released.add(i);
+          fake.release(i);
         }
-        await new Promise((resolve) => setTimeout(resolve, 40));
+        await until(
+          async () => (await progress()).done >= before + next.length || (await draining()),
+          `${next.length} more done`,
+        );
       }
-      await handle.signal(resumeBatchSignal);
+      const full = await progress();
+      const { runId } = await handle.describe();
+
+      await setPaused(true);
+      await setConcurrency(30);
+      // Both reached the run that is continuing as new: it still waits for the gated submit.
+      expect((await handle.describe()).runId).toBe(runId);
+      expect((await progress()).runs).toBe(full.runs);
+
+      openGate();
+      await until(async () => (await progress()).runs === full.runs + 1, 'the next run');
+      const carried = await progress();
+      expect(carried).toMatchObject({ paused: true, maxConcurrency: 30 });
+      expect(carried.cursor).toBeGreaterThanOrEqual(full.cursor);
+      expect(carried.done).toBeGreaterThanOrEqual(full.done);
+      expect((await handle.describe()).runId).not.toBe(runId);
+
+      // The first steps of the new run.
+      await setPaused(false);
+      await setConcurrency(35);
       fake.releaseAll();
       const summary = await handle.result();
-      expect(summary.runs).toBeGreaterThan(1);
+
+      expect(previous).toEqual([20, 25, 30]);
+      expect(summary.runs).toBeGreaterThan(full.runs);
       expect(summary).toMatchObject({
         total,
         counts: { completed: total, failed: 0 },
@@ -85,8 +157,9 @@ describe('batch workflow: continue-as-new', () => {
       );
       expect(completed.size).toBe(total);
       for (const [, submits] of fake.submitsPerItem) expect(submits).toBe(1);
-      const progress = await handle.query(batchProgressQuery);
-      expect(progress).toMatchObject({ paused: false, maxConcurrency: concurrency, done: total });
-    });
+      expect(fake.submitsPerItem.size).toBe(total);
+      expect(fake.maxInFlight()).toBeLessThanOrEqual(35);
+      expect(await progress()).toMatchObject({ paused: false, maxConcurrency: 35, done: total });
+    }
   });
 });
