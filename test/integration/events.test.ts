@@ -24,6 +24,7 @@ import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
 import { automationStateQuery } from '../../workflows/automation-definitions';
 import type { AutomationState } from '../../workflows/automation-input';
+import { historyText } from '../support/history';
 import { eventually, FAST_POLLING, quietTemporalRuntime, serviceEnv } from '../support/integration';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
@@ -268,6 +269,30 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
       await expect(
         env.client.workflow.getHandle(automationWorkflowId(automation, key)).describe(),
       ).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    }
+
+    // History never holds the signing secret nor a signature: the gateway passes the event on,
+    // never its headers. Searched decoded (historyText): payloads are bytes, which a plain
+    // JSON.stringify shows as base64 or numbers, hiding every string. A failure prints no value.
+    const signatures = [...answers.keys()].flatMap((request) =>
+      (request.headers['webhook-signature'] ?? '').split(' ').filter((entry) => entry.startsWith('v1,')),
+    );
+    expect(signatures).toHaveLength(500);
+    const forbidden = [
+      eventSecret,
+      eventSecret.slice('whsec_'.length),
+      ...signatures,
+      ...signatures.map((entry) => entry.slice('v1,'.length)),
+    ];
+    for (let k = 0; k < KEYS; k++) {
+      const history = await env.client.workflow
+        .getHandle(automationWorkflowId(automation, `user-${k}`))
+        .fetchHistory();
+      const text = historyText(history);
+      // The same search finds what belongs there: this key's first event id, inside a signal's payload.
+      expect(text).toContain(`"evt-${k}"`);
+      const found = forbidden.filter((value) => text.includes(value)).length;
+      expect(found, `secrets or signatures in the history of user-${k}`).toBe(0);
     }
   }, 360_000);
 });
