@@ -3,15 +3,25 @@
  * come from GraphQL `myself`, read once and kept for `cacheMs` (an endpoint created since is read
  * again at once). A failed read costs the job its estimate, never its result.
  */
+import type { z } from 'zod';
 import type { ServiceClient } from '../api/client';
+import { ConfigError } from '../api/errors';
 import type { Account, GpuId } from '../api/schemas/endpoint';
-import { type CostEstimate, type Discount, discountOf, estimateRunCost, type Pricing } from './cost';
+import {
+  type CostEstimate,
+  type Discount,
+  discountOf,
+  estimateRunCost,
+  type Pricing,
+  pricingSchema,
+} from './cost';
 
 export type EstimateCost = (endpointId: string, executionTimeMs: number) => Promise<CostEstimate | undefined>;
 
 export interface CostEstimatorOptions {
   client: Pick<ServiceClient, 'endpoints'>;
-  pricing: Pricing;
+  /** Checked here: a table built in code never went through SERVERLESS_PRICES's parse. */
+  pricing: z.input<typeof pricingSchema>;
   /** How long the account's endpoints and discount are reused (default 5 minutes). */
   cacheMs?: number;
   now?: () => number;
@@ -23,7 +33,24 @@ interface Known {
   discount: Discount | undefined;
 }
 
+/**
+ * A price table as pricingSchema reads it; a bad one is a ConfigError naming the field under
+ * `root` (`pricing.perSecond.AMPERE_16`) and the rule, never quoting the value.
+ */
+export function parsePricing(value: unknown, root = 'pricing'): Pricing {
+  const result = pricingSchema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = [root, ...(issue?.path.map(String) ?? [])].join('.');
+  const rule =
+    issue?.code === 'unrecognized_keys'
+      ? `has unknown keys ${issue.keys.join(', ')} (allowed: ${issue.path.length === 0 ? 'currency, perSecond' : 'the GPU tiers of the spec'})`
+      : (issue?.message ?? 'is invalid');
+  throw new ConfigError(where, rule);
+}
+
 export function createCostEstimator(options: CostEstimatorOptions): EstimateCost {
+  const pricing = parsePricing(options.pricing);
   const cacheMs = options.cacheMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
   let known: Known | undefined;
@@ -60,7 +87,7 @@ export function createCostEstimator(options: CostEstimatorOptions): EstimateCost
     return estimateRunCost({
       executionTimeMs,
       tier,
-      pricing: options.pricing,
+      pricing,
       discount: account.discount,
       at: now(),
     });

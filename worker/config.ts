@@ -5,7 +5,8 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { type Pricing, pricingSchema } from '../activities/cost';
+import type { Pricing } from '../activities/cost';
+import { parsePricing as parsePricingTable } from '../activities/cost-estimator';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError } from '../api/errors';
 import {
@@ -342,16 +343,7 @@ function parsePricing(text: string): Pricing {
       'must be JSON such as {"currency":"USD","perSecond":{"AMPERE_16":0.0002}}',
     );
   }
-  const result = pricingSchema.safeParse(json);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const where = ['SERVERLESS_PRICES', ...(issue?.path.map(String) ?? [])].join('.');
-  // Unknown keys and tiers are named by the path; the message never quotes the value.
-  const rule =
-    issue?.code === 'unrecognized_keys'
-      ? `has unknown keys ${issue.keys.join(', ')} (allowed: currency, perSecond)`
-      : (issue?.message ?? 'is invalid');
-  throw new ConfigError(where, rule);
+  return parsePricingTable(json, 'SERVERLESS_PRICES');
 }
 
 const aliasPattern = /^[A-Za-z0-9_-]{1,32}$/;

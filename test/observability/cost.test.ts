@@ -108,6 +108,32 @@ describe('createCostEstimator', () => {
     expect(await estimate('gone', 1_000)).toBeUndefined();
   });
 
+  it('checks a price table built in code: a bad one fails at creation, naming the field', async () => {
+    const client = {
+      endpoints: { account: async () => accountWith([{ id: 'e1', gpuIds: 'AMPERE_16' }]) },
+    } as never;
+    const create = (table: unknown) => () =>
+      createCostEstimator({ client, pricing: table as Parameters<typeof createCostEstimator>[0]['pricing'] });
+    expect(create({ perSecond: { AMPERE_16: -0.1 } })).toThrow(ConfigError);
+    expect(create({ perSecond: { AMPERE_16: -0.1 } })).toThrow(
+      /^pricing\.perSecond\.AMPERE_16: must be a finite number >= 0/,
+    );
+    expect(create({ perSecond: { AMPERE_16: Number.NaN } })).toThrow(/^pricing\.perSecond\.AMPERE_16: /);
+    expect(create({ perSecond: { NOT_A_TIER: 1 } })).toThrow(
+      /^pricing\.perSecond: has unknown keys NOT_A_TIER \(allowed: the GPU tiers/,
+    );
+    expect(create({ currency: '', perSecond: {} })).toThrow(/^pricing\.currency: must be a non-empty string/);
+    expect(create({ perSecond: {}, rate: 1 })).toThrow(/^pricing: has unknown keys rate/);
+    // A good one gets the schema's defaults (the currency), as SERVERLESS_PRICES does.
+    const estimate = create({ perSecond: { AMPERE_16: 0.5 } })();
+    expect(await estimate('e1', 2_000)).toEqual({
+      amount: 1,
+      currency: 'USD',
+      tier: 'AMPERE_16',
+      seconds: 2,
+    });
+  });
+
   it('re-reads after cacheMs, and a failed read costs the estimate only', async () => {
     let now = 0;
     let fail = false;
