@@ -1,14 +1,15 @@
 /**
  * The CLI's batch commands against the real stack (dev server, emulator over HTTP, the real worker):
- * start with --wait (progress on stderr, the summary on stdout), status, results as JSONL, and bad
- * flags refused with exit code 2 before anything starts.
+ * start with --wait (progress on stderr, the summary on stdout), status, results as JSONL; pause,
+ * resume, concurrency and cancel of a running batch; redrive of a finished one and status --watch
+ * until it ends; and bad flags refused with exit code 2 before anything starts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../client/cli';
-import { type JobStack, startJobStack } from '../support/integration';
+import { eventually, type JobStack, startJobStack } from '../support/integration';
 
 describe('the CLI: batches', () => {
   let stack: JobStack;
@@ -75,6 +76,124 @@ describe('the CLI: batches', () => {
       '--failures',
     );
     expect(failures.out.trim().split('\n')).toHaveLength(1);
+  }, 120_000);
+
+  it('pauses, resumes, changes the concurrency of and cancels a running batch; redrives a finished one', async () => {
+    // Jobs that run until cancelled (a week's execution timeout: the service's clock runs 100 times
+    // faster than real time here).
+    const endpointId = stack.endpoint({ workersMin: 0, workersMax: 10, executionTimeoutMs: 7 * 86_400_000 });
+    const file = path.join(dir, 'hanging.jsonl');
+    writeFileSync(
+      file,
+      `${Array.from({ length: 12 }, (_, i) => JSON.stringify({ input: { hang: true, output: { i } } })).join('\n')}\n`,
+    );
+    const id = `cli-batch-steer-${Date.now()}`;
+    const json = (text: string) => JSON.parse(text) as Record<string, unknown>;
+    const status = async (workflowId: string) => {
+      const shown = await cli('batch', 'status', workflowId);
+      expect(shown.code).toBe(0);
+      return json(shown.out);
+    };
+    const terminal = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+    const unfinished = () => stack.control.jobs(endpointId).filter((job) => !terminal.has(job.status));
+
+    const started = await cli(
+      'batch',
+      'start',
+      id,
+      '--endpoint',
+      endpointId,
+      '--items',
+      `@${file}`,
+      '--max-concurrency',
+      '4',
+      '--options',
+      '{"pageSize":4}',
+    );
+    expect(started).toMatchObject({ code: 0 });
+    expect(json(started.out)).toEqual({ workflowId: id, started: true });
+    await eventually(() => unfinished().length === 4);
+
+    expect(json((await cli('batch', 'pause', id)).out)).toEqual({ workflowId: id, pause: true });
+    await eventually(async () => (await status(id)).paused === true);
+    // The change is a turn of the paused batch's loop with 2 free slots: it submits nothing.
+    const changed = await cli('batch', 'concurrency', id, '6');
+    expect(changed).toMatchObject({ code: 0 });
+    expect(json(changed.out)).toEqual({ workflowId: id, maxConcurrency: 6, previous: 4 });
+    expect(await status(id)).toMatchObject({ paused: true, maxConcurrency: 6, cursor: 4, inFlight: 4 });
+    expect(stack.control.submissions(endpointId)).toBe(4);
+
+    expect(json((await cli('batch', 'resume', id)).out)).toEqual({ workflowId: id, resume: true });
+    await eventually(async () => (await status(id)).paused === false);
+    await eventually(() => unfinished().length === 6);
+    expect(await status(id)).toMatchObject({ paused: false, maxConcurrency: 6, cursor: 6, inFlight: 6 });
+
+    expect(json((await cli('batch', 'cancel', id)).out)).toEqual({ workflowId: id, cancel: true });
+    const ended = await stack.client.workflow
+      .getHandle(id)
+      .result()
+      .then(
+        () => undefined,
+        (error: Error) => error,
+      );
+    expect((ended?.cause as Error | undefined)?.name).toBe('CancelledFailure');
+    const jobs = stack.control.jobs(endpointId);
+    expect(jobs).toHaveLength(6);
+    expect(jobs.every((job) => job.status === 'CANCELLED')).toBe(true);
+    expect(await status(id)).toMatchObject({ counts: { cancelled: 6, completed: 0 }, inFlight: 0 });
+
+    // A finished batch with two failed items: the redrive runs those two (and fails them again:
+    // their requests say so), and status --watch follows it to its end.
+    const failing = path.join(dir, 'failing.jsonl');
+    writeFileSync(
+      failing,
+      `${Array.from({ length: 6 }, (_, i) =>
+        JSON.stringify({ input: i === 1 || i === 4 ? { fail: `item ${i} is broken` } : { output: { i } } }),
+      ).join('\n')}\n`,
+    );
+    const source = `cli-batch-source-${Date.now()}`;
+    const first = await cli(
+      'batch',
+      'start',
+      source,
+      '--endpoint',
+      endpointId,
+      '--items',
+      `@${failing}`,
+      '--tolerate',
+      '2',
+      '--wait',
+    );
+    expect(first.code).toBe(0);
+    expect(json(first.out)).toMatchObject({ total: 6, counts: { completed: 4, failed: 2 } });
+    const redriveId = `${source}-redrive`;
+    const redrive = await cli('batch', 'redrive', source, redriveId);
+    expect(redrive).toMatchObject({ code: 0 });
+    expect(json(redrive.out)).toEqual({ workflowId: redriveId, started: true });
+    const watched = await cli('batch', 'status', redriveId, '--watch');
+    expect(watched.code).toBe(0);
+    expect(json(watched.out)).toMatchObject({
+      batchId: redriveId,
+      total: 2,
+      counts: { completed: 0, failed: 2 },
+    });
+    expect(watched.err.trim().split('\n').at(-1)).toMatch(/\] 2\/2 done, 2 failed, 0 in flight/);
+    const results = await cli(
+      'batch',
+      'results',
+      redriveId,
+      '--store',
+      stack.workerEnv.RESULT_STORE_DIR as string,
+    );
+    const lines = results.out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { index: number; status: string; error?: string })
+      .sort((a, b) => a.index - b.index);
+    expect(lines.map(({ index, status: state, error }) => [index, state, error])).toEqual([
+      [0, 'FAILED', 'item 1 is broken'],
+      [1, 'FAILED', 'item 4 is broken'],
+    ]);
   }, 120_000);
 
   it('refuses bad flags with exit code 2, naming them', async () => {
