@@ -106,9 +106,10 @@ describe('batch engine on the emulator', () => {
     }
     const progress = await getBatchProgress(stack.client, handle.workflowId);
     expect(progress).toMatchObject({ done: ITEMS, inFlight: 0 });
-    // Counters, not items, in history: well under one event per item (no signal per job either).
-    // (0.22 to 0.28 here, where fixed costs weigh more; the bench measures 0.09 at 10,000 items.)
-    expect(summary.historyEvents).toBeLessThan(ITEMS * 0.5);
+    // Counters, not items, in history: under 0.3 events per item, the goal (no signal per job either).
+    // (0.22 to 0.28 here, where fixed costs weigh more; 0.23 and 0.25 in the last runs; the bench
+    // measures 0.09 at 10,000 items.)
+    expect(summary.historyEvents).toBeLessThan(ITEMS * 0.3);
     console.log(
       `batch of ${ITEMS}: ${summary.elapsedMs} ms, ${summary.historyEvents} history events in ${summary.runs} run(s)`,
     );
