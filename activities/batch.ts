@@ -47,7 +47,7 @@ import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
 import { type Polling, submitRequestSchema } from './job-types';
 import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
-import { extendLeaseAtOnce } from './lease-extend';
+import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import {
   createLocalResultStore,
   DEFAULT_INLINE_MAX_BYTES,
@@ -206,6 +206,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       /** The batch's submitLease setting; absent: no lease (batches started before it). */
       submitLease?: SubmitLeaseSetting;
     }): Promise<{ results: SubmitItemResult[] }> {
+      const startedAt = Date.now();
       const { workflowId } = context();
       const lines = await store.readLines(input.manifestKey, input.indexes);
       const webhook = input.webhook === false ? undefined : deps.webhookUrlFor?.(workflowId);
@@ -213,6 +214,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       // from the timeout and only the rest of the page counts as uncertain.
       const created: Array<{ i: number; id: string; ttl?: number; lease?: number }> = [];
       const ctx = Context.current();
+      const notAfter = extensionsNotAfter(startedAt, ctx.info.startToCloseTimeoutMs);
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
           let request: JobRequestInput;
@@ -235,6 +237,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           const leased = leaseTtl === undefined ? {} : { lease: leaseTtl };
           const body =
             leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
+          const sentAt = Date.now();
           try {
             const submitted = await client.jobs.run(input.endpointId, body);
             metrics.submission('accepted');
@@ -247,11 +250,22 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             };
             created.push(result);
             ctx.heartbeat({ created });
-            // The lease extended at once, as the job's submit does (activities/job.ts): the answer
+            // The lease extended here, as the job's submit does (activities/job.ts): the answer
             // then says no lease, and the workflow has nothing to extend.
             if (
               leaseTtl !== undefined &&
-              (await extendLeaseAtOnce(client, input.endpointId, submitted.id, leaseTtl, ttl))
+              (await extendLeaseInSubmit(
+                client,
+                {
+                  endpointId: input.endpointId,
+                  jobId: submitted.id,
+                  leaseTtlMs: leaseTtl,
+                  callerTtlMs: ttl,
+                  sentAt,
+                  notAfter,
+                },
+                () => ctx.heartbeat({ created }),
+              ))
             ) {
               delete result.lease;
               ctx.heartbeat({ created });

@@ -56,7 +56,7 @@ import {
   waitForJobChangeInputSchema,
 } from './job-types';
 import { lookForChange } from './job-wait';
-import { extendLeaseAtOnce } from './lease-extend';
+import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
 
@@ -266,6 +266,7 @@ export function createJobActivities(deps: JobActivityDeps) {
 
     /** POST /run. Never retried by Temporal: see the submission policy above. */
     async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
+      const startedAt = Date.now();
       const { endpointId, request, requestRef, lease } = parsed(submitJobInputSchema, input, 'input');
       const armed = await requestWithWebhook(request, requestRef);
       const { webhookArmed } = armed;
@@ -276,6 +277,7 @@ export function createJobActivities(deps: JobActivityDeps) {
           ? armed.body
           : { ...armed.body, policy: { ...armed.body.policy, ttl: leaseTtlMs } };
       let submitted: JobSubmitted;
+      const sentAt = Date.now();
       try {
         // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
         // its own timeouts instead (worker shutdown gives it a grace period). The beat says the
@@ -289,7 +291,14 @@ export function createJobActivities(deps: JobActivityDeps) {
       const extended =
         leaseTtlMs !== undefined &&
         (await whileBeating(() =>
-          extendLeaseAtOnce(client, endpointId, submitted.id, leaseTtlMs, armed.body.policy?.ttl),
+          extendLeaseInSubmit(client, {
+            endpointId,
+            jobId: submitted.id,
+            leaseTtlMs,
+            callerTtlMs: armed.body.policy?.ttl,
+            sentAt,
+            notAfter: extensionsNotAfter(startedAt, Context.current().info.startToCloseTimeoutMs),
+          }),
         ));
       return {
         jobId: submitted.id,

@@ -146,6 +146,24 @@ describe('job activities', () => {
       expect(left).not.toHaveProperty('extended');
     });
 
+    it('keeps trying the extension within the lease while the activity has time, ahead of the workflow', async () => {
+      const lease = { ttlMs: 60_000, onlyWithWebhook: true };
+      stub.answer('run', { id: 'job-3', status: 'IN_QUEUE' });
+      stub.answer('status', serviceError({ kind: 'ServerError', operation: 'status', retryable: true }), {
+        id: 'job-3',
+        status: 'COMPLETED',
+      });
+      const request = { input: {}, policy: { ttl: 3_600_000 } };
+      // A submit with two minutes to answer: the failed try is tried again a second later.
+      const done = await activityEnv({ startToCloseTimeoutMs: 120_000 }).call(activities().submitJob, {
+        endpointId: 'ep-1',
+        request,
+        lease,
+      });
+      expect(done).toMatchObject({ jobId: 'job-3', leaseTtlMs: 60_000, extended: true });
+      expect(stub.named('status')).toHaveLength(2);
+    });
+
     it('applies an explicit lease without a webhook too', async () => {
       stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
       const result = await activityEnv().call(activities({ webhookUrlFor: undefined }).submitJob, {
