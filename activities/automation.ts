@@ -6,7 +6,7 @@
  * a job, batch or run (emitEvent).
  */
 import { Context } from '@temporalio/activity';
-import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
@@ -24,6 +24,7 @@ import {
   parseAutomationEvent,
   runCost,
 } from '../workflows/automation-input';
+import { failedRunCost } from '../workflows/automation-run-cost';
 import { type BatchInput, parseBatchInput } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
@@ -205,7 +206,13 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
           category: ApplicationFailureCategory.BENIGN,
         });
       }
-      return { outcome: 'failed', cost: 0 };
+      // Failed (or terminated, cancelled, timed out): a failure's details may carry its cost, as
+      // for a run that ends while the workflow waits on it.
+      const cost = await handle.result().then(runCost, (error: unknown) => {
+        if (error instanceof WorkflowFailedError) return failedRunCost(error);
+        throw error;
+      });
+      return { outcome: 'failed', cost };
     },
 
     /** Sends an end event to an automation, starting it if needed (idempotent by the event's id). */

@@ -43,6 +43,7 @@ import {
   parseAutomationEvent,
   runCost,
 } from './automation-input';
+import { failedRunCost } from './automation-run-cost';
 
 /** Ids remembered for de-duplication, at most (the carry must fit in one payload). */
 export const MAX_REMEMBERED = 10_000;
@@ -275,7 +276,7 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     inFlight.set(runId, plan.kind);
     void result.then(
       (value) => ended(runId, 'completed', runCost(value)),
-      (error: unknown) => ended(runId, 'failed', runCost(failureDetails(error))),
+      (error: unknown) => ended(runId, 'failed', failedRunCost(error)),
     );
   }
 
@@ -331,10 +332,4 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     if (deadline === undefined) await condition(actionable);
     else await condition(actionable, Math.max(deadline - now, 1));
   }
-}
-
-/** A child's failure details (a batch's failure carries its summary, with its cost). */
-function failureDetails(error: unknown): unknown {
-  const cause = (error as { cause?: unknown } | undefined)?.cause;
-  return cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
 }

@@ -1,6 +1,7 @@
 /**
  * The automation workflow with stand-ins for its children: a "job" or "batch" that ends at once,
- * fails (input.fail) or waits for the `release` signal (input.hold).
+ * fails (input.fail; with input.cost its failure's details carry the cost, as a real job's or
+ * batch's do) or waits for the `release` signal (input.hold).
  */
 import { ApplicationFailure, condition, defineSignal, setHandler } from '@temporalio/workflow';
 
@@ -20,8 +21,14 @@ async function fakeRun(input: FakeInput): Promise<{ ok: true; cost?: { amount: n
     released = true;
   });
   if (input.request?.input?.hold) await condition(() => released);
-  if (input.request?.input?.fail) throw ApplicationFailure.nonRetryable('the fake job failed', 'JobFailed');
   const cost = input.request?.input?.cost;
+  if (input.request?.input?.fail)
+    throw ApplicationFailure.create({
+      message: 'the fake job failed',
+      type: 'JobFailed',
+      nonRetryable: true,
+      details: cost === undefined ? [] : [{ cost: { amount: cost, items: 1 } }],
+    });
   return { ok: true, ...(cost === undefined ? {} : { cost: { amount: cost, items: 1 } }) };
 }
 

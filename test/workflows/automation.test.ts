@@ -276,6 +276,47 @@ describe('automation workflow', () => {
     });
   });
 
+  it("counts a failed run's cost from its failure, also when it ends after a continue-as-new", async () => {
+    const planned: Planned[] = [];
+    const costly = defineAutomation({
+      name: 'costly',
+      concurrency: 3,
+      run(events, ctx): RunPlan {
+        planned.push({ runId: ctx.runId, ids: events.map((event) => event.id) });
+        const data = events[0]?.data as { hold?: boolean; fail?: boolean; cost?: number } | null;
+        return { kind: 'job', input: { endpointId: 'ep-1', request: { input: { ...data } } } };
+      },
+    });
+    await withAutomations([costly], async (t) => {
+      const handle = t.client.workflow.getHandle(automationWorkflowId('costly', 'k1'));
+      const first = await t.client.workflow.signalWithStart<typeof automationWorkflow, [AutomationEvent]>(
+        'automationWorkflow',
+        {
+          workflowId: handle.workflowId,
+          taskQueue: t.queue,
+          args: [{ name: 'costly', key: 'k1', continueAfterEvents: 3 }],
+          signal: automationEventSignal,
+          signalArgs: [{ id: 'held', data: { hold: true, fail: true, cost: 2 } }],
+        },
+      );
+      await until(t.state('costly'), (s) => s.inFlight === 1);
+      // In the run that started it: the cost comes from the child's failure.
+      await t.send('costly', { id: 'f1', data: { fail: true, cost: 0.25 } });
+      const inRun = await until(t.state('costly'), (s) => s.counters.runsFailed === 1);
+      expect(inRun.counters.cost).toBe(0.25);
+      expect((await handle.describe()).runId).toBe(first.signaledRunId);
+      // A third event reaches continueAfterEvents: the held run travels to the next run.
+      await t.send('costly', { id: 'ok' });
+      for (let i = 0; i < 600 && (await handle.describe()).runId === first.signaledRunId; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await handle.describe()).runId).not.toBe(first.signaledRunId);
+      // It fails now: awaitAutomationRun reads its cost from the failure, as the workflow would.
+      await t.client.workflow.getHandle(inOrder(planned)[0]?.runId ?? '').signal('release');
+      const end = await until(t.state('costly'), (s) => s.counters.runsFailed === 2 && s.inFlight === 0);
+      expect(end.counters).toMatchObject({ runsStarted: 3, runsFailed: 2, runsCompleted: 1, cost: 2.25 });
+    });
+  });
+
   it('stops at its budget: no run starts once the ended runs cost that much, then it fails with AutomationBudgetExceeded', async () => {
     const planned: Planned[] = [];
     const budgeted = defineAutomation({
