@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { provisionedServers } from '../../scripts/servers';
+import { createEventMetrics } from '../../worker/event-metrics';
 import { createPrometheusMetrics } from '../../worker/metrics';
 
 const root = path.join(__dirname, '../..');
@@ -32,7 +33,10 @@ describe('the metrics profile and the Grafana dashboard', () => {
 
   it('queries only metrics the library defines (or the Temporal SDK exports)', async () => {
     const dashboard = JSON.parse(readFileSync(path.join(root, 'deploy/grafana-dashboard.json'), 'utf8'));
-    const { registry } = createPrometheusMetrics();
+    // Every metric a process can export: the per-endpoint gauge exists once an endpoint is named,
+    // and the event ingress's counters join the gateway's registry.
+    const { registry } = createPrometheusMetrics({ endpointLabels: { 'ep-any': 'any' } });
+    createEventMetrics(registry);
     const defined = new Set(
       (await registry.getMetricsAsJSON()).flatMap((m) =>
         String(m.type) === 'histogram' ? [`${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`] : [m.name],
@@ -42,6 +46,14 @@ describe('the metrics profile and the Grafana dashboard', () => {
       panel.targets.flatMap((t) => t.expr.match(/durable_serverless_\w+/g) ?? []),
     );
     expect(used.length).toBeGreaterThan(5);
+    expect(used).toEqual(
+      expect.arrayContaining([
+        'durable_serverless_events_total',
+        'durable_serverless_jobs_in_flight_by_endpoint',
+        'durable_serverless_job_runs_finished_total',
+        'durable_serverless_estimated_cost_total',
+      ]),
+    );
     for (const name of used) expect(defined, name).toContain(name);
   });
 });
