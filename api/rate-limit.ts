@@ -15,8 +15,10 @@ export type JobOperation = z.infer<typeof jobOperationSchema>;
 export const rateLimitSchema = z.object({
   // Infinity lifts the rate but keeps the concurrency cap. The finite bound keeps the
   // per-lane window (one timestamp per allowed request) small.
-  perTenSeconds: z.union([z.number().int().min(1).max(1_000_000), z.literal(Number.POSITIVE_INFINITY)]),
-  concurrent: z.number().int().min(1).optional(),
+  perTenSeconds: z.union([z.number().int().min(1).max(1_000_000), z.literal(Number.POSITIVE_INFINITY)], {
+    error: 'must be an integer from 1 to 1000000',
+  }),
+  concurrent: z.number({ error: 'must be an integer of at least 1' }).int().min(1).optional(),
 });
 export type RateLimit = z.infer<typeof rateLimitSchema>;
 

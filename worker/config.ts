@@ -9,6 +9,7 @@ import type { Pricing } from '../activities/cost';
 import { parsePricing as parsePricingTable } from '../activities/cost-estimator';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError } from '../api/errors';
+import { jobOperationSchema, type RateLimits, rateLimitsSchema } from '../api/rate-limit';
 import {
   connectionSecrets,
   loadTemporalConnection,
@@ -124,6 +125,8 @@ export interface WorkerConfig
   /** `POST /events/{automation}` on the gateway beside the worker (EVENT_*); absent: no such route. */
   events?: EventIngressConfig;
   service: ServiceConfig;
+  /** The client's per-endpoint limits over the spec's (SERVERLESS_RATE_LIMITS); absent: the spec's. */
+  rateLimits?: RateLimits;
   slots?: WorkerSlots;
   /** Absolute: the worker may be started from anywhere. */
   resultStoreDir: string;
@@ -220,10 +223,45 @@ export function loadWorkerConfig(
     ...loadEventIngressConfig(env),
     ...loadAutomationsModuleConfig(env, cwd),
     service: loadServiceConfig(env),
+    ...loadRateLimits(env),
     resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
     slots: workerSlotsFrom(parsed),
   };
+}
+
+const RATE_LIMITS_RULE =
+  "must be JSON: false (no client-side limits), or limits per operation over the spec's, such as " +
+  '{"run":{"perTenSeconds":1000,"concurrent":200}}';
+
+/**
+ * SERVERLESS_RATE_LIMITS: the client's per-endpoint limits, merged over the spec's. For an account
+ * whose effective limits differ from the base ones (the spec's dynamic rule: running workers times
+ * requests per worker, when that is higher), or `false` to leave pacing to the service's 429s.
+ * Each worker paces itself: across N workers, divide by N. Errors name the variable and the field.
+ */
+export function loadRateLimits(env: NodeJS.ProcessEnv): { rateLimits?: RateLimits } {
+  const raw = env.SERVERLESS_RATE_LIMITS;
+  if (raw === undefined || raw.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('SERVERLESS_RATE_LIMITS', RATE_LIMITS_RULE);
+  }
+  if (value === false) return { rateLimits: false };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new ConfigError('SERVERLESS_RATE_LIMITS', RATE_LIMITS_RULE);
+  // The per-operation branch itself: the union's own errors would not say which field.
+  const result = rateLimitsSchema.options[1].safeParse(value);
+  if (result.success) return { rateLimits: result.data };
+  const issue = result.error.issues.find((candidate) => candidate.path.length > 0) ?? result.error.issues[0];
+  throw new ConfigError(
+    ['SERVERLESS_RATE_LIMITS', ...(issue?.path.map(String) ?? [])].join('.'),
+    issue?.code === 'invalid_key' || issue?.code === 'unrecognized_keys'
+      ? `names an operation that is not one of ${jobOperationSchema.options.join(', ')}`
+      : (issue?.message ?? RATE_LIMITS_RULE),
+  );
 }
 
 function workerSlotsFrom(parsed: WorkerEnv): WorkerSlots {

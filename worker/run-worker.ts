@@ -204,7 +204,10 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     const tracing = spanProcessor ? startTracing({ ...options.tracing, spanProcessor }) : undefined;
     if (tracing) cleanups.push({ what: 'tracing', close: () => tracing.shutdown() });
 
-    const client = createServiceClient(config.service, metrics ? { metrics } : {});
+    const client = createServiceClient(config.service, {
+      ...(metrics ? { metrics } : {}),
+      ...(config.rateLimits === undefined ? {} : { rateLimits: config.rateLimits }),
+    });
     cleanups.push({ what: 'service client', close: () => client.close() });
 
     const connected = await NativeConnection.connect(connectionOptions(config.temporal));

@@ -189,6 +189,31 @@ describe('worker configuration', () => {
   });
 });
 
+describe('SERVERLESS_RATE_LIMITS', () => {
+  const load = (value: string) => loadWorkerConfig({ ...service, SERVERLESS_RATE_LIMITS: value }, '/srv');
+
+  it("leaves the spec's limits when unset, takes false or limits per operation", () => {
+    expect(loadWorkerConfig(service, '/srv')).not.toHaveProperty('rateLimits');
+    expect(load('false').rateLimits).toBe(false);
+    expect(load('{"run":{"perTenSeconds":5000,"concurrent":500}}').rateLimits).toEqual({
+      run: { perTenSeconds: 5000, concurrent: 500 },
+    });
+  });
+
+  it('names the variable and the field of a bad value', () => {
+    expect(configError(() => load('fast')).message).toMatch(/^SERVERLESS_RATE_LIMITS: must be JSON/);
+    expect(configError(() => load('[1]')).variable).toBe('SERVERLESS_RATE_LIMITS');
+    const unknown = configError(() => load('{"runn":{"perTenSeconds":5}}'));
+    expect(unknown.message).toContain('names an operation that is not one of run, runSync, status');
+    const rate = configError(() => load('{"status":{"perTenSeconds":1.5}}'));
+    expect(rate.variable).toBe('SERVERLESS_RATE_LIMITS.status.perTenSeconds');
+    expect(rate.message).toContain('must be an integer from 1 to 1000000');
+    expect(configError(() => load('{"run":{"perTenSeconds":10,"concurrent":0}}')).variable).toBe(
+      'SERVERLESS_RATE_LIMITS.run.concurrent',
+    );
+  });
+});
+
 describe('WORKER_AUTOMATIONS_MODULE', () => {
   it('is absent unless set (empty is unset)', () => {
     expect(loadWorkerConfig(service).automationsModule).toBeUndefined();
