@@ -4,7 +4,7 @@
  *   npm run cli -- schedule create nightly --kind batch --endpoint ep-1 --items @items.jsonl \
  *     --cron '0 2 * * *' --timezone Europe/Paris --overlap SKIP --catchup-window 1h
  *   npm run cli -- schedule describe nightly
- *   npm run cli -- schedule backfill nightly --start 2026-01-01T00:00:00Z --end 2026-01-03T00:00:00Z
+ *   npm run cli -- schedule backfill nightly --start 2026-01-01T00:00:00Z --end 2026-01-03T00:00:00Z [--rerun]
  *
  * Output is JSON on stdout, like every command. A bad spec is refused before anything is sent,
  * naming the flag (and the field behind it). The workflow input is never printed: it may hold
@@ -239,20 +239,34 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
 
   schedule
     .command('backfill')
-    .description('run the times of the spec in a past window (both ends included)')
+    .description(
+      'run the times of the spec in a past window (both ends included) whose run does not exist yet',
+    )
     .argument('<schedule-id>')
     .requiredOption('--start <time>', 'ISO 8601')
     .requiredOption('--end <time>', 'ISO 8601')
     .option('--overlap <policy>', `${OVERLAP_POLICIES.join(', ')} (BUFFER_ALL or ALLOW_ALL runs every time)`)
-    .action(async (scheduleId: string, flags: { start: string; end: string; overlap?: string }) => {
-      const overlap: OverlapPolicy | undefined = flags.overlap
-        ? parseChoice('--overlap', flags.overlap, OVERLAP_POLICIES)
-        : undefined;
-      const window = { start: flags.start, end: flags.end, ...(overlap ? { overlap } : {}) };
-      await namingFlags(async () => checkBackfill(window));
-      await backfillSchedule(await ctx.connect(), scheduleId, window);
-      print({ scheduleId, backfill: { start: flags.start, end: flags.end } });
-    });
+    .option('--rerun', 'start again the times whose run has closed (an open run still refuses a second)')
+    .action(
+      async (
+        scheduleId: string,
+        flags: { start: string; end: string; overlap?: string; rerun?: boolean },
+      ) => {
+        const overlap: OverlapPolicy | undefined = flags.overlap
+          ? parseChoice('--overlap', flags.overlap, OVERLAP_POLICIES)
+          : undefined;
+        const window = {
+          start: flags.start,
+          end: flags.end,
+          ...(overlap ? { overlap } : {}),
+          ...(flags.rerun ? { rerun: true } : {}),
+        };
+        await namingFlags(async () => checkBackfill(window));
+        const { ranges, skipped } = await backfillSchedule(await ctx.connect(), scheduleId, window);
+        // What was sent, and the times left out because their run exists: a no-op shows as such.
+        print({ scheduleId, backfill: { start: flags.start, end: flags.end }, ranges, skipped });
+      },
+    );
 
   specOptions(
     schedule

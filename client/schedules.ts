@@ -6,7 +6,9 @@
  * Run ids: the action's workflow id is the schedule id, and Temporal appends each run's scheduled
  * time to it, so the run due at 2026-01-01T02:00:00Z of schedule `nightly` is the workflow
  * `nightly-2026-01-01T02:00:00Z` (see scheduledRunWorkflowId). A retried action (the server's own
- * retry, a backfill over the same time) meets that id and never starts the run twice.
+ * retry, a backfill over the same time) meets that id while the run is open and starts nothing;
+ * once it has closed, Temporal would start it again, so backfillSchedule leaves out the times whose
+ * run exists (backfill-window.ts).
  *
  * Every input is parsed before anything is sent: a bad one throws ValidationError naming the field
  * (`spec.cron.0`, `input.request.input`, ...). The workflow input goes through the same validators
@@ -19,6 +21,13 @@ import type { BatchInput } from '../workflows/batch-input';
 import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../workflows/endpoint-input';
 import { firstIssue } from '../workflows/input-rules';
 import type { JobWorkflowInput } from '../workflows/job-input';
+import {
+  existingRunTimes,
+  rangesWithTimes,
+  scheduleMatchingTimes,
+  type TimeRange,
+  uncoveredRanges,
+} from './backfill-window';
 import { validateBatchInput } from './batches';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { validateJobInput } from './jobs';
@@ -308,6 +317,11 @@ const backfillSchema = z
     end: instantSchema,
     /** Default: the schedule's policy. BUFFER_ALL or ALLOW_ALL to run every time in the window. */
     overlap: overlapSchema.optional(),
+    /**
+     * Start every time of the window, as Temporal's own backfill does: a time whose run has closed
+     * runs again (one whose run is still open does not: its id refuses a second start).
+     */
+    rerun: z.boolean({ error: 'must be a boolean' }).default(false),
   })
   .refine((b) => b.start < b.end, { error: 'must be after start', path: ['end'] });
 export type BackfillInput = z.input<typeof backfillSchema>;
@@ -315,17 +329,39 @@ export type BackfillInput = z.input<typeof backfillSchema>;
 /** What backfillSchedule checks, without sending. */
 export const checkBackfill = (window: BackfillInput) => parse(backfillSchema, window, '');
 
+export interface BackfillResult {
+  /** The ranges sent to Temporal's backfill: the window less the times skipped (empty: none sent). */
+  ranges: TimeRange[];
+  /** The times in the window whose run already existed, left out (none with `rerun`). */
+  skipped: Date[];
+}
+
 /**
- * Runs the times the spec gives between start and end, as if the schedule had run then; each
- * run's id carries its time, so a backfill over times already run starts nothing again.
+ * Runs the times the spec gives between start and end (both included), as if the schedule had run
+ * then. A time whose run already exists, open or closed, is left out (see backfill-window.ts,
+ * which finds them in visibility, and its limits); `rerun: true` starts those again, as Temporal's
+ * own backfill does once a run has closed (its id guards only while the run is open).
  */
 export async function backfillSchedule(
   client: Client,
   scheduleId: string,
   window: BackfillInput,
-): Promise<void> {
-  const { start, end, overlap } = checkBackfill(window);
-  await handleOf(client, scheduleId).backfill({ start, end, ...(overlap ? { overlap } : {}) });
+): Promise<BackfillResult> {
+  const { start, end, overlap, rerun } = checkBackfill(window);
+  const handle = handleOf(client, scheduleId);
+  const skipped = rerun ? [] : await existingRunTimes(client, handle.scheduleId, { start, end });
+  let ranges = uncoveredRanges({ start, end }, skipped);
+  // Cut around runs that exist, the window leaves gaps between them; those the spec has no time
+  // in are dropped, so a backfill over times that all ran sends nothing.
+  if (skipped.length > 0)
+    ranges = rangesWithTimes(ranges, await scheduleMatchingTimes(client, handle.scheduleId, { start, end }));
+  if (ranges.length === 0) {
+    // Nothing to send, but a schedule that is not there is still an error (ScheduleNotFoundError).
+    await handle.describe();
+    return { ranges, skipped };
+  }
+  await handle.backfill(ranges.map((range) => ({ ...range, ...(overlap ? { overlap } : {}) })));
+  return { ranges, skipped };
 }
 
 const updateSchema = z.strictObject({

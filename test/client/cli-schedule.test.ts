@@ -125,24 +125,29 @@ describe('the CLI: schedules', () => {
     // Yesterday's 06:30 UTC run, backfilled: its id carries that time.
     const day = new Date();
     const past = new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate() - 1, 6, 30));
-    const backfilled = await cli(
-      'schedule',
-      'backfill',
-      id,
+    const window = [
       '--start',
       new Date(past.getTime() - 60_000).toISOString(),
       '--end',
       new Date(past.getTime() + 60_000).toISOString(),
       '--overlap',
       'ALLOW_ALL',
-    );
+    ];
+    const backfilled = await cli('schedule', 'backfill', id, ...window);
     expect(backfilled.code).toBe(0);
+    expect(backfilled.json()).toMatchObject({ ranges: [{ start: window[1], end: window[3] }], skipped: [] });
     const runs = await eventually(async () => {
       const recent = (await cli('schedule', 'describe', id)).json().recentRuns as { workflowId: string }[];
       return recent.length === 2 ? recent : undefined;
     });
     expect(runs[1]!.workflowId).toBe(`${id}-${past.toISOString().replace('.000Z', 'Z')}`);
     expect(await awaitBatch(stack.client, runs[1]!.workflowId)).toMatchObject({ counts: { completed: 2 } });
+
+    // The same window again: its time's run exists (closed), so nothing is sent; --rerun sends it.
+    const again = await cli('schedule', 'backfill', id, ...window);
+    expect(again.json()).toMatchObject({ ranges: [], skipped: [past.toISOString()] });
+    const rerun = await cli('schedule', 'backfill', id, ...window, '--rerun');
+    expect(rerun.json()).toMatchObject({ ranges: [{ start: window[1], end: window[3] }], skipped: [] });
 
     const listed = await eventually(async () => {
       const { json } = await cli('schedule', 'list', '--kind', 'batch');

@@ -2,7 +2,8 @@
  * Schedules on the dev server's Temporal Schedules, with the real worker and the emulator over
  * HTTP: a schedule's next times, a run triggered now that completes, pause and unpause, pause on
  * failure, a backfill of a past window starting exactly the runs of its times (ids carry the
- * times; a second backfill while they run starts none again), SKIP honoured while a run goes on,
+ * times; a second backfill starts none again, while they run or after they closed, unless asked
+ * to rerun closed ones), SKIP honoured while a run goes on,
  * an update of spec and input, batch and ephemeral schedules, and delete.
  *
  * Nothing waits on the wall clock: each step waits for what describe shows (the scheduler handles
@@ -145,32 +146,39 @@ describe('schedules on the dev server', () => {
     expect(paused.recentRuns).toMatchObject([{ status: 'FAILED' }]);
   });
 
-  it('backfills a past window: one run per time, ids carrying the times, none twice while they run', async () => {
+  it('backfills a past window: one run per time, ids carrying the times, never a time whose run exists unless rerun', async () => {
     const id = newId('backfill');
     await scheduleJob(stack.client, {
       scheduleId: id,
       spec: { intervals: [{ every: '1 minute' }] },
       input: jobInput({ backfilled: true }, { sleepMs: 1_000 }),
       taskQueue: stack.taskQueue,
-      // Paused: only the backfill (and the trigger below) start runs.
+      // Paused: only the backfills (and the triggers below) start runs.
       paused: true,
     });
     const t0 = Math.floor(Date.now() / 60_000) * 60_000 - 60 * 60_000;
-    const window = { start: new Date(t0), end: new Date(t0 + 2 * 60_000), overlap: 'ALLOW_ALL' as const };
-    const expected = [0, 1, 2].map((k) => scheduledRunWorkflowId(id, new Date(t0 + k * 60_000)));
+    const minute = (k: number) => new Date(t0 + k * 60_000);
+    const window = { start: minute(0), end: minute(2), overlap: 'ALLOW_ALL' as const };
+    const times = [0, 1, 2].map(minute);
+    const expected = times.map((time) => scheduledRunWorkflowId(id, time));
+    const idsOf = (d: ScheduleDetails) => d.recentRuns.map((r) => r.workflowId);
 
     // Service time stands still, so every run stays in flight through the second backfill.
     stack.control.freeze();
     try {
-      await backfillSchedule(stack.client, id, window);
+      expect(await backfillSchedule(stack.client, id, window)).toEqual({
+        ranges: [{ start: window.start, end: window.end }],
+        skipped: [],
+      });
       const first = await describeWhen(id, (d) => d.recentRuns.length === 3);
-      expect(first.recentRuns.map((r) => r.workflowId)).toEqual(expected);
-      await backfillSchedule(stack.client, id, window);
-      // Handled in order: once the trigger's run shows, the second backfill has been handled.
+      expect(idsOf(first)).toEqual(expected);
+      // Even asked to rerun, a time whose run is still open starts nothing: its id refuses it.
+      await backfillSchedule(stack.client, id, { ...window, rerun: true });
+      // Handled in order: once the trigger's run shows, the backfill before it has been handled.
       await triggerSchedule(stack.client, id, { overlap: 'ALLOW_ALL' });
       const after = await describeWhen(id, (d) => d.recentRuns.length === 4);
       expect(after.numActionsTaken).toBe(4);
-      expect(after.recentRuns.slice(0, 3).map((r) => r.workflowId)).toEqual(expected);
+      expect(idsOf(after).slice(0, 3)).toEqual(expected);
       expect(after.recentRuns.slice(0, 3).map((r) => r.runId)).toEqual(first.recentRuns.map((r) => r.runId));
     } finally {
       stack.control.resume();
@@ -178,11 +186,36 @@ describe('schedules on the dev server', () => {
     for (const workflowId of expected)
       expect(await awaitJob(stack.client, workflowId)).toMatchObject({ output: { backfilled: true } });
 
-    // A limit of Temporal's scheduler, pinned here because the README states it: once a run has
-    // closed, its id may start again, so a backfill over finished times runs them again.
-    await backfillSchedule(stack.client, id, window);
-    const again = await describeWhen(id, (d) => d.numActionsTaken === 7);
-    expect(again.recentRuns.slice(-3).map((r) => r.workflowId)).toEqual(expected);
+    // Closed now, where Temporal alone would start them again: the backfill finds their runs and
+    // sends nothing. The trigger after it shows that nothing else started (7 if it had).
+    expect(await backfillSchedule(stack.client, id, window)).toEqual({ ranges: [], skipped: times });
+    await triggerSchedule(stack.client, id, { overlap: 'ALLOW_ALL' });
+    const untouched = await describeWhen(id, (d) => d.numActionsTaken >= 5);
+    expect(untouched.numActionsTaken).toBe(5);
+
+    // A wider window runs only its new times: the minutes before and after.
+    const wider = await backfillSchedule(stack.client, id, { ...window, start: minute(-1), end: minute(3) });
+    expect(wider).toEqual({
+      ranges: [
+        { start: minute(-1), end: new Date(t0 - 1) },
+        { start: new Date(minute(2).getTime() + 1), end: minute(3) },
+      ],
+      skipped: times,
+    });
+    const widened = await describeWhen(id, (d) => d.numActionsTaken >= 7);
+    expect(widened.numActionsTaken).toBe(7);
+    expect(idsOf(widened).slice(-2)).toEqual(
+      [minute(-1), minute(3)].map((t) => scheduledRunWorkflowId(id, t)),
+    );
+
+    // rerun: Temporal's own backfill, which starts the closed runs' times again.
+    expect(await backfillSchedule(stack.client, id, { ...window, rerun: true })).toEqual({
+      ranges: [{ start: window.start, end: window.end }],
+      skipped: [],
+    });
+    const rerun = await describeWhen(id, (d) => d.numActionsTaken >= 10);
+    expect(rerun.numActionsTaken).toBe(10);
+    expect(idsOf(rerun).slice(-3)).toEqual(expected);
   });
 
   it('honours SKIP: a trigger while a run goes on starts nothing', async () => {
