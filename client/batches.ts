@@ -12,7 +12,7 @@ import {
   WorkflowFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, defaultPayloadConverter } from '@temporalio/common';
 import { z } from 'zod';
 import { type BatchStore, createLocalBatchStore } from '../activities/batch-store';
 import { ValidationError } from '../api/errors';
@@ -21,6 +21,7 @@ import type { JobRequestInput } from '../api/schemas/job';
 import type { serverlessBatch } from '../workflows/batch';
 import {
   batchProgressQuery,
+  batchSummaryQuery,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
@@ -182,6 +183,9 @@ export async function finishedSummary(client: Client, batch: string | BatchHandl
   } catch (error) {
     const summary = batchFailureOf(error)?.summary;
     if (summary) return summary;
+    // Cancelled: its result is the cancellation, but its summary (counts, results) is still asked.
+    if (error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure)
+      return handleOf(client, batch).query(batchSummaryQuery);
     throw error;
   }
 }

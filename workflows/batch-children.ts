@@ -40,6 +40,7 @@ import type { BatchActivities } from '../activities/batch';
 import type { serverlessBatch } from './batch';
 import {
   batchProgressQuery,
+  batchSummaryQuery,
   batchWantsHintQuery,
   pauseBatchSignal,
   resumeBatchSignal,
@@ -238,6 +239,8 @@ export async function runChildBatch(
   }
 
   setHandler(batchProgressQuery, progress);
+  let cancelled = false;
+  setHandler(batchSummaryQuery, () => summary(cancelled));
   // Orphans report to their own child workflow, never to the batch.
   setHandler(batchWantsHintQuery, () => false);
   setHandler(pauseBatchSignal, () => {
@@ -423,6 +426,7 @@ export async function runChildBatch(
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
       // The children were asked to cancel with this scope: each cancels its job and ends; their
       // lines are written before the batch ends as cancelled.
+      cancelled = true;
       await CancellationScope.nonCancellable(async () => {
         s.stopping = true;
         await condition(() => inflight.size === 0 && !recording);

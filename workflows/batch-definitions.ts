@@ -3,7 +3,7 @@
  * imports definitions only. Webhooks reach a batch by the job workflow's jobWebhookSignal.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { BatchProgress } from './batch-input';
+import type { BatchProgress, BatchSummary } from './batch-input';
 
 /**
  * Asked by the gateway before it signals a batch: only the webhook of a job that may be an orphan
@@ -13,6 +13,11 @@ export const batchWantsHintQuery = defineQuery<boolean, [{ item: number; jobId: 
   'serverlessBatchWantsHint',
 );
 export const batchProgressQuery = defineQuery<BatchProgress>('serverlessBatchProgress');
+/**
+ * The summary as it stands: how a cancelled batch (whose result is its cancellation) still gives
+ * its counts and results reference, for readBatchResults and redriveBatch.
+ */
+export const batchSummaryQuery = defineQuery<BatchSummary>('serverlessBatchSummary');
 /** Stops submitting new items; jobs in flight carry on. */
 export const pauseBatchSignal = defineSignal('serverlessBatchPause');
 export const resumeBatchSignal = defineSignal('serverlessBatchResume');

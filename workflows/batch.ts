@@ -49,6 +49,7 @@ import { JOB_LIMITS } from '../api/schemas/job';
 import { type ChildBatchState, runChildBatch } from './batch-children';
 import {
   batchProgressQuery,
+  batchSummaryQuery,
   batchWantsHintQuery,
   pauseBatchSignal,
   resumeBatchSignal,
@@ -308,8 +309,10 @@ async function runActivityBatch(o: ParsedBatchInput, carried: BatchState | undef
     if (!carried) await batch.stage();
     return await batch.run();
   } catch (error) {
-    if (isCancellation(error) && CancellationScope.current().consideredCancelled)
+    if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
+      batch.cancelled = true;
       await CancellationScope.nonCancellable(() => batch.cancelInFlight());
+    }
     throw error;
   }
 }
@@ -334,6 +337,8 @@ class Batch {
   private readonly budget: number | undefined;
   /** Whether the budget projects the cost of the jobs under way ('batch-budget-projected'). */
   private projected: boolean | undefined;
+  /** Cancelled: what the summary query says once the batch ends so. */
+  cancelled = false;
   /** The running watchers, each with the items (index -> job id) it was asked about. */
   private readonly watchers = new Map<CancellationScope, Map<number, string>>();
   /** Items some running watcher covers. */
@@ -383,6 +388,7 @@ class Batch {
 
   listen(): void {
     setHandler(batchProgressQuery, () => this.progress());
+    setHandler(batchSummaryQuery, () => this.summary(this.cancelled));
     setHandler(batchWantsHintQuery, ({ item, jobId }) => this.wantsHint(item, jobId));
     setHandler(pauseBatchSignal, () => {
       this.s.paused = true;

@@ -20,6 +20,7 @@ import {
   type BatchResultLine,
   batchFailureOf,
   cancelBatch,
+  finishedSummary,
   getBatchProgress,
   readBatchResults,
   redriveBatch,
@@ -229,5 +230,31 @@ describe('batch engine on the emulator', () => {
     expect(jobs).toHaveLength(30);
     expect(jobs.every((job) => job.status === 'CANCELLED')).toBe(true);
     expect(stack.control.submissions(endpointId)).toBe(30);
+
+    // Cancelled, its summary and results are still there: 30 CANCELLED lines, 170 never started,
+    // and a redrive of all 200 (numbered 0..199 in their order) on a fresh endpoint.
+    const summary = await finishedSummary(stack.client, handle);
+    expect(summary).toMatchObject({
+      total: 200,
+      counts: { cancelled: 30, completed: 0 },
+      notStarted: 170,
+      stoppedBecause: 'cancelled',
+    });
+    const cancelled = await linesOf(summary);
+    expect(cancelled).toHaveLength(30);
+    expect(cancelled.every((line) => line.status === 'CANCELLED')).toBe(true);
+    const redrive = await redriveBatch(
+      stack.client,
+      handle,
+      { workflowId: `batch-cancel-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
+      { maxConcurrency: 200 },
+    );
+    const progress = await eventually(async () => {
+      const now = await getBatchProgress(stack.client, redrive.workflowId);
+      return now.cursor > 0 ? now : undefined;
+    }, 60_000);
+    expect(progress.total).toBe(200);
+    await cancelBatch(stack.client, redrive.workflowId);
+    await awaitBatch(stack.client, redrive).catch(() => undefined);
   }, 300_000);
 });
