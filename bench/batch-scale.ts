@@ -18,6 +18,10 @@
  * --processes    worker processes, a comma-separated list: one batch per entry, one after the other,
  *                each on an endpoint and task queue of its own
  * --max-minutes  a batch not done by then is reported with its progress (done, rate) and cancelled
+ * --client-limits spec (default): the workers' client paces at the spec's rates in real time;
+ *                scaled: at the spec's rates times the time scale (SERVERLESS_RATE_LIMITS), as the
+ *                emulator counts its windows in service time: the engine, not the limiter, sets the
+ *                pace (for the 100,000-item run)
  *
  * The stack: the Temporal CLI dev server, the emulator in this process (rate limits on, no cold
  * start), and each worker as `npm run worker` runs it (runWorker from the environment, the SDK's
@@ -35,6 +39,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DEFAULT_RATE_LIMITS } from '../api/rate-limit';
 import {
   awaitBatch,
   type BatchSummary,
@@ -63,6 +68,21 @@ const PROCESSES = (() => {
   return list.length > 0 ? list : [1];
 })();
 const PROGRESS_EVERY_MS = 15_000;
+const CLIENT_LIMITS = (() => {
+  const index = process.argv.indexOf('--client-limits');
+  const value = index >= 0 ? process.argv[index + 1] : 'spec';
+  if (value !== 'spec' && value !== 'scaled') throw new Error("--client-limits: must be 'spec' or 'scaled'");
+  return value;
+})();
+/** The workers' SERVERLESS_RATE_LIMITS under --client-limits scaled: the spec's rates, sped up. */
+const SCALED_LIMITS = JSON.stringify(
+  Object.fromEntries(
+    Object.entries(DEFAULT_RATE_LIMITS).map(([operation, limit]) => [
+      operation,
+      { ...limit, perTenSeconds: Math.min(1_000_000, Math.round((limit?.perTenSeconds ?? 1) * TIME_SCALE)) },
+    ]),
+  ),
+);
 
 /** The emulator's answers, by operation (the path's last known segment) and status. */
 const answers = new Map<string, number>();
@@ -155,6 +175,7 @@ async function runBatch(
           RESULT_STORE_DIR: resultDir,
           WORKER_METRICS_PORT: String(port),
           LOG_LEVEL: 'error',
+          ...(CLIENT_LIMITS === 'scaled' ? { SERVERLESS_RATE_LIMITS: SCALED_LIMITS } : {}),
         }),
       );
     }
@@ -292,7 +313,7 @@ async function main(): Promise<void> {
       manifestKey,
       Array.from({ length: ITEMS }, (_, i) => ({ input: { sleepMs: SERVICE_MS, output: { i } } })),
     );
-    const floorS = Math.max(0, ITEMS - 1_000) / 100;
+    const floorS = Math.max(0, ITEMS - 1_000) / 100 / (CLIENT_LIMITS === 'scaled' ? TIME_SCALE : 1);
     say(
       `batch at scale: ${ITEMS.toLocaleString('en')} items from a manifest (written in ${seconds(Date.now() - written)}), ` +
         `${SERVICE_MS} ms of service time each, on ${WORKERS} warm emulator workers`,
@@ -300,7 +321,10 @@ async function main(): Promise<void> {
     say(
       `  emulator: time scale ${TIME_SCALE}, rate limits on; maxConcurrency ${CONCURRENCY}; worker processes: ` +
         `${PROCESSES.join(', then ')} (SDK default slots, polling only); the library's /run limiter ` +
-        `(1,000 per 10 s of real time, per worker) puts one worker's floor near ${floorS.toFixed(0)} s`,
+        (CLIENT_LIMITS === 'scaled'
+          ? `(scaled ${TIME_SCALE}x: ${SCALED_LIMITS}) `
+          : '(1,000 per 10 s of real time, per worker) ') +
+        `puts one worker's floor near ${floorS.toFixed(0)} s`,
     );
     for (const processes of PROCESSES) {
       const row = await runBatch(env, emulator, apiKey, resultDir, manifestKey, processes);
