@@ -12,6 +12,7 @@
  * - Temporal unreachable is a 503: the one case where the service's retries can help, so the
  *   gateway asks for them rather than swallowing the hint (polling still covers it if all fail).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -26,6 +27,13 @@ import { verifyWebhookToken } from './webhook-token';
 
 /** How long one signal may take before the caller gets a 503 (the service then retries in 10 s). */
 export const DEFAULT_SIGNAL_TIMEOUT_MS = 5_000;
+
+/**
+ * When a batch answers 'wait' (the job's page has not answered yet), it is asked again after these
+ * pauses, within the signal timeout; still 'wait' then, it is signalled (a hint too many is
+ * harmless, one too few costs an orphan's adoption).
+ */
+export const BATCH_HINT_PAUSES_MS = [250, 750, 1_500, 2_000] as const;
 
 // Temporal allows workflow ids of up to 1000 bytes; percent-encoded that is at most three times as long.
 const MAX_ENCODED_WORKFLOW_ID = 3 * 1000;
@@ -89,10 +97,18 @@ async function deliver(
 ): Promise<{ outcome: Outcome; error?: unknown }> {
   if (item !== undefined) {
     // A batch's job: a query (no history event) first, and a signal only for a possible orphan.
-    try {
-      const wanted = await client.withDeadline(Date.now() + timeoutMs, () =>
+    const deadline = Date.now() + timeoutMs;
+    const ask = () =>
+      client.withDeadline(deadline, () =>
         client.workflow.getHandle(workflowId).query(batchWantsHintQuery, { item, jobId: body.id }),
       );
+    try {
+      let wanted = await ask();
+      for (const pause of BATCH_HINT_PAUSES_MS) {
+        if (wanted !== 'wait' || Date.now() + pause >= deadline - 500) break;
+        await sleep(pause);
+        wanted = await ask();
+      }
       if (!wanted) return { outcome: 'not-needed' };
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return { outcome: 'workflow-closed' };

@@ -8,10 +8,13 @@ import type { BatchProgress, BatchSummary } from './batch-input';
 /**
  * Asked by the gateway before it signals a batch: only the webhook of a job that may be an orphan
  * of an uncertain submit is worth a signal (an event in history); the watcher sees the others.
+ * 'wait': the item's page has not answered yet, so it cannot tell; ask again shortly (a gateway
+ * that does not know 'wait' signals, as it did for `true`).
  */
-export const batchWantsHintQuery = defineQuery<boolean, [{ item: number; jobId: string }]>(
+export const batchWantsHintQuery = defineQuery<BatchHintAnswer, [{ item: number; jobId: string }]>(
   'serverlessBatchWantsHint',
 );
+export type BatchHintAnswer = boolean | 'wait';
 export const batchProgressQuery = defineQuery<BatchProgress>('serverlessBatchProgress');
 /**
  * The summary as it stands: how a cancelled batch (whose result is its cancellation) still gives

@@ -48,6 +48,7 @@ import type { Polling } from '../activities/job-types';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { type ChildBatchState, runChildBatch } from './batch-children';
 import {
+  type BatchHintAnswer,
   batchProgressQuery,
   batchSummaryQuery,
   batchWantsHintQuery,
@@ -426,9 +427,11 @@ class Batch {
     });
   }
 
-  private wantsHint(item: number, jobId: string): boolean {
-    if (!this.sending.has(item) && !this.s.uncertain.some((u) => u.i === item)) return false;
-    return !this.s.inflight.some((known) => known.id === jobId);
+  private wantsHint(item: number, jobId: string): BatchHintAnswer {
+    if (this.s.inflight.some((known) => known.id === jobId)) return false;
+    if (this.s.uncertain.some((u) => u.i === item)) return true;
+    // Its page has not answered: most such jobs will be known when it does (no signal needed).
+    return this.sending.has(item) ? 'wait' : false;
   }
 
   async stage(): Promise<void> {

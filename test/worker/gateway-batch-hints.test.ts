@@ -1,0 +1,76 @@
+/**
+ * The gateway and a batch's webhooks: it asks the batch (a query, no history event) whether a job's
+ * webhook is worth a signal. A batch answers 'wait' for a job whose page has not answered yet; the
+ * gateway asks again after short pauses and signals only a possible orphan. The Temporal client is a
+ * stand-in that answers the query from a script and records signals; the gateway serves real HTTP.
+ */
+import type { Client } from '@temporalio/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
+import { webhookUrlFor } from '../../worker/webhook-token';
+import type { BatchHintAnswer } from '../../workflows/batch-definitions';
+
+const SECRET = 'webhook-secret-0123456789abcdefghijkl';
+
+function scriptedClient(answers: BatchHintAnswer[]) {
+  const asked: unknown[] = [];
+  const signals: unknown[] = [];
+  const handle = {
+    async query(_query: unknown, arg: unknown) {
+      asked.push(arg);
+      return answers[Math.min(asked.length, answers.length) - 1];
+    },
+    async signal(_signal: unknown, payload: unknown) {
+      signals.push(payload);
+    },
+  };
+  const client = {
+    workflow: { getHandle: () => handle },
+    withDeadline: <T>(_deadline: number, fn: () => Promise<T>) => fn(),
+  } as unknown as Client;
+  return { client, asked, signals };
+}
+
+describe('gateway: a batch job webhook', () => {
+  let gateway: WebhookGateway | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    gateway = undefined;
+  });
+
+  async function post(client: Client, item: number) {
+    gateway = await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
+    const url = `${webhookUrlFor(gateway.url, SECRET, 'batch-1')}&item=${item}`;
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'job-7', status: 'COMPLETED' }),
+    });
+    return response.status;
+  }
+
+  it("asks again while the batch says 'wait', and signals nothing once the job is known", async () => {
+    const stand = scriptedClient(['wait', 'wait', false]);
+    expect(await post(stand.client, 3)).toBe(200);
+    expect(stand.asked).toEqual([
+      { item: 3, jobId: 'job-7' },
+      { item: 3, jobId: 'job-7' },
+      { item: 3, jobId: 'job-7' },
+    ]);
+    expect(stand.signals).toEqual([]);
+  });
+
+  it('signals once the batch says the job may be an orphan', async () => {
+    const stand = scriptedClient(['wait', true]);
+    expect(await post(stand.client, 3)).toBe(200);
+    expect(stand.asked).toHaveLength(2);
+    expect(stand.signals).toEqual([{ jobId: 'job-7', status: 'COMPLETED', item: 3 }]);
+  });
+
+  it("signals when the batch still says 'wait' after the last pause (a hint too many is harmless)", async () => {
+    const stand = scriptedClient(['wait']);
+    expect(await post(stand.client, 3)).toBe(200);
+    expect(stand.asked.length).toBeGreaterThan(2);
+    expect(stand.signals).toEqual([{ jobId: 'job-7', status: 'COMPLETED', item: 3 }]);
+  });
+});
