@@ -50,8 +50,9 @@ export async function extendLeaseInSubmit(
       await client.jobs.status(lease.endpointId, lease.jobId, { ttl, signal: AbortSignal.timeout(tryMs) });
       return true;
     } catch (error) {
-      // Gone: the lease ran out already; the workflow's rules take it from there.
-      if (error instanceof ServiceError && error.kind === 'NotFound') return false;
+      // Gone (the lease ran out already: the workflow's rules take it from there), or an answer no
+      // try will change (400, 401, a bug): only a retryable service error is tried again.
+      if (!(error instanceof ServiceError) || !error.retryable) return false;
       const pause = extensionRetryPauseMs(tries, until - Date.now());
       if (Date.now() + pause >= until) return false;
       await sleep(pause);
