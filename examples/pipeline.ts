@@ -199,8 +199,12 @@ async function main(): Promise<void> {
     const grouped = await until('the order batches', async () => {
       const state = await shop.query(automationStateQuery);
       const c = state.counters;
+      // A group goes from pending to ready when its window closes, then through starting (its run
+      // planned and started) to in flight: every stage counts.
       return c.received >= 12 &&
         state.pending === 0 &&
+        state.ready === 0 &&
+        state.starting === 0 &&
         state.inFlight === 0 &&
         c.runsCompleted === c.runsStarted
         ? state

@@ -158,6 +158,8 @@ export interface AutomationState {
   key: string;
   pending: number;
   ready: number;
+  /** Groups taken from `ready` whose run is being planned and started: not in flight yet. */
+  starting: number;
   inFlight: number;
   remembered: number;
   counters: AutomationCounters;

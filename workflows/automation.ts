@@ -142,6 +142,7 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     key,
     pending: pending.length,
     ready: ready.length,
+    starting,
     inFlight: inFlight.size,
     remembered: seen.size,
     counters: { ...counters },
