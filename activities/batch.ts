@@ -36,18 +36,13 @@ import {
   type WatchedItem,
 } from '../workflows/batch-input';
 import { firstIssue } from '../workflows/input-rules';
-import {
-  extensionRetryPauseMs,
-  leaseApplies,
-  leaseRequest,
-  type SubmitLeaseSetting,
-} from '../workflows/submit-lease';
+import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflows/submit-lease';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
 import { type Polling, submitRequestSchema } from './job-types';
 import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
-import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
+import { extendJobTtl, extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import {
   createLocalResultStore,
   DEFAULT_INLINE_MAX_BYTES,
@@ -446,20 +441,15 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const beat = setInterval(() => ctx.heartbeat(done), 1_000);
       const results = await Promise.all(
         input.items.map(async ([i, jobId, ttl, until]) => {
-          for (let tries = 0; ; tries++) {
-            try {
-              await client.jobs.status(input.endpointId, jobId, { ttl, signal });
-              return { i, extended: true as const };
-            } catch (error) {
-              if (error instanceof ServiceError && error.kind === 'NotFound')
-                return { i, gone: true as const };
-              const pause = extensionRetryPauseMs(tries, until - Date.now());
-              if (signal.aborted || Date.now() + pause >= until) return { i };
-              await ctx.sleep(pause);
-            } finally {
-              ctx.heartbeat(++done);
-            }
-          }
+          const extension = await extendJobTtl(
+            client,
+            { endpointId: input.endpointId, jobId, ttl, until, signal },
+            undefined,
+            (ms) => ctx.sleep(ms).catch(() => undefined),
+          );
+          ctx.heartbeat(++done);
+          if (extension === 'extended') return { i, extended: true as const };
+          return extension === 'gone' ? { i, gone: true as const } : { i };
         }),
       ).finally(() => clearInterval(beat));
       if (signal.aborted) throw new CancelledFailure('activity cancelled');

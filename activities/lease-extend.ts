@@ -33,6 +33,58 @@ export function extensionsNotAfter(startedAt: number, startToCloseMs: number): n
   return startedAt + startToCloseMs - Math.max(5_000, startToCloseMs / 4);
 }
 
+/** What trying to give a job its ttl came to. */
+export type TtlExtension = 'extended' | 'gone' | 'failed';
+
+export interface TtlToSet {
+  endpointId: string;
+  jobId: string;
+  /** The ttl to set (the service counts it from submission). */
+  ttl: number;
+  /** Stop trying then (when the lease would end, or when the activity must answer). */
+  until: number;
+  /** Each try's own limit, so one slow answer cannot use up the lease. */
+  tryMs?: number;
+  /** Cancels the tries (the activity's cancellation). */
+  signal?: AbortSignal;
+}
+
+/**
+ * The one retry loop of a lease's extension (/status?ttl=), shared by the submits and the batch's
+ * later extensions. 'gone' is a 404: the lease ran out already, and the workflow's rules take it
+ * from there. 'failed': every try until `until` failed, or an answer no try will change came (400,
+ * 401, a bug); the caller's later looks tell which.
+ */
+export async function extendJobTtl(
+  client: Pick<ServiceClient, 'jobs'>,
+  target: TtlToSet,
+  beat: () => void = () => {},
+  pauseFor: (ms: number) => Promise<unknown> = (ms) => sleep(ms),
+): Promise<TtlExtension> {
+  for (let tries = 0; ; tries++) {
+    beat();
+    if (target.signal?.aborted) return 'failed';
+    const limits = [
+      ...(target.tryMs === undefined ? [] : [AbortSignal.timeout(target.tryMs)]),
+      ...(target.signal === undefined ? [] : [target.signal]),
+    ];
+    const signal = limits.length > 1 ? AbortSignal.any(limits) : limits[0];
+    try {
+      await client.jobs.status(target.endpointId, target.jobId, {
+        ttl: target.ttl,
+        ...(signal === undefined ? {} : { signal }),
+      });
+      return 'extended';
+    } catch (error) {
+      if (error instanceof ServiceError && error.kind === 'NotFound') return 'gone';
+      if (!(error instanceof ServiceError) || !error.retryable) return 'failed';
+      const pause = extensionRetryPauseMs(tries, target.until - Date.now());
+      if (Date.now() + pause >= target.until) return 'failed';
+      await pauseFor(pause);
+    }
+  }
+}
+
 /** True: the job now has the caller's ttl (or the lease already was it). */
 export async function extendLeaseInSubmit(
   client: Pick<ServiceClient, 'jobs'>,
@@ -41,21 +93,16 @@ export async function extendLeaseInSubmit(
 ): Promise<boolean> {
   const ttl = lease.callerTtlMs ?? JOB_LIMITS.ttlDefaultMs;
   if (ttl <= lease.leaseTtlMs) return true;
-  const until = Math.min(leaseEndsBy(lease.sentAt, lease.leaseTtlMs), lease.notAfter);
-  // Short tries: one slow answer must not use up the lease.
-  const tryMs = Math.min(10_000, Math.max(2_000, lease.leaseTtlMs / 6));
-  for (let tries = 0; ; tries++) {
-    beat();
-    try {
-      await client.jobs.status(lease.endpointId, lease.jobId, { ttl, signal: AbortSignal.timeout(tryMs) });
-      return true;
-    } catch (error) {
-      // Gone (the lease ran out already: the workflow's rules take it from there), or an answer no
-      // try will change (400, 401, a bug): only a retryable service error is tried again.
-      if (!(error instanceof ServiceError) || !error.retryable) return false;
-      const pause = extensionRetryPauseMs(tries, until - Date.now());
-      if (Date.now() + pause >= until) return false;
-      await sleep(pause);
-    }
-  }
+  const extension = await extendJobTtl(
+    client,
+    {
+      endpointId: lease.endpointId,
+      jobId: lease.jobId,
+      ttl,
+      until: Math.min(leaseEndsBy(lease.sentAt, lease.leaseTtlMs), lease.notAfter),
+      tryMs: Math.min(10_000, Math.max(2_000, lease.leaseTtlMs / 6)),
+    },
+    beat,
+  );
+  return extension === 'extended';
 }
