@@ -118,6 +118,13 @@ async function library(env: TestWorkflowEnvironment, taskQueue: string, run: str
   );
   const doneAt = Date.now();
   const completed = results.filter((result): result is JobResult => !(result instanceof Error));
+  const causes = new Map<string, number>();
+  for (const result of results) {
+    if (result instanceof Error) {
+      const chain = causeChain(result);
+      causes.set(chain, (causes.get(chain) ?? 0) + 1);
+    }
+  }
   // History length of a sample of the jobs.
   const sample = await inBatches(Math.min(20, JOBS), 10, async (k) => {
     const history = await (
@@ -132,7 +139,19 @@ async function library(env: TestWorkflowEnvironment, taskQueue: string, run: str
     failed: results.length - completed.length,
     submissionsOk: completed.every((result) => result.submissions === 1),
     events: sample,
+    causes,
   };
+}
+
+/** A failure's chain of causes as one line (names and messages), so failures can be tallied by kind. */
+function causeChain(error: Error): string {
+  const links: string[] = [];
+  let current: unknown = error;
+  while (current instanceof Error && links.length < 6) {
+    links.push(`${current.name}: ${current.message.slice(0, 160)}`);
+    current = current.cause;
+  }
+  return links.join(' <- ');
 }
 
 async function batch(env: TestWorkflowEnvironment, taskQueue: string, run: string, endpointId: string) {
@@ -224,6 +243,9 @@ async function main(): Promise<void> {
         `${seconds(lib.startMs)}; completed ${lib.completed}, failed ${lib.failed}; each submitted once: ` +
         `${lib.submissionsOk ? 'yes' : 'NO'}; /run calls the emulator counted: ${control.submissions(libraryEndpoint)})`,
     );
+    for (const [chain, count] of [...lib.causes.entries()].sort((x, y) => y[1] - x[1]).slice(0, 10)) {
+      say(`    failed x${count}: ${chain}`);
+    }
     say(
       `    per job: ${(tasks / JOBS).toFixed(1)} activity tasks (${byType}); history events ` +
         `${Math.min(...events)}-${Math.max(...events)} (${events.length} sampled); ` +

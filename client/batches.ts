@@ -49,6 +49,9 @@ export type {
   BatchResultsRef,
   BatchSummary,
 } from '../workflows/batch-input';
+
+import { waitForResult } from './workflow-result';
+
 export { BATCH_FAILURE } from '../workflows/batch-input';
 
 export type BatchHandle = WorkflowHandle<typeof serverlessBatch>;
@@ -125,7 +128,7 @@ const handleOf = (client: Client, batch: string | BatchHandle): BatchHandle =>
  * is in `batchFailureOf(error).summary`.
  */
 export async function awaitBatch(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
-  return handleOf(client, batch).result();
+  return waitForResult(handleOf(client, batch));
 }
 
 export interface BatchFailure {

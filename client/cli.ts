@@ -42,6 +42,7 @@ import {
   startTeardownEndpoint,
   startUpdateEndpoint,
 } from './index';
+import { waitForResult } from './workflow-result';
 
 export interface CliIo {
   out: (text: string) => void;
@@ -276,7 +277,7 @@ export function buildProgram(
         taskQueue: taskQueue(),
         ...(flags.workflowId ? { workflowId: flags.workflowId } : {}),
       });
-      print(io, flags.wait ? await handle.result() : { workflowId: handle.workflowId });
+      print(io, flags.wait ? await waitForResult(handle) : { workflowId: handle.workflowId });
     });
 
   endpoint
@@ -294,7 +295,7 @@ export function buildProgram(
           taskQueue: taskQueue(),
         },
       );
-      print(io, flags.wait ? await handle.result() : { workflowId: handle.workflowId });
+      print(io, flags.wait ? await waitForResult(handle) : { workflowId: handle.workflowId });
     });
 
   endpoint
@@ -331,7 +332,7 @@ export function buildProgram(
           deleteNetworkVolume: Boolean(flags.deleteVolume),
         };
         const handle = await startTeardownEndpoint(await connect(), input, { taskQueue: taskQueue() });
-        print(io, flags.wait ? await handle.result() : { workflowId: handle.workflowId });
+        print(io, flags.wait ? await waitForResult(handle) : { workflowId: handle.workflowId });
       },
     );
 

@@ -38,6 +38,7 @@ import type {
   teardownEndpointWorkflow,
   updateEndpointWorkflow,
 } from '../workflows/endpoint-lifecycle';
+import { waitForResult } from './workflow-result';
 
 export type { EphemeralBatchFailure } from '../workflows/endpoint-definitions';
 export { EPHEMERAL_FAILURE } from '../workflows/endpoint-definitions';
@@ -92,7 +93,7 @@ export async function provisionEndpoint(
   input: ProvisionEndpointInput,
   options?: LifecycleStartOptions,
 ): Promise<ProvisionResult> {
-  return (await startProvisionEndpoint(client, input, options)).result();
+  return waitForResult(await startProvisionEndpoint(client, input, options));
 }
 
 /**
@@ -118,7 +119,7 @@ export async function updateEndpoint(
   input: UpdateEndpointInput,
   options?: LifecycleStartOptions,
 ): Promise<Endpoint> {
-  return (await startUpdateEndpoint(client, input, options)).result();
+  return waitForResult(await startUpdateEndpoint(client, input, options));
 }
 
 /**
@@ -146,7 +147,7 @@ export async function teardownEndpoint(
   input: TeardownEndpointInput,
   options?: LifecycleStartOptions,
 ): Promise<TeardownResult> {
-  return (await startTeardownEndpoint(client, input, options)).result();
+  return waitForResult(await startTeardownEndpoint(client, input, options));
 }
 
 /**
@@ -206,7 +207,7 @@ export async function runOnEphemeralEndpoint(
   input: EphemeralEndpointInput,
   options?: LifecycleStartOptions,
 ): Promise<EphemeralResult> {
-  return (await startEphemeralEndpoint(client, input, options)).result();
+  return waitForResult(await startEphemeralEndpoint(client, input, options));
 }
 
 /**

@@ -9,3 +9,4 @@ export * from './endpoints';
 export * from './event-signature';
 export * from './jobs';
 export * from './schedules';
+export * from './workflow-result';

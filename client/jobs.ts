@@ -26,6 +26,7 @@ import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-i
 import type { JobResult, JobSnapshot } from '../workflows/job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { waitForResult } from './workflow-result';
 
 export type { JobFailureDetails, JobFailureType } from '../workflows/job-failures';
 export { JOB_FAILURE } from '../workflows/job-failures';
@@ -127,7 +128,7 @@ export async function awaitJob(
   options: AwaitJobOptions = {},
 ): Promise<JobResult> {
   const handle = typeof job === 'string' ? client.workflow.getHandle<typeof serverlessJob>(job) : job;
-  const result = await handle.result();
+  const result = await waitForResult(handle);
   if (!result.outputRef || options.resolveOutput === undefined) return result;
   const store =
     typeof options.resolveOutput === 'string'

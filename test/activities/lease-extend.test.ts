@@ -57,7 +57,7 @@ describe('extendJobTtl', () => {
   it.each([
     ['BadRequest', 'a 400'],
     ['Unauthorized', 'a 401'],
-  ] as const)('answers failed at once on %s (%s: no try changes it)', async (kind) => {
+  ] as const)('answers failed at once on %s (%s: no try changes it)', async (kind, _what) => {
     const { client, calls } = scriptedStatus([error(kind, false)]);
     expect(await extendJobTtl(client, { ...target, until: Date.now() + 60_000 }, undefined, noPause)).toBe(
       'failed',
