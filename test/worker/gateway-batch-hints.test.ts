@@ -1,12 +1,14 @@
 /**
  * The gateway and a batch's webhooks: it asks the batch (a query, no history event) whether a job's
  * webhook is worth a signal. A batch answers 'wait' for a job whose page has not answered yet; the
- * gateway asks again after short pauses and signals only a possible orphan. The Temporal client is a
+ * gateway asks again after short pauses and signals only a possible orphan; a job still 'wait' then
+ * gets a 503 once (the service calls again in 10 s, when its page has answered), and a signal on
+ * the next call. The Temporal client is a
  * stand-in that answers the query from a script and records signals; the gateway serves real HTTP.
  */
 import type { Client } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
+import { createDeferrals, startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { webhookUrlFor } from '../../worker/webhook-token';
 import type { BatchHintAnswer } from '../../workflows/batch-definitions';
 
@@ -39,7 +41,7 @@ describe('gateway: a batch job webhook', () => {
   });
 
   async function post(client: Client, item: number) {
-    gateway = await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
+    gateway ??= await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
     const url = `${webhookUrlFor(gateway.url, SECRET, 'batch-1')}&item=${item}`;
     const response = await fetch(url, {
       method: 'POST',
@@ -67,10 +69,45 @@ describe('gateway: a batch job webhook', () => {
     expect(stand.signals).toEqual([{ jobId: 'job-7', status: 'COMPLETED', item: 3 }]);
   });
 
-  it("signals when the batch still says 'wait' after the last pause (a hint too many is harmless)", async () => {
+  it("still 'wait' after the last pause: a 503 on the first call, a signal on the service's retry", async () => {
     const stand = scriptedClient(['wait']);
+    expect(await post(stand.client, 3)).toBe(503);
+    const askedFirst = stand.asked.length;
+    expect(askedFirst).toBeGreaterThan(2);
+    expect(stand.signals).toEqual([]);
+    // The service's retry: deferred once already, so signalled (a hint too many is harmless).
     expect(await post(stand.client, 3)).toBe(200);
-    expect(stand.asked.length).toBeGreaterThan(2);
+    expect(stand.asked.length).toBeGreaterThan(askedFirst);
     expect(stand.signals).toEqual([{ jobId: 'job-7', status: 'COMPLETED', item: 3 }]);
+  });
+
+  it('a deferred job whose page has answered by the retry costs no signal', async () => {
+    const stand = scriptedClient(['wait', 'wait', 'wait', 'wait', 'wait', false]);
+    expect(await post(stand.client, 3)).toBe(503);
+    expect(await post(stand.client, 3)).toBe(200);
+    expect(stand.signals).toEqual([]);
+  });
+});
+
+describe('gateway: the memory of deferred webhooks', () => {
+  it('defers a job once, and forgets it after a minute', () => {
+    let now = 0;
+    const deferrals = createDeferrals(() => now);
+    expect(deferrals.deferOnce('a')).toBe(true);
+    expect(deferrals.deferOnce('a')).toBe(false);
+    now = 30_000;
+    expect(deferrals.deferOnce('b')).toBe(true);
+    expect(deferrals.deferOnce('a')).toBe(false);
+    // A minute on, 'a' is forgotten (the service has made its last call about it); 'b' is not yet.
+    now = 61_000;
+    expect(deferrals.deferOnce('a')).toBe(true);
+    expect(deferrals.deferOnce('b')).toBe(false);
+  });
+
+  it('is bounded: past its room it defers nothing', () => {
+    const deferrals = createDeferrals(() => 0);
+    let deferred = 0;
+    for (let k = 0; k < 100_001; k++) if (deferrals.deferOnce(`job-${k}`)) deferred++;
+    expect(deferred).toBe(100_000);
   });
 });
