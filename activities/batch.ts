@@ -319,100 +319,107 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       let running = 0;
       let currency: string | undefined;
       let completed = 0;
-      for (;;) {
-        running = 0;
-        let errors = 0;
-        let looked = 0;
-        await Promise.all(
-          [...pending.values()].map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
-            let status: Awaited<ReturnType<typeof client.jobs.status>>;
-            try {
-              status = await client.jobs.status(input.endpointId, jobId, { signal });
-            } catch (error) {
-              if (error instanceof ServiceError && error.kind === 'NotFound') {
-                pending.delete(i);
-                inFlight.left(input.endpointId, jobId);
-                changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
-              } else errors++;
-              return;
-            } finally {
-              if (++looked % 200 === 0) ctx.heartbeat(looked);
-            }
-            if (!TERMINAL.has(status.status)) {
-              if (status.status === 'IN_PROGRESS') running++;
-              return;
-            }
-            pending.delete(i);
-            const at = Date.now();
-            const change: ItemChange = { i, status: status.status, at };
-            if (status.delayTime !== undefined) change.delayTime = status.delayTime;
-            if (status.executionTime !== undefined) change.executionTime = status.executionTime;
-            if (status.status === 'FAILED' && status.error !== undefined) {
-              // The handler's error text is the caller's data: to the store, a key in history.
-              const key = `${input.batchKey}/errors/${i}-${attempts}-${createHash('sha256').update(jobId).digest('hex').slice(0, 16)}`;
-              await store.writeLines(key, [JSON.stringify(shorten(status.error))]);
-              change.errorRef = key;
-            }
-            const first = inFlight.finished(input.endpointId, jobId);
-            if (first) metrics.jobRunFinished(status.status);
-            const cost = await runCost(input.endpointId, status.executionTime, first);
-            if (cost) {
-              change.cost = cost.amount;
-              currency = cost.currency;
-            }
-            // The item's line carries all its runs: the earlier ones of a retried job too.
-            const itemCost =
-              cost || earlierCost !== undefined
-                ? Math.round(((cost?.amount ?? 0) + (earlierCost ?? 0)) * 1e6) / 1e6
-                : undefined;
-            if (status.status === 'COMPLETED') {
-              const output =
-                status.output === undefined
-                  ? {}
-                  : await inlineOrStore(
-                      outputs,
-                      `${input.batchKey}/${i}-${jobId}`,
-                      status.output,
-                      inlineMaxBytes,
-                    );
-              const line: BatchResultLine = {
-                index: i,
-                jobId,
-                status: 'COMPLETED',
-                ...output,
-                attempts,
-                submissions: 0,
-                ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
-                ...(change.executionTime !== undefined ? { executionTime: change.executionTime } : {}),
-                ...(itemCost !== undefined ? { cost: itemCost } : {}),
-                submittedAt,
-                finishedAt: at,
-              };
-              lines.push(JSON.stringify(line));
-              completed++;
-            }
-            changes.push(change);
-          }),
-        );
-        if (signal.aborted) throw new CancelledFailure('activity cancelled');
-        if (changes.length === 0 && errors > 0 && errors === input.items.length) {
-          throw ApplicationFailure.retryable('no job status could be read', 'StatusUnavailable');
+      // Alive, not progress: a round of looks paced by the client's limiter (429s waited out) can
+      // outlast the heartbeat timeout, which exists to notice a dead worker.
+      const alive = setInterval(() => ctx.heartbeat(changes.length), 1_000);
+      try {
+        for (;;) {
+          running = 0;
+          let errors = 0;
+          let looked = 0;
+          await Promise.all(
+            [...pending.values()].map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
+              let status: Awaited<ReturnType<typeof client.jobs.status>>;
+              try {
+                status = await client.jobs.status(input.endpointId, jobId, { signal });
+              } catch (error) {
+                if (error instanceof ServiceError && error.kind === 'NotFound') {
+                  pending.delete(i);
+                  inFlight.left(input.endpointId, jobId);
+                  changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
+                } else errors++;
+                return;
+              } finally {
+                if (++looked % 200 === 0) ctx.heartbeat(looked);
+              }
+              if (!TERMINAL.has(status.status)) {
+                if (status.status === 'IN_PROGRESS') running++;
+                return;
+              }
+              pending.delete(i);
+              const at = Date.now();
+              const change: ItemChange = { i, status: status.status, at };
+              if (status.delayTime !== undefined) change.delayTime = status.delayTime;
+              if (status.executionTime !== undefined) change.executionTime = status.executionTime;
+              if (status.status === 'FAILED' && status.error !== undefined) {
+                // The handler's error text is the caller's data: to the store, a key in history.
+                const key = `${input.batchKey}/errors/${i}-${attempts}-${createHash('sha256').update(jobId).digest('hex').slice(0, 16)}`;
+                await store.writeLines(key, [JSON.stringify(shorten(status.error))]);
+                change.errorRef = key;
+              }
+              const first = inFlight.finished(input.endpointId, jobId);
+              if (first) metrics.jobRunFinished(status.status);
+              const cost = await runCost(input.endpointId, status.executionTime, first);
+              if (cost) {
+                change.cost = cost.amount;
+                currency = cost.currency;
+              }
+              // The item's line carries all its runs: the earlier ones of a retried job too.
+              const itemCost =
+                cost || earlierCost !== undefined
+                  ? Math.round(((cost?.amount ?? 0) + (earlierCost ?? 0)) * 1e6) / 1e6
+                  : undefined;
+              if (status.status === 'COMPLETED') {
+                const output =
+                  status.output === undefined
+                    ? {}
+                    : await inlineOrStore(
+                        outputs,
+                        `${input.batchKey}/${i}-${jobId}`,
+                        status.output,
+                        inlineMaxBytes,
+                      );
+                const line: BatchResultLine = {
+                  index: i,
+                  jobId,
+                  status: 'COMPLETED',
+                  ...output,
+                  attempts,
+                  submissions: 0,
+                  ...(change.delayTime !== undefined ? { delayTime: change.delayTime } : {}),
+                  ...(change.executionTime !== undefined ? { executionTime: change.executionTime } : {}),
+                  ...(itemCost !== undefined ? { cost: itemCost } : {}),
+                  submittedAt,
+                  finishedAt: at,
+                };
+                lines.push(JSON.stringify(line));
+                completed++;
+              }
+              changes.push(change);
+            }),
+          );
+          if (signal.aborted) throw new CancelledFailure('activity cancelled');
+          if (changes.length === 0 && errors > 0 && errors === input.items.length) {
+            throw ApplicationFailure.retryable('no job status could be read', 'StatusUnavailable');
+          }
+          const enough = changes.length >= input.returnAfter || pending.size === 0;
+          if (changes.length > 0 && (enough || Date.now() - started >= input.holdMs)) break;
+          if (changes.length === 0) {
+            const delay = intervalAfter(Date.now() - info.scheduledTimestampMs, input.polling);
+            throw ApplicationFailure.create({
+              type: JOB_UNCHANGED,
+              message: `none of ${input.items.length} jobs finished; next look in ${delay} ms`,
+              nonRetryable: false,
+              nextRetryDelay: delay,
+              category: ApplicationFailureCategory.BENIGN,
+              details: [{ watched: input.items.length, running }],
+            });
+          }
+          ctx.heartbeat(changes.length);
+          await ctx.sleep(Math.min(input.polling.initialIntervalMs, 1_000));
         }
-        const enough = changes.length >= input.returnAfter || pending.size === 0;
-        if (changes.length > 0 && (enough || Date.now() - started >= input.holdMs)) break;
-        if (changes.length === 0) {
-          const delay = intervalAfter(Date.now() - info.scheduledTimestampMs, input.polling);
-          throw ApplicationFailure.create({
-            type: JOB_UNCHANGED,
-            message: `none of ${input.items.length} jobs finished; next look in ${delay} ms`,
-            nonRetryable: false,
-            nextRetryDelay: delay,
-            category: ApplicationFailureCategory.BENIGN,
-            details: [{ watched: input.items.length, running }],
-          });
-        }
-        ctx.heartbeat(changes.length);
-        await ctx.sleep(Math.min(input.polling.initialIntervalMs, 1_000));
+      } finally {
+        clearInterval(alive);
       }
       if (lines.length > 0) {
         // One part per activity: a retried attempt replaces it (the same jobs are still COMPLETED).

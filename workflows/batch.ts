@@ -221,10 +221,14 @@ const shortActivities = proxyActivities<BatchActivities>({
   heartbeatTimeout: '2 minutes',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
-/** Reads are harmless to repeat: unlimited attempts, and JobUnchanged says when to look again. */
+/**
+ * Reads are harmless to repeat: unlimited attempts, and JobUnchanged says when to look again. The
+ * watcher beats every second while it runs, so a dead worker's watcher is noticed in 30 s (its jobs
+ * are looked at again by a new one) rather than in minutes.
+ */
 const watchActivities = proxyActivities<BatchActivities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 /** Never retried by Temporal: a submit cut off after sending could run its jobs twice. */
