@@ -301,10 +301,21 @@ export async function startWebhookGateway(options: WebhookGatewayOptions): Promi
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);
   const shownHost = host.includes(':') ? `[${host}]` : host;
+  // Every webhook is answered within the hint pauses and the signal deadline: a connection still
+  // open after that is cut, so a SIGTERM stops the gateway in bounded time (seen: connections of
+  // the emulator's sender held a gateway open for over 20 s after close() began).
+  const lastAnswerMs = (options.signalTimeoutMs ?? DEFAULT_SIGNAL_TIMEOUT_MS) * 2 + 1_000;
   return {
     url: `http://${shownHost}:${port}`,
     port,
     app,
-    close: () => app.close(),
+    async close() {
+      const cut = setTimeout(() => app.server.closeAllConnections(), lastAnswerMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(cut);
+      }
+    },
   };
 }
