@@ -138,6 +138,12 @@ async function library(env: TestWorkflowEnvironment, taskQueue: string, run: str
     completed: completed.length,
     failed: results.length - completed.length,
     submissionsOk: completed.every((result) => result.submissions === 1),
+    // Submissions as each workflow counted them (an uncertain submit that never reached the
+    // service counts too): jobs by count.
+    submissionCounts: completed.reduce(
+      (counts, result) => counts.set(result.submissions, (counts.get(result.submissions) ?? 0) + 1),
+      new Map<number, number>(),
+    ),
     events: sample,
     causes,
   };
@@ -241,7 +247,12 @@ async function main(): Promise<void> {
     say(
       `(b) library, ${JOBS} job workflows through startJob: ${seconds(lib.wallMs)} (all started after ` +
         `${seconds(lib.startMs)}; completed ${lib.completed}, failed ${lib.failed}; each submitted once: ` +
-        `${lib.submissionsOk ? 'yes' : 'NO'}; /run calls the emulator counted: ${control.submissions(libraryEndpoint)})`,
+        `${lib.submissionsOk ? 'yes' : 'NO'} (jobs by submissions the workflow made: ${[
+          ...lib.submissionCounts.entries(),
+        ]
+          .sort((a, b) => a[0] - b[0])
+          .map(([n, jobs]) => `${n}: ${jobs}`)
+          .join(', ')}); /run calls the emulator counted: ${control.submissions(libraryEndpoint)})`,
     );
     for (const [chain, count] of [...lib.causes.entries()].sort((x, y) => y[1] - x[1]).slice(0, 10)) {
       say(`    failed x${count}: ${chain}`);
