@@ -11,21 +11,33 @@
  * a job submitted twice. The checks read outcomes only (results, typed failures, those counters),
  * never how the workflow waits.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { inject } from 'vitest';
-import { type BatchResultLine, type BatchSummary, readBatchResults } from '../../client/batches';
 import { awaitJob, type JobFailure, type JobResult, jobFailureOf, startJob } from '../../client/jobs';
-import { type Emulator, type JobState, startEmulator } from '../../emulator';
-import { freePorts, type ProdTemporalInstance } from '../../scripts/prod-temporal';
+import type { ProdTemporalInstance } from '../../scripts/prod-temporal';
 import type { JobWorkflowInput } from '../../workflows/job-input';
+import { type Stack, type StackOptions, startProcessStack, untilAnswered } from '../support/process-stack';
 
-const repoRoot = path.resolve(__dirname, '../..');
+// The batch tally and the stack's plumbing live in test/support (the integration suite's kill and
+// restart cases share them); re-exported here so that the cases import one module.
+export {
+  type BatchTally,
+  batchItemOutput,
+  reportBatch,
+  tallyBatch,
+} from '../support/batch-tally';
+export {
+  builtEntry,
+  type ManagedProcess,
+  type Outage,
+  outage,
+  type Stack,
+  type StackOptions,
+  until,
+  untilAnswered,
+} from '../support/process-stack';
 
 /**
  * Jobs in flight at once: a load choice, not a limit (a waiting job holds no worker slot). On this
@@ -35,241 +47,18 @@ export const IN_FLIGHT = 80;
 
 export const instance = (): ProdTemporalInstance => inject('prodTemporal');
 
-// ------------------------------------------------------------------------------------------------
-// Processes
-
-export interface ManagedProcess {
-  child: ChildProcess;
-  /** Resolves once the process logged that it runs. */
-  running: Promise<void>;
-  /** SIGKILL: a crash, nothing drained. */
-  kill(): Promise<void>;
-  /** SIGTERM: the orderly stop. */
-  stop(): Promise<void>;
-  output(): string;
-}
-
 /**
- * The built package's entry points (global-setup.ts builds it when missing or stale). Built,
- * a worker loads the prebuilt workflow bundle and runs in about a second; from the sources it would
- * bundle the workflows at every start (about 8 s here), which is not how a worker is deployed.
+ * The stack on the production-shaped server of global-setup.ts, its gateway and workers run from
+ * the built package (dist/, with the prebuilt workflow bundle).
  */
-export function builtEntry(name: 'worker/main.js' | 'worker/gateway-main.js'): string {
-  const entry = path.join(repoRoot, 'dist', name);
-  if (!existsSync(entry) || !existsSync(path.join(repoRoot, 'dist/workflow-bundle.js'))) {
-    throw new Error(`${entry} or dist/workflow-bundle.js is missing: run npm run build`);
-  }
-  return entry;
-}
-
-function spawnEntry(entry: string, readyLine: string, vars: Record<string, string>): ManagedProcess {
-  const child = spawn(process.execPath, [entry], {
-    cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...vars },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  // The last lines only: a worker that lives through a server restart logs a lot.
-  let lines: string[] = [];
-  let ready = false;
-  let markReady!: () => void;
-  const readyOnce = new Promise<void>((resolve) => {
-    markReady = resolve;
-  });
-  const take = (chunk: Buffer) => {
-    const text = chunk.toString();
-    if (!ready && text.includes(readyLine)) {
-      ready = true;
-      markReady();
-    }
-    lines.push(text);
-    if (lines.length > 200) lines = lines.slice(-100);
-  };
-  child.stdout?.on('data', take);
-  child.stderr?.on('data', take);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const output = () => lines.join('');
-  const running: Promise<void> = Promise.race([
-    readyOnce,
-    exited.then(() => {
-      if (!ready) throw new Error(`${entry} exited before it ran:\n${output()}`);
-    }),
-    new Promise<void>((_, reject) =>
-      setTimeout(
-        () => !ready && reject(new Error(`${entry} not running after 180 s:\n${output()}`)),
-        180_000,
-      ).unref(),
-    ),
-  ]);
-  // A process stopped before it ran (the run ended first) is no failure of its own: whoever awaits
-  // `running` still sees the rejection.
-  running.catch(() => undefined);
-  const gone = () => child.exitCode !== null || child.signalCode !== null;
-  return {
-    child,
-    running,
-    async kill() {
-      if (!gone()) child.kill('SIGKILL');
-      await exited;
-    },
-    async stop() {
-      if (gone()) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
-    output,
-  };
-}
-
-// ------------------------------------------------------------------------------------------------
-// The stack
-
-const FINAL_STATUSES = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
-
-export interface StackOptions {
-  name: string;
-  /** Service time runs this many times faster than real time. */
-  timeScale: number;
-  /** The emulator's dice for fault probabilities. */
-  random?: () => number;
-}
-
-export interface Stack {
-  emulator: Emulator;
-  control: Emulator['control'];
-  client: Client;
-  taskQueue: string;
-  /** The standalone webhook gateway (npm run gateway), up for the whole file. */
-  gateway: ManagedProcess;
-  /** Starts a worker process (npm run worker) on this stack's task queue, stopped by close(). */
-  startWorker(): ManagedProcess;
-  /** A fresh endpoint on the scripted handler: one per job (one worker), or one per batch (`fields`). */
-  endpoint(fields?: { workersMin?: number; workersMax?: number }): string;
-  /** The workers' RESULT_STORE_DIR (a batch's results live in its `batches` folder). */
-  resultDir: string;
-  /** /run requests the service acted on, over all of this stack's endpoints (the emulator's count). */
-  submissions(): number;
-  /** Jobs the service has and has not finished: queued or running there. */
-  runningAtService(): number;
-  close(): Promise<void>;
-}
-
 export async function startStack(options: StackOptions): Promise<Stack> {
   const temporal = instance();
-  const apiKey = `sk-rel-${randomUUID()}`;
-  // No cold starts: scaling is not what these cases test.
-  const emulator = await startEmulator({
-    timeScale: options.timeScale,
-    accounts: [{ apiKey }],
-    coldStartMs: 0,
-    ...(options.random ? { random: options.random } : {}),
+  return startProcessStack({
+    ...options,
+    temporal: { address: temporal.address, namespace: temporal.namespace },
+    entries: 'built',
+    dirPrefix: 'reliability',
   });
-  const connection = await Connection.connect({ address: temporal.address });
-  const client = new Client({ connection, namespace: temporal.namespace });
-  const taskQueue = `${options.name}-${randomUUID()}`;
-  const resultDir = mkdtempSync(path.join(tmpdir(), `reliability-${options.name}-`));
-  const secret = randomBytes(32).toString('base64url');
-  const [gatewayPort] = await freePorts(1);
-  const common = {
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_NAMESPACE: temporal.namespace,
-    WEBHOOK_SECRET: secret,
-    LOG_LEVEL: 'info',
-  };
-  const gateway = spawnEntry(builtEntry('worker/gateway-main.js'), 'webhook gateway running', {
-    ...common,
-    WEBHOOK_PORT: String(gatewayPort),
-  });
-  await gateway.running;
-  const workerVars = {
-    ...common,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    SERVERLESS_API_KEY: apiKey,
-    SERVERLESS_API_URL: emulator.apiUrl,
-    SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-    SERVERLESS_REST_URL: emulator.restUrl,
-    // The gateway is its own process (as in docker-compose.yml): webhooks reach it while a worker is down.
-    WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
-    RESULT_STORE_DIR: resultDir,
-    WORKER_SHUTDOWN_GRACE_MS: '500',
-  };
-  const workers: ManagedProcess[] = [];
-  const endpointIds: string[] = [];
-  return {
-    emulator,
-    control: emulator.control,
-    client,
-    taskQueue,
-    gateway,
-    startWorker() {
-      const worker = spawnEntry(builtEntry('worker/main.js'), 'worker running', workerVars);
-      workers.push(worker);
-      return worker;
-    },
-    resultDir,
-    endpoint(fields = {}) {
-      const { id } = emulator.control.createEndpoint(apiKey, {
-        name: `${options.name}-${endpointIds.length + 1}`,
-        templateId: 'scripted',
-        workersMax: 1,
-        ...fields,
-      });
-      endpointIds.push(id);
-      return id;
-    },
-    submissions: () => endpointIds.reduce((sum, id) => sum + emulator.control.submissions(id), 0),
-    runningAtService: () => emulator.control.jobs().filter((job) => !FINAL_STATUSES.has(job.status)).length,
-    async close() {
-      try {
-        await Promise.all(workers.map((worker) => worker.stop()));
-        await gateway.stop();
-      } finally {
-        await connection.close();
-        await emulator.close();
-        rmSync(resultDir, { recursive: true, force: true });
-      }
-    },
-  };
-}
-
-// ------------------------------------------------------------------------------------------------
-// Outages
-
-export interface Outage {
-  /** Jobs started and not settled (the driver's count) when the outage began. */
-  inFlight: number;
-  /** Jobs queued or running at the service when it began: they all finished during it. */
-  runningAtService: number;
-  downMs: number;
-}
-
-/**
- * An outage mid-run, placed and ended by events: it begins once the service has acted on
- * `afterSubmissions` submissions and has jobs running, and lasts until every job the service has
- * is finished, so their results arrive while nothing can record them (the gateway cannot signal,
- * polls cannot report).
- */
-export async function outage(
-  stack: Stack,
-  run: Pick<JobRun, 'started' | 'settled'>,
-  afterSubmissions: number,
-  cause: { begin(): Promise<void>; end(): Promise<void> },
-): Promise<Outage> {
-  await until(
-    `${afterSubmissions} submissions and jobs running at the service`,
-    () => stack.submissions() >= afterSubmissions && stack.runningAtService() > 0,
-  );
-  const inFlight = run.started() - run.settled();
-  const runningAtService = stack.runningAtService();
-  const began = Date.now();
-  await cause.begin();
-  try {
-    await until('every job at the service finished during the outage', () => stack.runningAtService() === 0);
-  } finally {
-    await cause.end();
-  }
-  return { inFlight, runningAtService, downMs: Date.now() - began };
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -300,37 +89,6 @@ export interface JobRun {
   /** Resolves once `count` jobs have an outcome. */
   whenSettled(count: number, timeoutMs?: number): Promise<void>;
   done: Promise<Outcome[]>;
-}
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Resolves once `reached()` holds: the event a case waits for (a count of the emulator's, which
- * lives in this process). It looks every 20 ms; nothing is assumed about when the event comes,
- * and its absence fails the case after `timeoutMs`.
- */
-export async function until(what: string, reached: () => boolean, timeoutMs = 180_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!reached()) {
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms: ${what}`);
-    await pause(20);
-  }
-}
-
-/**
- * Calls `attempt` until it gives an answer: while the server (or its database) is down, the client
- * gets connection errors, which a caller of the library would retry the same way. A workflow's own
- * failure is an answer.
- */
-export async function untilAnswered<T>(attempt: () => Promise<T>, deadline: number): Promise<T> {
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (error instanceof WorkflowFailedError || Date.now() > deadline) throw error;
-      await pause(500);
-    }
-  }
 }
 
 /**
@@ -634,189 +392,4 @@ export function countingDice(seed: number, rulesPerRequest: number, perRule: num
     return value;
   };
   return { random, counts };
-}
-
-/** A batch item's scripted input: its output names the item, so the service's jobs say whose they are. */
-export const batchItemOutput = (index: number) => ({ item: index, tag: `out-${index}` });
-
-/**
- * The item a service job belongs to: its webhook URL names it (`&item=`, activities/batch.ts), and
- * the emulator keeps that URL for the jobs it deleted, whose input it drops; else its input's output.
- */
-const itemOfJob = (job: JobState): number | undefined => {
-  const fromUrl = job.webhook ? new URL(job.webhook).searchParams.get('item') : null;
-  if (fromUrl !== null && /^\d+$/.test(fromUrl)) return Number(fromUrl);
-  const item = (job.input?.output as { item?: unknown } | undefined)?.item;
-  return typeof item === 'number' ? item : undefined;
-};
-
-export interface BatchTally {
-  items: number;
-  /** A COMPLETED line with the item's own output, from the one job of the item that ran. */
-  completed: number;
-  /** Lines by any other status (UNCERTAIN, FAILED, EXPIRED...). */
-  statuses: Record<string, number>;
-  /** A COMPLETED line with the wrong output, or not from the one job of its item that ran. */
-  wrong: number;
-  /** Items without a line in the results file. */
-  missing: number;
-  /** Items neither completed right nor ending with one of the accepted statuses. */
-  lost: number;
-  /** Items of which two or more jobs started running on the service. */
-  ranTwice: number;
-  /**
-   * Of those, items whose other runs all COMPLETED and were then deleted by the service at their
-   * unextended submit lease (ttl counted from submission): the batch took that 404 for a lapse,
-   * the job deleted unrun, and sent the item again (a bug of workflows/batch.ts, issue 11).
-   */
-  ranTwiceAfterLeaseDeletion: number;
-  /**
-   * Items the service acted on more than once whose extra jobs never ran: sent again after the
-   * first was deleted unrun at its lease (or an orphan of an uncertain submit that never ran).
-   */
-  sentAgain: number;
-  /** Items the service never acted on. */
-  neverReached: number;
-  /** UNCERTAIN items of which the service has one job (an orphan that was never adopted). */
-  uncertainWithOrphan: number;
-  /** /run requests the service acted on for the batch's endpoint (the emulator's count). */
-  serviceSubmissions: number;
-  /** The service's jobs on the endpoint, deleted ones too: serviceSubmissions when none was forgotten. */
-  serviceJobs: number;
-  /** Of those, jobs that name no item (a blind spot of the other counts if not 0). */
-  unattributed: number;
-  /** The worst items (ran twice, wrong, lost), for an assertion's message. */
-  examples: string;
-}
-
-/**
- * A finished batch's outcome per item, from its results file (readBatchResults) and the service's
- * jobs on its endpoint, with those deleted (each job's input names its item: batchItemOutput).
- */
-export async function tallyBatch(
-  stack: Stack,
-  endpointId: string,
-  summary: BatchSummary,
-  accepted: string[] = [],
-): Promise<BatchTally> {
-  const jobsOf = new Map<number, JobState[]>();
-  let unattributed = 0;
-  const serviceJobs = stack.control.jobs(endpointId, { removed: true });
-  for (const job of serviceJobs) {
-    const item = itemOfJob(job);
-    if (item === undefined) {
-      unattributed += 1;
-      continue;
-    }
-    const list = jobsOf.get(item) ?? [];
-    list.push(job);
-    jobsOf.set(item, list);
-  }
-  const lines = new Map<number, BatchResultLine>();
-  for await (const line of readBatchResults(summary, { store: stack.resultDir })) lines.set(line.index, line);
-
-  const statuses: Record<string, number> = {};
-  let completed = 0;
-  let wrong = 0;
-  let missing = 0;
-  let acceptedCount = 0;
-  let ranTwice = 0;
-  let ranTwiceAfterLeaseDeletion = 0;
-  let sentAgain = 0;
-  let neverReached = 0;
-  let uncertainWithOrphan = 0;
-  const bad: Array<{ rank: number; item: number; why: string }> = [];
-  for (let item = 0; item < summary.total; item++) {
-    const jobs = jobsOf.get(item) ?? [];
-    const ran = jobs.filter((job) => job.startedAt !== undefined);
-    const line = lines.get(item);
-    if (jobs.length === 0) neverReached += 1;
-    if (ran.length > 1) {
-      ranTwice += 1;
-      const others = ran.filter((job) => job.id !== line?.jobId);
-      if (others.every((job) => job.status === 'COMPLETED' && job.removedReason === 'ttl'))
-        ranTwiceAfterLeaseDeletion += 1;
-      bad.push({ rank: 0, item, why: 'ran twice' });
-    } else if (jobs.length > 1) sentAgain += 1;
-    if (!line) {
-      missing += 1;
-      bad.push({ rank: 2, item, why: 'no line' });
-    } else if (line.status === 'COMPLETED') {
-      const right =
-        isDeepStrictEqual(line.output, batchItemOutput(item)) &&
-        ran.length === 1 &&
-        ran[0]?.id === line.jobId;
-      if (right) completed += 1;
-      else {
-        wrong += 1;
-        bad.push({ rank: 1, item, why: 'wrong result' });
-      }
-    } else {
-      statuses[line.status] = (statuses[line.status] ?? 0) + 1;
-      if (accepted.includes(line.status)) acceptedCount += 1;
-      else bad.push({ rank: 3, item, why: `ended ${line.status}` });
-      if (line.status === 'UNCERTAIN' && jobs.length === 1) uncertainWithOrphan += 1;
-    }
-  }
-  const examples = bad
-    .sort((a, b) => a.rank - b.rank)
-    .slice(0, 5)
-    .map(({ item, why }) =>
-      JSON.stringify({
-        item,
-        why,
-        line: lines.get(item),
-        service: (jobsOf.get(item) ?? []).map((job) => ({
-          id: job.id,
-          status: job.status,
-          ran: job.startedAt !== undefined,
-          removed: job.removedReason,
-          ttl: job.policy.ttl,
-        })),
-      }),
-    )
-    .join('\n');
-  return {
-    items: summary.total,
-    completed,
-    statuses,
-    wrong,
-    missing,
-    lost: summary.total - completed - acceptedCount,
-    ranTwice,
-    ranTwiceAfterLeaseDeletion,
-    sentAgain,
-    neverReached,
-    uncertainWithOrphan,
-    serviceSubmissions: stack.control.submissions(endpointId),
-    serviceJobs: serviceJobs.length,
-    unattributed,
-    examples,
-  };
-}
-
-/** The one-line figure of a batch case, printed for the log and the README's table. */
-export function reportBatch(name: string, figures: BatchTally, extra: string, startedAt: number): string {
-  const statuses = Object.entries(figures.statuses)
-    .map(([status, count]) => `${count} ${status}`)
-    .join(', ');
-  const seconds = ((Date.now() - startedAt) / 1000).toFixed(0);
-  const line =
-    `RELIABILITY ${name}: ${figures.items.toLocaleString('en-US')} items, ${figures.lost} lost, ` +
-    `${figures.ranTwice} run twice, ${seconds} s (` +
-    (figures.ranTwiceAfterLeaseDeletion
-      ? `the ${figures.ranTwiceAfterLeaseDeletion} run twice: completed, deleted at their unextended lease, taken for a lapse and sent again; `
-      : '') +
-    `${figures.completed} completed with the right output ` +
-    `from the one job that ran; ${figures.serviceSubmissions} /run acted on` +
-    (figures.sentAgain ? `, ${figures.sentAgain} items sent again after a job deleted unrun` : '') +
-    (statuses ? `; ${statuses}` : '') +
-    (figures.uncertainWithOrphan ? ` (${figures.uncertainWithOrphan} UNCERTAIN with one orphan job)` : '') +
-    (figures.wrong ? `; ${figures.wrong} wrong results` : '') +
-    (figures.missing ? `; ${figures.missing} without a line` : '; one result line per item') +
-    (figures.unattributed ? `; ${figures.unattributed} service jobs naming no item` : '') +
-    (extra ? `; ${extra}` : '') +
-    ')';
-  console.log(line);
-  return line;
 }

@@ -1,0 +1,148 @@
+/**
+ * A Temporal dev server of a test file's own (`temporal server start-dev`, the CLI that
+ * scripts/servers.ts provisions), as a child process the file may SIGKILL and start again: its
+ * state lives in a SQLite file (`--db-filename`), so a restart finds every workflow where the kill
+ * left it. The shared dev server of global-setup.ts keeps its state in memory and is never killed.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { SearchAttributeType } from '@temporalio/common';
+import { freePorts } from '../../scripts/prod-temporal';
+import { provisionedServers } from '../../scripts/servers';
+import { searchAttributeKeys } from '../../workflows/search-attributes';
+
+/** The CLI's names of the search attribute types (`--search-attribute KEY=TYPE`). */
+const CLI_TYPES: Record<string, string> = {
+  [SearchAttributeType.TEXT]: 'Text',
+  [SearchAttributeType.KEYWORD]: 'Keyword',
+  [SearchAttributeType.INT]: 'Int',
+  [SearchAttributeType.DOUBLE]: 'Double',
+  [SearchAttributeType.BOOL]: 'Bool',
+  [SearchAttributeType.DATETIME]: 'Datetime',
+  [SearchAttributeType.KEYWORD_LIST]: 'KeywordList',
+};
+
+export interface DevServerProcess {
+  /** host:port of its frontend, the same across restarts. */
+  address: string;
+  /** The SQLite file that holds its state. */
+  dbFile: string;
+  /** The running process (a new one after each start). */
+  child(): ChildProcess | undefined;
+  /** SIGKILL: a crash, nothing flushed beyond what SQLite had committed. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and database file; resolves once it answers. */
+  start(): Promise<void>;
+  /** Stops it (SIGTERM) and removes its database. */
+  close(): Promise<void>;
+  /** The last lines it wrote (every start's). */
+  output(): string;
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts a dev server on free ports (gRPC, HTTP API, metrics; no UI) with the library's search
+ * attributes, its state in a fresh temporary SQLite file; resolves once it answers a call on the
+ * `default` namespace.
+ */
+export async function startDevServerProcess(name: string): Promise<DevServerProcess> {
+  const { temporalCli } = provisionedServers();
+  if (!temporalCli)
+    throw new Error(
+      'no Temporal CLI is provisioned (the SDK download fallback gives no binary to restart): ' +
+        'run npm run provision, or set TEMPORAL_CLI_PATH',
+    );
+  const dir = mkdtempSync(path.join(tmpdir(), `dev-server-${name}-`));
+  const dbFile = path.join(dir, 'temporal.sqlite');
+  const [port, httpPort, metricsPort] = (await freePorts(3)) as [number, number, number];
+  const address = `127.0.0.1:${port}`;
+  const args = [
+    'server',
+    'start-dev',
+    '--db-filename',
+    dbFile,
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--http-port',
+    String(httpPort),
+    '--metrics-port',
+    String(metricsPort),
+    '--headless',
+    '--log-level',
+    'error',
+    // Registered again at every start: the CLI accepts attributes that already exist.
+    ...searchAttributeKeys.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPES[key.type]}`]),
+  ];
+
+  let lines: string[] = [];
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const output = () => lines.join('');
+  const gone = () => !child || child.exitCode !== null || child.signalCode !== null;
+
+  /** Answers a call on the default namespace (the frontend and persistence are up). */
+  async function answers(): Promise<boolean> {
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      await connection.withDeadline(Date.now() + 2_000, () =>
+        (connection as Connection).workflowService.describeNamespace({ namespace: 'default' }),
+      );
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await connection?.close().catch(() => undefined);
+    }
+  }
+
+  async function start(): Promise<void> {
+    if (!gone()) throw new Error(`the dev server at ${address} is still running`);
+    const started = spawn(temporalCli as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = started;
+    exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const take = (chunk: Buffer) => {
+      lines.push(chunk.toString());
+      if (lines.length > 200) lines = lines.slice(-100);
+    };
+    started.stdout?.on('data', take);
+    started.stderr?.on('data', take);
+    const deadline = Date.now() + 120_000;
+    while (!(await answers())) {
+      if (started.exitCode !== null || started.signalCode !== null)
+        throw new Error(`the dev server exited before it answered:\n${output()}`);
+      if (Date.now() > deadline) throw new Error(`the dev server did not answer within 120 s:\n${output()}`);
+      await pause(100);
+    }
+  }
+
+  async function kill(): Promise<void> {
+    if (!gone()) child?.kill('SIGKILL');
+    await exited;
+  }
+
+  await start();
+  return {
+    address,
+    dbFile,
+    child: () => child,
+    kill,
+    start,
+    async close() {
+      if (!gone()) {
+        child?.kill('SIGTERM');
+        const timer = setTimeout(() => child?.kill('SIGKILL'), 20_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+    output,
+  };
+}
