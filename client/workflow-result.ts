@@ -1,7 +1,7 @@
 /**
  * A workflow's result, waited for through a busy or restarting Temporal server. Waiting on a result
  * holds a long poll on the frontend, and a namespace allows only so many at once (the frontend's
- * `frontend.namespaceCount`, ~1,200 by default): a caller awaiting 10,000 jobs at once meets
+ * `frontend.namespaceCount`): a caller awaiting 10,000 jobs at once meets
  * RESOURCE_EXHAUSTED, and a server restart meets UNAVAILABLE. The SDK's client retries those about
  * ten times (a minute or so) and then throws, which would turn a job that completes into an error
  * for its caller. The result is durable on the server; waiting for it again is always safe, so these
