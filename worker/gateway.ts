@@ -145,7 +145,9 @@ async function deliver(
       if (wanted === 'wait' && deferrals.deferOnce(body.id)) return { outcome: 'deferred' };
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return { outcome: 'workflow-closed' };
-      // Anything else: the signal below decides (a hint too many is harmless).
+      // No answer in time (a busy worker or server) is undecided too: deferred once like 'wait';
+      // after that the signal below decides (a hint too many is harmless).
+      if (deferrals.deferOnce(body.id)) return { outcome: 'deferred' };
     }
   }
   try {

@@ -14,13 +14,15 @@ import type { BatchHintAnswer } from '../../workflows/batch-definitions';
 
 const SECRET = 'webhook-secret-0123456789abcdefghijkl';
 
-function scriptedClient(answers: BatchHintAnswer[]) {
+function scriptedClient(answers: Array<BatchHintAnswer | Error>) {
   const asked: unknown[] = [];
   const signals: unknown[] = [];
   const handle = {
     async query(_query: unknown, arg: unknown) {
       asked.push(arg);
-      return answers[Math.min(asked.length, answers.length) - 1];
+      const answer = answers[Math.min(asked.length, answers.length) - 1];
+      if (answer instanceof Error) throw answer;
+      return answer;
     },
     async signal(_signal: unknown, payload: unknown) {
       signals.push(payload);
@@ -86,6 +88,30 @@ describe('gateway: a batch job webhook', () => {
     expect(await post(stand.client, 3)).toBe(503);
     expect(await post(stand.client, 3)).toBe(200);
     expect(stand.signals).toEqual([]);
+  });
+});
+
+describe('gateway: a batch that does not answer the query', () => {
+  let gateway: WebhookGateway | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    gateway = undefined;
+  });
+
+  it('defers the first call like a wait, and signals on the next', async () => {
+    const stand = scriptedClient([new Error('query timed out: the worker is busy')]);
+    gateway = await startWebhookGateway({ client: stand.client, secrets: [SECRET], port: 0 });
+    const url = `${webhookUrlFor(gateway.url, SECRET, 'batch-1')}&item=4`;
+    const call = () =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'job-9', status: 'COMPLETED' }),
+      }).then((response) => response.status);
+    expect(await call()).toBe(503);
+    expect(stand.signals).toEqual([]);
+    expect(await call()).toBe(200);
+    expect(stand.signals).toEqual([{ jobId: 'job-9', status: 'COMPLETED', item: 4 }]);
   });
 });
 
