@@ -25,9 +25,19 @@ const CLI_TYPES: Record<string, string> = {
   [SearchAttributeType.KEYWORD_LIST]: 'KeywordList',
 };
 
+export interface DevServerProcessOptions {
+  /**
+   * Dynamic config values (`--dynamic-config-value KEY=JSON`), at every start: e.g.
+   * `{ 'frontend.namespaceCount': 20 }`. Each value is written as JSON.
+   */
+  dynamicConfig?: Record<string, unknown>;
+}
+
 export interface DevServerProcess {
   /** host:port of its frontend, the same across restarts. */
   address: string;
+  /** Its Prometheus metrics (`http://127.0.0.1:PORT/metrics`), the same across restarts. */
+  metricsUrl: string;
   /** The SQLite file that holds its state. */
   dbFile: string;
   /** The running process (a new one after each start). */
@@ -46,10 +56,13 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts a dev server on free ports (gRPC, HTTP API, metrics; no UI) with the library's search
- * attributes, its state in a fresh temporary SQLite file; resolves once it answers a call on the
- * `default` namespace.
+ * attributes (and `options.dynamicConfig`, if any), its state in a fresh temporary SQLite file;
+ * resolves once it answers a call on the `default` namespace.
  */
-export async function startDevServerProcess(name: string): Promise<DevServerProcess> {
+export async function startDevServerProcess(
+  name: string,
+  options: DevServerProcessOptions = {},
+): Promise<DevServerProcess> {
   const { temporalCli } = provisionedServers();
   if (!temporalCli)
     throw new Error(
@@ -78,6 +91,10 @@ export async function startDevServerProcess(name: string): Promise<DevServerProc
     'error',
     // Registered again at every start: the CLI accepts attributes that already exist.
     ...searchAttributeKeys.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPES[key.type]}`]),
+    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+      '--dynamic-config-value',
+      `${key}=${JSON.stringify(value)}`,
+    ]),
   ];
 
   let lines: string[] = [];
@@ -130,6 +147,7 @@ export async function startDevServerProcess(name: string): Promise<DevServerProc
   await start();
   return {
     address,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     dbFile,
     child: () => child,
     kill,
