@@ -15,10 +15,10 @@
  * can record them: the watchers' looks, the activities' completions and the gateway's signals wait
  * for the restart (README "Reliability").
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitBatch, startBatch } from '../../client/batches';
-import { batchItemOutput, reportBatch, tallyBatch } from '../support/batch-tally';
+import { awaitBatch } from '../../client/batches';
+import { expectEveryItemCompletedOnce, startScriptedBatch } from '../support/batch-scenarios';
+import { reportBatch, tallyBatch } from '../support/batch-tally';
 import { type DevServerProcess, startDevServerProcess } from '../support/dev-server-process';
 import { outage, type Stack, startProcessStack, untilAnswered } from '../support/process-stack';
 
@@ -54,34 +54,25 @@ describe('the dev server SIGKILLed and restarted on its database file mid-batch 
     const startedAt = Date.now();
     const worker = live.startWorker();
     await worker.running;
-    const endpointId = live.endpoint({ workersMin: WORKERS, workersMax: WORKERS });
-    const handle = await startBatch(
-      live.client,
-      {
-        endpointId,
-        items: {
-          inline: Array.from({ length: ITEMS }, (_, i) => ({
-            input: { sleepMs: 1_000 + (i % 5) * 250, output: batchItemOutput(i) },
-          })),
-        },
-        job: {
-          polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
-          // The worker lives through the restart, so a submit page normally answers once the server
-          // is back. If one does not (the server down past its heartbeat timeout, submitTimeout
-          // below), its items not named by its last heartbeat are uncertain: under a lease given as
-          // a duration an orphan reports itself by webhook and is adopted, and an item is sent again
-          // only after its lease and the webhook window. The reliability case's
-          // `uncertainSubmitWait: 30 s` with `onUncertainSubmit: 'resubmit'` would instead send
-          // again after 30 s whether or not an orphan exists ('auto' gives a cut page's items no
-          // lease), which could make a second job of an item whose webhook is late.
-          submitLease: '90 seconds',
-          submitTimeout: 15_000,
-          maxSubmissions: 5,
-        },
-        maxConcurrency: WORKERS,
+    const { endpointId, handle } = await startScriptedBatch(live, {
+      name: 'batch-dev-server-restart',
+      items: ITEMS,
+      workers: WORKERS,
+      sleepMs: 1_000,
+      job: {
+        // The worker lives through the restart, so a submit page normally answers once the server
+        // is back. If one does not (the server down past its heartbeat timeout, submitTimeout
+        // below), its items not named by its last heartbeat are uncertain: under a lease given as
+        // a duration an orphan reports itself by webhook and is adopted, and an item is sent again
+        // only after its lease and the webhook window. The reliability case's
+        // `uncertainSubmitWait: 30 s` with `onUncertainSubmit: 'resubmit'` would instead send
+        // again after 30 s whether or not an orphan exists ('auto' gives a cut page's items no
+        // lease), which could make a second job of an item whose webhook is late.
+        submitLease: '90 seconds',
+        submitTimeout: 15_000,
+        maxSubmissions: 5,
       },
-      { workflowId: `batch-dev-server-restart-${randomUUID()}`, taskQueue: live.taskQueue },
-    );
+    });
 
     // Mid-batch, chosen by the service's count; down until every job the service has is finished.
     const killed: Array<{ signal: NodeJS.Signals | null; submissions: number }> = [];
@@ -118,31 +109,8 @@ describe('the dev server SIGKILLed and restarted on its database file mid-batch 
     expect(killed.map((k) => k.signal)).toEqual(['SIGKILL']);
     expect(down.runningAtService).toBeGreaterThan(0);
     expect(killed[0]?.submissions).toBeLessThan(ITEMS);
-    // Every job the service made is counted and names its item: the per-item counts see them all.
-    expect(figures.serviceJobs).toBe(figures.serviceSubmissions);
-    expect(figures.unattributed).toBe(0);
-    // Exactly one submission per item, and so exactly one run.
-    expect(figures.submittedTimes, figures.examples).toEqual({ 1: ITEMS });
-    expect(figures.serviceSubmissions).toBe(ITEMS);
-    expect(figures.ranTwice, figures.examples).toBe(0);
-    // Every item completed with its own output, from that one job, one result line each.
-    expect(figures.completed, figures.examples).toBe(ITEMS);
-    expect(figures.missing).toBe(0);
-    expect(figures.lost, figures.examples).toBe(0);
-    expect(summary).toMatchObject({
-      total: ITEMS,
-      counts: {
-        completed: ITEMS,
-        failed: 0,
-        timedOut: 0,
-        expired: 0,
-        cancelled: 0,
-        uncertain: 0,
-        rejected: 0,
-      },
-      failures: 0,
-      notStarted: 0,
-      lease: { leaseLapses: 0 },
-    });
+    // Exactly one submission per item, and so exactly one run; every item completed with its own
+    // output, from that one job, one result line each.
+    expectEveryItemCompletedOnce(figures, summary, ITEMS, { exactlyOneSubmission: true });
   }, 600_000);
 });

@@ -8,23 +8,21 @@
  * emulator's jobs: each item's input names its index, and two jobs with the same index would be
  * two submissions of that item.
  */
-import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { awaitBatch, type BatchResultLine, readBatchResults, startBatch } from '../../client/batches';
+import { awaitBatch, type BatchResultLine, readBatchResults } from '../../client/batches';
 import {
   killTemporalServer,
   startPostgresAgain,
   startTemporalServer,
   stopPostgresAsInACrash,
 } from '../../scripts/prod-temporal';
-import { instance, outage, type Stack, startStack, untilAnswered } from './support';
+import { expectBatchSummaryAllCompleted, startScriptedBatch } from '../support/batch-scenarios';
+import { batchItemOutput, instance, outage, type Stack, startStack, untilAnswered } from './support';
 
 const ITEMS = 2_000;
 const STRIKE_AFTER_SUBMISSIONS = 500;
 const WORKERS = 200;
-
-const outputOf = (index: number) => ({ item: index, tag: `out-${index}` });
 
 interface Cause {
   name: string;
@@ -46,28 +44,20 @@ describe('reliability: a batch of 2,000 items through a restart (real server on 
     stack = await startStack({ name: cause.name, timeScale: 1 });
     const worker = stack.startWorker();
     await worker.running;
-    const endpointId = stack.endpoint({ workersMin: WORKERS, workersMax: WORKERS });
-    const inline = Array.from({ length: ITEMS }, (_, i) => ({
-      input: { sleepMs: 1_000 + (i % 5) * 250, output: outputOf(i) },
-    }));
-    const handle = await startBatch(
-      stack.client,
-      {
-        endpointId,
-        items: { inline },
-        job: {
-          polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
-          // A page whose submit activity never answered keeps the jobs its heartbeat named; the
-          // rest are uncertain: an orphan reports itself by webhook within this wait and is
-          // adopted, and an item with no orphan (never sent) is sent again (README "Batches").
-          uncertainSubmitWait: 30_000,
-          onUncertainSubmit: 'resubmit',
-          submitTimeout: 15_000,
-        },
-        maxConcurrency: WORKERS,
+    const { endpointId, handle } = await startScriptedBatch(stack, {
+      name: cause.name,
+      items: ITEMS,
+      workers: WORKERS,
+      sleepMs: 1_000,
+      job: {
+        // A page whose submit activity never answered keeps the jobs its heartbeat named; the
+        // rest are uncertain: an orphan reports itself by webhook within this wait and is
+        // adopted, and an item with no orphan (never sent) is sent again (README "Batches").
+        uncertainSubmitWait: 30_000,
+        onUncertainSubmit: 'resubmit',
+        submitTimeout: 15_000,
       },
-      { workflowId: `${cause.name}-${randomUUID()}`, taskQueue: stack.taskQueue },
-    );
+    });
 
     // Mid-batch, chosen by the service's count; down until every job the service has is finished.
     const live = stack;
@@ -95,7 +85,7 @@ describe('reliability: a batch of 2,000 items through a restart (real server on 
     for await (const line of readBatchResults(summary, { store: live.resultDir })) lines.push(line);
     const byIndex = new Map(lines.map((line) => [line.index, line]));
     const wrong = lines.filter(
-      (line) => line.status !== 'COMPLETED' || !isDeepStrictEqual(line.output, outputOf(line.index)),
+      (line) => line.status !== 'COMPLETED' || !isDeepStrictEqual(line.output, batchItemOutput(line.index)),
     );
     const lost = ITEMS - (byIndex.size - new Set(wrong.map((line) => line.index)).size);
 
@@ -112,20 +102,7 @@ describe('reliability: a batch of 2,000 items through a restart (real server on 
     expect(submittedTwice).toBe(0);
     expect(neverReached).toBe(0);
     expect(live.control.submissions(endpointId)).toBe(ITEMS);
-    expect(summary).toMatchObject({
-      total: ITEMS,
-      counts: {
-        completed: ITEMS,
-        failed: 0,
-        timedOut: 0,
-        expired: 0,
-        cancelled: 0,
-        uncertain: 0,
-        rejected: 0,
-      },
-      failures: 0,
-      notStarted: 0,
-    });
+    expectBatchSummaryAllCompleted(summary, ITEMS);
     expect(lines).toHaveLength(ITEMS);
     expect(byIndex.size).toBe(ITEMS);
     expect(wrong, firstWrong).toHaveLength(0);
