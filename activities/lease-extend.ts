@@ -65,7 +65,8 @@ export async function extendJobTtl(
     beat();
     if (target.signal?.aborted) return 'failed';
     const limits = [
-      ...(target.tryMs === undefined ? [] : [AbortSignal.timeout(target.tryMs)]),
+      // AbortSignal.timeout throws on a fraction of a millisecond.
+      ...(target.tryMs === undefined ? [] : [AbortSignal.timeout(Math.max(1, Math.ceil(target.tryMs)))]),
       ...(target.signal === undefined ? [] : [target.signal]),
     ];
     const signal = limits.length > 1 ? AbortSignal.any(limits) : limits[0];
@@ -100,7 +101,7 @@ export async function extendLeaseInSubmit(
       jobId: lease.jobId,
       ttl,
       until: Math.min(leaseEndsBy(lease.sentAt, lease.leaseTtlMs), lease.notAfter),
-      tryMs: Math.min(10_000, Math.max(2_000, lease.leaseTtlMs / 6)),
+      tryMs: Math.min(10_000, Math.max(2_000, Math.floor(lease.leaseTtlMs / 6))),
     },
     beat,
   );

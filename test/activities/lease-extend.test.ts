@@ -90,6 +90,19 @@ describe('extendJobTtl', () => {
     expect(calls[0]?.signal).toBeDefined();
     expect(calls[0]?.signal).not.toBe(controller.signal);
   });
+
+  it('takes a per-try limit that is not a whole number of milliseconds', async () => {
+    const { client, calls } = scriptedStatus(['ok']);
+    expect(
+      await extendJobTtl(
+        client,
+        { ...target, until: Date.now() + 60_000, tryMs: 20_000 / 6 },
+        undefined,
+        noPause,
+      ),
+    ).toBe('extended');
+    expect(calls).toHaveLength(1);
+  });
 });
 
 describe('extendLeaseInSubmit', () => {
@@ -112,6 +125,19 @@ describe('extendLeaseInSubmit', () => {
       await extendLeaseInSubmit(client, { ...lease, callerTtlMs: undefined, notAfter: Date.now() + 60_000 }),
     ).toBe(true);
     expect(calls.map((call) => call.ttl)).toEqual([7_200_000, 86_400_000]);
+  });
+
+  it('extends a lease whose sixth is not a whole number of milliseconds (20 s)', async () => {
+    const { client, calls } = scriptedStatus(['ok']);
+    expect(
+      await extendLeaseInSubmit(client, {
+        ...lease,
+        leaseTtlMs: 20_000,
+        callerTtlMs: 7_200_000,
+        notAfter: Date.now() + 60_000,
+      }),
+    ).toBe(true);
+    expect(calls).toHaveLength(1);
   });
 
   it('is false when the job is gone', async () => {
