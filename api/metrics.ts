@@ -16,7 +16,7 @@ export type SubmitOutcome = 'accepted' | 'refused' | 'uncertain';
 
 export type WebhookVerdict =
   | { accepted: true; reason: 'signalled' | 'workflow-closed' | 'not-needed' }
-  | { accepted: false; reason: 'no-token' | 'bad-token' | 'malformed' | 'temporal-unavailable' | 'deferred' };
+  | { accepted: false; reason: 'no-token' | 'bad-token' | 'malformed' | 'temporal-unavailable' };
 
 /** How a batch item ended: one per BatchCounts field, in the label's snake case. */
 export const BATCH_ITEM_OUTCOMES = [

@@ -35,17 +35,6 @@ export const DEFAULT_SIGNAL_TIMEOUT_MS = 5_000;
  */
 export const BATCH_HINT_PAUSES_MS = [250, 750, 1_500, 2_000] as const;
 
-/**
- * A batch job still 'wait' after those pauses (its page is slow: 429s, retries) gets a 503 on its
- * first call instead of a signal: the service calls again in 10 s, when its page has almost always
- * answered and named it, and no signal (four history events) is spent. A job is deferred once: its
- * next call signals as before, so the service's third try is never needed. Remembered for this long
- * (the service's two retries come 10 s apart) and for at most this many jobs; when full, no
- * deferral (a signal too many, never a hint too few).
- */
-const DEFERRAL_MEMORY_MS = 60_000;
-const DEFERRAL_MEMORY_JOBS = 100_000;
-
 // Temporal allows workflow ids of up to 1000 bytes; percent-encoded that is at most three times as long.
 const MAX_ENCODED_WORKFLOW_ID = 3 * 1000;
 
@@ -97,34 +86,13 @@ export interface WebhookGateway {
   close(): Promise<void>;
 }
 
-type Outcome = 'signalled' | 'not-needed' | 'deferred' | 'workflow-closed' | 'temporal-unavailable';
-
-/** The batch jobs whose webhook was deferred once, by job id, with when (see DEFERRAL_MEMORY_MS). */
-export function createDeferrals(now: () => number = Date.now) {
-  const deferredAt = new Map<string, number>();
-  return {
-    /** True (and remembered) when this job may be deferred: never before, and room to remember it. */
-    deferOnce(jobId: string): boolean {
-      // Oldest first (insertion order): drop what the service can no longer call about.
-      for (const [id, at] of deferredAt) {
-        if (now() - at < DEFERRAL_MEMORY_MS) break;
-        deferredAt.delete(id);
-      }
-      if (deferredAt.has(jobId) || deferredAt.size >= DEFERRAL_MEMORY_JOBS) return false;
-      deferredAt.set(jobId, now());
-      return true;
-    },
-  };
-}
-
-export type Deferrals = ReturnType<typeof createDeferrals>;
+type Outcome = 'signalled' | 'not-needed' | 'workflow-closed' | 'temporal-unavailable';
 
 async function deliver(
   client: Client,
   workflowId: string,
   body: WebhookBody,
   timeoutMs: number,
-  deferrals: Deferrals,
   item?: number,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
   if (item !== undefined) {
@@ -142,12 +110,9 @@ async function deliver(
         wanted = await ask();
       }
       if (!wanted) return { outcome: 'not-needed' };
-      if (wanted === 'wait' && deferrals.deferOnce(body.id)) return { outcome: 'deferred' };
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return { outcome: 'workflow-closed' };
-      // No answer in time (a busy worker or server) is undecided too: deferred once like 'wait';
-      // after that the signal below decides (a hint too many is harmless).
-      if (deferrals.deferOnce(body.id)) return { outcome: 'deferred' };
+      // Anything else: the signal below decides (a hint too many is harmless).
     }
   }
   try {
@@ -188,7 +153,6 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
   const signalTimeoutMs = options.signalTimeoutMs ?? DEFAULT_SIGNAL_TIMEOUT_MS;
   const logger = options.logger ?? createLogger({ secrets, name: 'webhook-gateway' });
   const metrics = options.metrics ?? noopMetrics;
-  const deferrals = createDeferrals();
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -257,7 +221,6 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         workflowId,
         body,
         signalTimeoutMs,
-        deferrals,
         item === undefined ? undefined : Number(item),
       );
       const fields = { workflowId, jobId: body.id, status: body.status, outcome };
@@ -271,14 +234,6 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
           .code(503)
           .header('retry-after', '10')
           .send({ error: 'temporal unavailable, retry later' });
-      }
-      if (outcome === 'deferred') {
-        request.log.info(
-          fields,
-          "webhook of a batch job whose page has not answered: asking for the service's retry",
-        );
-        metrics.webhook({ accepted: false, reason: 'deferred' });
-        return reply.code(503).header('retry-after', '10').send({ error: 'not yet, retry later' });
       }
       metrics.webhook({ accepted: true, reason: outcome });
       request.log.info(
