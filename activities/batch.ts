@@ -326,7 +326,6 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         for (;;) {
           running = 0;
           let errors = 0;
-          let looked = 0;
           await Promise.all(
             [...pending.values()].map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
               let status: Awaited<ReturnType<typeof client.jobs.status>>;
@@ -339,8 +338,6 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                   changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
                 } else errors++;
                 return;
-              } finally {
-                if (++looked % 200 === 0) ctx.heartbeat(looked);
               }
               if (!TERMINAL.has(status.status)) {
                 if (status.status === 'IN_PROGRESS') running++;
@@ -415,7 +412,6 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               details: [{ watched: input.items.length, running }],
             });
           }
-          ctx.heartbeat(changes.length);
           await ctx.sleep(Math.min(input.polling.initialIntervalMs, 1_000));
         }
       } finally {

@@ -40,6 +40,7 @@ import {
 import { firstIssue } from '../workflows/input-rules';
 import { endpointIdKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { waitForResult } from './workflow-result';
 
 export type {
   BatchCounts,
@@ -49,9 +50,6 @@ export type {
   BatchResultsRef,
   BatchSummary,
 } from '../workflows/batch-input';
-
-import { waitForResult } from './workflow-result';
-
 export { BATCH_FAILURE } from '../workflows/batch-input';
 
 export type BatchHandle = WorkflowHandle<typeof serverlessBatch>;
