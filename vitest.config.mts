@@ -1,14 +1,45 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
+/**
+ * `npm test` runs three tiers, each started only with what it needs:
+ * - unit: no Temporal server at all (schemas, rules, the emulator, activities, the CLI's parsing);
+ * - workflows: workflow code on a time-skipping test server each file starts for itself;
+ * - integration: the real worker, gateway and client against one shared Temporal dev server
+ *   (started once by test/support/global-setup.ts) and the emulator over HTTP.
+ * `npm run test:unit`, `test:workflows` and `test:integration` run one tier; the reliability
+ * suite has its own config (vitest.reliability.config.mts) and server.
+ */
+const shared = {
+  // Temporal's native bridge is known to crash inside worker threads: one process per file.
+  pool: 'forks' as const,
+  exclude: [...configDefaults.exclude, 'test/reliability/**'],
+  testTimeout: 60_000,
+  hookTimeout: 120_000,
+};
+
 export default defineConfig({
   test: {
-    // Temporal's native bridge is known to crash inside worker threads: one process per file.
-    pool: 'forks',
-    include: ['test/**/*.test.ts'],
-    // The reliability suite runs on its own server: npm run test:reliability (vitest.reliability.config.mts).
-    exclude: [...configDefaults.exclude, 'test/reliability/**'],
-    globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    ...shared,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/{api,activities,client,emulator,foundation,observability,worker}/**/*.test.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'workflows', include: ['test/workflows/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/{integration,package,e2e}/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

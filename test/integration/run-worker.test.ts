@@ -13,7 +13,7 @@ import { runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { webhookUrlFor } from '../../worker/webhook-token';
 import { stackCheck } from '../../workflows/stack-check';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
-import { captureLines } from './capture';
+import { captureLines } from '../worker/capture';
 
 const SECRET = 'run-worker-test-secret-0123456789abcdef';
 const API_KEY = 'run-worker-test-api-key-do-not-log';

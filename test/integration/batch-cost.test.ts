@@ -18,8 +18,8 @@ import { awaitJob } from '../../client/jobs';
 import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
+import { sampleSum } from '../observability/counting-proxy';
 import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
-import { sampleSum } from './counting-proxy';
 
 const PRICE_PER_SECOND = 0.5;
 const round = (amount: number) => Math.round(amount * 1e6) / 1e6;

@@ -10,8 +10,8 @@ import { awaitJob, getJobSnapshot, type JobHandle } from '../../client/jobs';
 import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
+import { type CountingProxy, sampleSum, startCountingProxy } from '../observability/counting-proxy';
 import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
-import { type CountingProxy, sampleSum, startCountingProxy } from './counting-proxy';
 
 const PRICE_PER_SECOND = 0.0004;
 

@@ -18,7 +18,13 @@ import {
 } from '../../workflows/batch-definitions';
 import type { BatchInput } from '../../workflows/batch-input';
 import { devServerEnv } from '../support/temporal';
-import { bundleBatchWorkflow, fakeService, quietRuntime, until, withWorker } from './batch-harness';
+import {
+  bundleBatchWorkflow,
+  fakeService,
+  quietRuntime,
+  until,
+  withWorker,
+} from '../workflows/batch-harness';
 
 quietRuntime();
 

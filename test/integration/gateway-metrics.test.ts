@@ -4,7 +4,7 @@ import { buildWebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
 import { createPrometheusMetrics } from '../../worker/metrics';
 import { webhookUrlFactory } from '../../worker/webhook-token';
-import { sampleSum } from './counting-proxy';
+import { sampleSum } from '../observability/counting-proxy';
 
 const SECRET = 'a-webhook-secret-of-at-least-32-characters';
 

@@ -11,7 +11,7 @@ import { createLogger } from '../../worker/logger';
 import { signWebhookToken, webhookUrlFor } from '../../worker/webhook-token';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import { receivedWebhooksQuery, webhookReceiver } from '../support/workflows/webhook-receiver';
-import { captureLines } from './capture';
+import { captureLines } from '../worker/capture';
 
 const SECRET = 'gateway-test-secret-0123456789abcdefgh';
 const OLD_SECRET = 'gateway-test-old-secret-0123456789abcd';

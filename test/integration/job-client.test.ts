@@ -37,7 +37,7 @@ import {
   submitted,
   waitResult,
   withWorker,
-} from './job-harness';
+} from '../workflows/job-harness';
 
 quietRuntime();
 
