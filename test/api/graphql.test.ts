@@ -1,21 +1,33 @@
 import {
-  type DocumentNode,
   type FieldNode,
   Kind,
   type ObjectValueNode,
   type OperationDefinitionNode,
+  parse,
   type StringValueNode,
 } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ServiceClient, ServiceError, ValidationError } from '../../api';
-import { type FakeService, startFakeService, TEST_KEY } from './fake-service';
-import { clientFor, failure, NASTY_NAMES } from './helpers';
+import { createServiceClient, type ServiceClient, ServiceError, ValidationError } from '../../api';
+import {
+  clientFor,
+  FAST_RETRY,
+  failure,
+  NASTY_NAMES,
+  startService,
+  TEST_KEY,
+  type TestService,
+} from './helpers';
+import { type OffSpecService, startOffSpecService } from './off-spec-service';
 
-let service: FakeService;
+let service: TestService;
 let client: ServiceClient;
+const discount = { discountFactor: 0.8, type: 'CREDIT', expirationDate: '2030-01-01' };
 
 beforeAll(async () => {
-  service = await startFakeService();
+  service = await startService({
+    accounts: [],
+    seed: { accounts: [{ apiKey: TEST_KEY, serverlessDiscount: discount, networkVolumes: ['vol-1'] }] },
+  });
   client = clientFor(service);
 });
 afterAll(async () => {
@@ -24,10 +36,10 @@ afterAll(async () => {
 });
 beforeEach(() => service.reset());
 
-/** The root field of the last query the service parsed. */
+/** The root field of the last query the client sent, read by the reference parser. */
 function lastRootField(): FieldNode {
-  const document = service.requests.at(-1)?.document as DocumentNode;
-  const operation = document.definitions[0] as OperationDefinitionNode;
+  const sent = service.wire.requests.at(-1)?.json() as { query: string };
+  const operation = parse(sent.query).definitions[0] as OperationDefinitionNode;
   return operation.selectionSet.selections[0] as FieldNode;
 }
 
@@ -35,6 +47,8 @@ function inputFields(): Map<string, ObjectValueNode['fields'][number]['value']> 
   const input = lastRootField().arguments?.[0]?.value as ObjectValueNode;
   return new Map(input.fields.map((field) => [field.name.value, field.value]));
 }
+
+const endpointNamed = (id: string) => service.control.endpoints(TEST_KEY).find((e) => e.id === id);
 
 const base = { name: 'worker', templateId: 'tpl-1', gpuIds: 'AMPERE_24' } as const;
 
@@ -58,15 +72,17 @@ describe('saveEndpoint', () => {
       workersMax: 2,
       locations: 'US,FR',
     });
-    expect(endpoint.id).toMatch(/^ep-/);
+    expect(endpointNamed(endpoint.id)).toMatchObject({ name: 'worker', flashBootType: 'FLASHBOOT' });
     const fields = inputFields();
     expect(fields.get('type')).toEqual(expect.objectContaining({ kind: Kind.STRING, value: 'QB' }));
     expect(fields.get('flashBootType')).toEqual(
       expect.objectContaining({ kind: Kind.ENUM, value: 'FLASHBOOT' }),
     );
     expect(fields.get('workersMax')).toEqual(expect.objectContaining({ kind: Kind.INT, value: '2' }));
-    const seen = service.requests[0];
-    expect(seen?.query).toEqual({ api_key: TEST_KEY });
+    const seen = service.wire.requests[0];
+    const url = new URL(seen?.path ?? '', 'http://service');
+    expect(url.pathname).toBe('/graphql');
+    expect([...url.searchParams]).toEqual([['api_key', TEST_KEY]]);
     expect(seen?.headers.authorization).toBeUndefined();
     expect(seen?.headers['content-type']).toBe('application/json');
   });
@@ -74,7 +90,7 @@ describe('saveEndpoint', () => {
   it.each(NASTY_NAMES)('a name of %j arrives exactly as given', async (name) => {
     const endpoint = await client.endpoints.save({ ...base, name });
     expect((inputFields().get('name') as StringValueNode).value).toBe(name);
-    expect(service.endpoints.get(endpoint.id)?.name).toBe(name);
+    expect(endpointNamed(endpoint.id)?.name).toBe(name);
     expect(endpoint.name).toBe(name);
     expect(lastRootField().arguments).toHaveLength(1);
   });
@@ -99,11 +115,12 @@ describe('saveEndpoint', () => {
     expect((tier as ValidationError).field).toBe('input.gpuIds');
     const extra = await failure(client.endpoints.save({ ...base, 'x) { y': 1 } as never));
     expect(extra).toBeInstanceOf(ValidationError);
-    expect(service.requests).toHaveLength(0);
+    expect(service.wire.requests).toHaveLength(0);
   });
 
   it('a response with errors is an error, even with HTTP 200', async () => {
     const error = await failure(client.endpoints.save({ ...base, id: 'missing' }));
+    expect(service.wire.requests.map((r) => r.status)).toEqual([200]);
     expect(error).toBeInstanceOf(ServiceError);
     expect(error).toMatchObject({
       kind: 'GraphQLError',
@@ -113,46 +130,38 @@ describe('saveEndpoint', () => {
     });
     expect(error.message).toContain('endpoint missing not found');
   });
-
-  it('errors beside data are still an error', async () => {
-    service.fault({
-      route: 'graphql',
-      kind: 'status',
-      httpStatus: 200,
-      body: { data: { saveEndpoint: { id: 'e1', ...base } }, errors: [{ message: 'partly failed' }] },
-    });
-    const error = (await failure(client.endpoints.save(base))) as ServiceError;
-    expect(error.kind).toBe('GraphQLError');
-    // The create did something: a result came back with the errors.
-    expect(error.mayHaveReachedService).toBe(true);
-  });
 });
 
 describe('listing, account and deletion', () => {
   it('lists the endpoints with their pods', async () => {
-    await client.endpoints.save(base);
-    await client.endpoints.save({ ...base, name: 'second' });
+    // One worker kept warm: one pod.
+    const first = await client.endpoints.save({ ...base, name: 'listed-1', workersMin: 1 });
+    const second = await client.endpoints.save({ ...base, name: 'listed-2' });
     const endpoints = await client.endpoints.list();
-    expect(endpoints.map((e) => e.name).sort()).toEqual(['second', 'worker']);
-    expect(endpoints[0]?.pods).toEqual([{ desiredStatus: 'RUNNING' }]);
+    const listed = endpoints.filter((e) => e.id === first.id || e.id === second.id);
+    expect(listed.map((e) => e.name).sort()).toEqual(['listed-1', 'listed-2']);
+    expect(endpoints.map((e) => e.id).sort()).toEqual(
+      service.control
+        .endpoints(TEST_KEY)
+        .map((e) => e.id)
+        .sort(),
+    );
+    expect(listed.find((e) => e.id === first.id)?.pods).toEqual([{ desiredStatus: 'RUNNING' }]);
     expect(lastRootField().name.value).toBe('myself');
   });
 
   it('reads the account with its discount', async () => {
-    await client.endpoints.save(base);
+    const saved = await client.endpoints.save(base);
     const account = await client.endpoints.account();
-    expect(account.endpoints).toHaveLength(1);
-    expect(account.serverlessDiscount).toEqual({
-      discountFactor: 0.8,
-      type: 'CREDIT',
-      expirationDate: '2030-01-01',
-    });
+    expect(account.endpoints.map((e) => e.id)).toContain(saved.id);
+    expect(account.endpoints).toHaveLength(service.control.endpoints(TEST_KEY).length);
+    expect(account.serverlessDiscount).toEqual(discount);
   });
 
   it('deletes an endpoint whose workers are at zero, and reports the refusal otherwise', async () => {
     const idle = await client.endpoints.save({ ...base, workersMin: 0, workersMax: 0 });
     await expect(client.endpoints.delete(idle.id)).resolves.toBeUndefined();
-    expect(service.endpoints.has(idle.id)).toBe(false);
+    expect(endpointNamed(idle.id)).toBeUndefined();
     expect(lastRootField().arguments?.[0]?.value).toEqual(
       expect.objectContaining({ kind: Kind.STRING, value: idle.id }),
     );
@@ -160,12 +169,41 @@ describe('listing, account and deletion', () => {
     const busy = await client.endpoints.save({ ...base, workersMax: 1 });
     const error = await failure(client.endpoints.delete(busy.id));
     expect(error).toMatchObject({ kind: 'GraphQLError', operation: 'deleteEndpoint', retryable: false });
-    expect(error.message).toContain('workersMin and workersMax must be 0');
+    expect(error.message).toMatch(/workersMin 0 and workersMax 1; set both to 0/);
+    expect(endpointNamed(busy.id)).toBeDefined();
     expect(await failure(client.endpoints.delete(''))).toBeInstanceOf(ValidationError);
+  });
+});
+
+describe('answers the emulator never gives (a service off the spec)', () => {
+  let offSpec: OffSpecService;
+  let offSpecClient: ServiceClient;
+  beforeAll(async () => {
+    offSpec = await startOffSpecService();
+    offSpecClient = createServiceClient(
+      { apiKey: TEST_KEY, apiUrl: offSpec.apiUrl, graphqlUrl: offSpec.graphqlUrl, restUrl: offSpec.restUrl },
+      { retry429: FAST_RETRY },
+    );
+  });
+  afterAll(async () => {
+    await offSpecClient.close();
+    await offSpec.close();
+  });
+
+  it('errors beside the data of a create are still an error, and the create may have happened', async () => {
+    offSpec.answer = () => ({
+      status: 200,
+      body: { data: { saveEndpoint: { id: 'e1', ...base } }, errors: [{ message: 'partly failed' }] },
+    });
+    const error = (await failure(offSpecClient.endpoints.save(base))) as ServiceError;
+    expect(error.kind).toBe('GraphQLError');
+    expect(error.message).toContain('partly failed');
+    // The create did something: a result came back with the errors.
+    expect(error.mayHaveReachedService).toBe(true);
   });
 
   it('a response that is not GraphQL is an InvalidResponse', async () => {
-    service.fault({ route: 'graphql', kind: 'status', httpStatus: 200, body: { data: {} } });
-    expect(await failure(client.endpoints.list())).toMatchObject({ kind: 'InvalidResponse' });
+    offSpec.answer = () => ({ status: 200, body: { data: {} } });
+    expect(await failure(offSpecClient.endpoints.list())).toMatchObject({ kind: 'InvalidResponse' });
   });
 });

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ServiceClient, ServiceError, ValidationError } from '../../api';
-import { type FakeService, startFakeService, TEST_KEY } from './fake-service';
-import { clientFor, failure } from './helpers';
+import { clientFor, failure, startService, TEST_KEY, type TestService } from './helpers';
 
-let service: FakeService;
+let service: TestService;
 let client: ServiceClient;
 
 beforeAll(async () => {
-  service = await startFakeService();
+  service = await startService();
   client = clientFor(service);
 });
 afterAll(async () => {
@@ -19,20 +18,25 @@ beforeEach(() => service.reset());
 describe('REST createEndpoint', () => {
   it('posts the creation body with a Bearer key under /v1 and keeps unknown response fields', async () => {
     const body = {
-      name: 'n',
-      templateId: 't',
+      name: 'rest-create',
+      templateId: 'echo',
       gpuTypeIds: ['NVIDIA L4', 'NVIDIA A40'],
       workersMin: 0,
       workersMax: 2,
       idleTimeout: 5,
     };
     const created = await client.rest.createEndpoint(body);
-    expect(created.id).toMatch(/^ep-/);
-    expect(created.createdAt).toBe('2030-01-01T00:00:00Z');
-    const [seen] = service.requests;
-    expect(seen?.url).toBe('/v1/endpoints');
+    // gpuIds (the type the service picked) is no field the client knows: it is kept as it came.
+    expect(created).toMatchObject({ name: 'rest-create', gpuIds: 'NVIDIA L4', workersMax: 2 });
+    expect(service.control.endpoints(TEST_KEY).find((e) => e.id === created.id)).toMatchObject({
+      name: 'rest-create',
+      templateId: 'echo',
+      workersMax: 2,
+    });
+    const [seen] = service.wire.requests;
+    expect(seen?.path).toBe('/v1/endpoints');
     expect(seen?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
-    expect(seen?.body).toEqual(body);
+    expect(seen?.json()).toEqual(body);
   });
 
   it('refuses fields the spec does not list and a bad priority list', async () => {
@@ -42,15 +46,21 @@ describe('REST createEndpoint', () => {
     expect(extra).toBeInstanceOf(ValidationError);
     const empty = await failure(client.rest.createEndpoint({ name: 'n', templateId: 't', gpuTypeIds: [] }));
     expect((empty as ValidationError).field).toBe('gpuTypeIds');
-    expect(service.requests).toHaveLength(0);
+    expect(service.wire.requests).toHaveLength(0);
   });
 });
 
 describe('REST deleteNetworkVolume', () => {
   it('204 is success', async () => {
-    await expect(client.rest.deleteNetworkVolume('vol-1')).resolves.toBeUndefined();
-    expect(service.volumes.has('vol-1')).toBe(false);
-    expect(service.requests[0]).toMatchObject({ method: 'DELETE', url: '/v1/networkvolumes/vol-1' });
+    const volume = service.control.createNetworkVolume(TEST_KEY);
+    await expect(client.rest.deleteNetworkVolume(volume.id)).resolves.toBeUndefined();
+    expect(service.wire.requests[0]).toMatchObject({
+      method: 'DELETE',
+      path: `/v1/networkvolumes/${volume.id}`,
+      status: 204,
+    });
+    // Gone: a second delete is refused.
+    expect(await failure(client.rest.deleteNetworkVolume(volume.id))).toMatchObject({ status: 400 });
   });
 
   it('400 (invalid id) is a BadRequest', async () => {
@@ -66,13 +76,9 @@ describe('REST deleteNetworkVolume', () => {
   });
 
   it('401 is Unauthorized', async () => {
-    service.fault({
-      route: 'rest-delete-volume',
-      kind: 'status',
-      httpStatus: 401,
-      body: { error: 'unauthorized' },
-    });
-    expect(await failure(client.rest.deleteNetworkVolume('vol-1'))).toMatchObject({
+    const volume = service.control.createNetworkVolume(TEST_KEY);
+    service.control.injectFault({ operation: 'rest-delete-volume', kind: 'status', httpStatus: 401 });
+    expect(await failure(client.rest.deleteNetworkVolume(volume.id))).toMatchObject({
       kind: 'Unauthorized',
       status: 401,
     });
@@ -81,13 +87,13 @@ describe('REST deleteNetworkVolume', () => {
   it.each(['', '.', '..', '../endpoints', 'a\\b'])('refuses the id %j', async (id) => {
     const error = await failure(client.rest.deleteNetworkVolume(id));
     expect((error as ValidationError).field).toBe('networkVolumeId');
-    expect(service.requests).toHaveLength(0);
+    expect(service.wire.requests).toHaveLength(0);
   });
 
   it('encodes an odd but acceptable id into one segment', async () => {
-    service.volumes.add('vol 2?#%');
-    await client.rest.deleteNetworkVolume('vol 2?#%');
-    expect(service.requests[0]?.url).toBe('/v1/networkvolumes/vol%202%3F%23%25');
-    expect(service.volumes.has('vol 2?#%')).toBe(false);
+    // The service's ids never look like this; it refuses it as an id, which it read as one.
+    const error = await failure(client.rest.deleteNetworkVolume('vol 2?#%'));
+    expect(error).toMatchObject({ kind: 'BadRequest', status: 400 });
+    expect(service.wire.requests.map((r) => r.path)).toEqual(['/v1/networkvolumes/vol%202%3F%23%25']);
   });
 });
