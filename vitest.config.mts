@@ -30,14 +30,18 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'workflows', include: ['test/workflows/**/*.test.ts'] },
+        test: {
+          name: 'workflows',
+          include: ['test/workflows/**/*.test.ts'],
+          globalSetup: ['test/support/bundle-cache-setup.ts'],
+        },
       },
       {
         extends: true,
         test: {
           name: 'integration',
           include: ['test/{integration,package,e2e}/**/*.test.ts'],
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['test/support/bundle-cache-setup.ts', 'test/support/global-setup.ts'],
         },
       },
     ],

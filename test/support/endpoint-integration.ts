@@ -9,7 +9,6 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   type ActivityInterceptorsFactory,
-  bundleWorkflowCode,
   Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
@@ -20,6 +19,7 @@ import { type Emulator, startEmulator } from '../../emulator';
 import { quietRuntime } from './endpoint-harness';
 import { serviceEnv, spawnWorker } from './integration';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
+import { LIBRARY_WORKFLOWS, sharedWorkflowBundle } from './workflow-bundles';
 
 export const API_KEY = 'test-key';
 
@@ -46,10 +46,7 @@ export async function startStack(timeScale = 20): Promise<Stack> {
     restUrl: emulator.restUrl,
   });
   const env = await devServerEnv();
-  const bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../workflows/index.ts'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
+  const bundle = await sharedWorkflowBundle(LIBRARY_WORKFLOWS);
   const resultDir = mkdtempSync(path.join(tmpdir(), 'endpoint-it-'));
   return {
     emulator,

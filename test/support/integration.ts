@@ -24,6 +24,7 @@ import { runWorker } from '../../worker/run-worker';
 import type { JobWorkflowInput } from '../../workflows/job-input';
 import { DEFAULT_LEASE_MS } from '../../workflows/submit-lease';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
+import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
 
@@ -213,6 +214,8 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     });
     running = runWorker(config, {
       signal: controller.signal,
+      // The library's workflows bundled once for the whole run, as a built worker loads its bundle.
+      workflowBundlePath: await workflowBundleFile(LIBRARY_WORKFLOWS),
       logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
       publicUrlFromGateway: options.webhooks === true,
       ...(options.automations ? { automations: options.automations } : {}),

@@ -6,15 +6,10 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  Runtime,
-  Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
 import { uniqueTaskQueue } from './temporal';
+import { sharedWorkflowBundle } from './workflow-bundles';
 
 /**
  * These suites fail workflows on purpose; the SDK would log each at WARN. Errors only, installed
@@ -28,12 +23,12 @@ export function quietRuntime(): void {
   }
 }
 
-/** Bundles a workflows file once (vitest needs the path with its .ts extension). */
+/**
+ * The bundle of a workflows file (vitest needs the path with its .ts extension), made once per
+ * test run and shared by the files that use it (workflow-bundles.ts).
+ */
 export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({
-    workflowsPath,
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
+  return sharedWorkflowBundle(workflowsPath);
 }
 
 /** Runs `body` while a worker of a task queue of its own serves it. */
