@@ -12,12 +12,13 @@ const serviceEnv = {
   SERVERLESS_API_URL: 'https://api.example.test/v2',
   SERVERLESS_GRAPHQL_URL: 'https://api.example.test/graphql',
   SERVERLESS_REST_URL: 'https://rest.example.test/v1',
+  GRAFANA_ADMIN_PASSWORD: 'a-password-of-the-operator',
 };
 
-function composeConfig(file: string, env: Record<string, string>) {
+function composeConfig(file: string, env: Record<string, string>, args: string[] = ['config', '-q']) {
   const { composeCli } = provisionedServers();
   if (!composeCli) throw new Error('the Compose CLI is not provisioned: run npm run provision');
-  return spawnSync(composeCli, ['-f', file, 'config', '-q'], {
+  return spawnSync(composeCli, ['-f', file, ...args], {
     encoding: 'utf8',
     cwd: path.dirname(composeFile),
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
@@ -36,6 +37,41 @@ describe('docker-compose.yml', () => {
     const result = composeConfig(composeFile, rest);
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain('SERVERLESS_API_KEY');
+  });
+
+  it('refuses to start without a Grafana admin password, and names the variable', () => {
+    const { GRAFANA_ADMIN_PASSWORD: _omitted, ...rest } = serviceEnv;
+    const result = composeConfig(composeFile, rest);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('GRAFANA_ADMIN_PASSWORD');
+    const empty = composeConfig(composeFile, { ...rest, GRAFANA_ADMIN_PASSWORD: '' });
+    expect(empty.status).not.toBe(0);
+  });
+
+  it('publishes every port on 127.0.0.1 only, in every profile, unless the operator opts in', () => {
+    const published = (env: Record<string, string>) => {
+      // '*' enables every profile: the gateway (webhooks) and Prometheus and Grafana (metrics) too.
+      const result = composeConfig(composeFile, env, ['--profile', '*', 'config', '--format', 'json']);
+      expect(result.stderr).toBe('');
+      const config = JSON.parse(result.stdout) as {
+        services: Record<string, { ports?: Array<{ host_ip?: string; published: string }> }>;
+      };
+      return Object.entries(config.services).flatMap(([service, { ports = [] }]) =>
+        ports.map((port) => ({ service, published: port.published, hostIp: port.host_ip })),
+      );
+    };
+    const byDefault = published(serviceEnv);
+    expect(byDefault.map((port) => port.service).sort()).toEqual(
+      ['gateway', 'grafana', 'prometheus', 'temporal', 'temporal-ui'].sort(),
+    );
+    for (const port of byDefault) expect(port, port.service).toMatchObject({ hostIp: '127.0.0.1' });
+
+    const optedIn = published({ ...serviceEnv, BIND_ADDRESS: '0.0.0.0', GATEWAY_BIND_ADDRESS: '0.0.0.0' });
+    for (const port of optedIn) expect(port, port.service).toMatchObject({ hostIp: '0.0.0.0' });
+    // The gateway is the one listener a deployment exposes on purpose: opting it in exposes nothing else.
+    const gatewayOnly = published({ ...serviceEnv, GATEWAY_BIND_ADDRESS: '0.0.0.0' });
+    for (const port of gatewayOnly)
+      expect(port, port.service).toMatchObject({ hostIp: port.service === 'gateway' ? '0.0.0.0' : '127.0.0.1' });
   });
 
   it('would catch a broken field: the validator names it', () => {

@@ -12,6 +12,8 @@ const serviceEnv = {
   SERVERLESS_API_URL: 'https://api.example.test/v2',
   SERVERLESS_GRAPHQL_URL: 'https://api.example.test/graphql',
   SERVERLESS_REST_URL: 'https://rest.example.test/v1',
+  // docker-compose.yml has no default Grafana admin password: it refuses to start without one.
+  GRAFANA_ADMIN_PASSWORD: 'a-password-of-the-operator',
 };
 
 describe('the metrics profile and the Grafana dashboard', () => {
