@@ -71,7 +71,9 @@ describe('docker-compose.yml', () => {
     // The gateway is the one listener a deployment exposes on purpose: opting it in exposes nothing else.
     const gatewayOnly = published({ ...serviceEnv, GATEWAY_BIND_ADDRESS: '0.0.0.0' });
     for (const port of gatewayOnly)
-      expect(port, port.service).toMatchObject({ hostIp: port.service === 'gateway' ? '0.0.0.0' : '127.0.0.1' });
+      expect(port, port.service).toMatchObject({
+        hostIp: port.service === 'gateway' ? '0.0.0.0' : '127.0.0.1',
+      });
   });
 
   it('would catch a broken field: the validator names it', () => {
