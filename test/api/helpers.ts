@@ -8,6 +8,7 @@ import {
   type ServiceConfigInput,
 } from '../../api';
 import { type Emulator, type EmulatorControl, type EmulatorOptions, startEmulator } from '../../emulator';
+import { pollUntil } from '../support/poll';
 
 export const TEST_KEY = 'sk_TEST-secret.KEY~0123456789';
 
@@ -196,15 +197,11 @@ export function clientFor(
 }
 
 /**
- * Polls in-process state until `check` holds. For state no event announces (what the emulator has
- * processed); the timeout is a safety net for a broken test that names what never happened.
+ * Polls in-process state until `check` holds: for what no event announces (what the emulator has
+ * processed). On timeout the error names `what` (test/support/poll.ts).
  */
 export async function waitUntil(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
+  await pollUntil(what, check, { timeoutMs, intervalMs: 2 });
 }
 
 /** The rejection of a promise that must reject; no error of any test may carry the key. */

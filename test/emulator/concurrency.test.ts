@@ -173,19 +173,36 @@ describe('concurrency', () => {
     expect(new Set(outcomes.map((o) => o.id)).size).toBe(outcomes.length);
     expect(emulator.control.submissions(endpointId)).toBe(outcomes.length);
 
-    // Over HTTP at the end: every job's /status is its own, and /health counts exactly those states.
-    const states: JobStatusValue[] = [];
+    // Over HTTP at the end: every job's /status is its own. A job may have outlived its result
+    // retention meanwhile (a minute for /runsync, about a real second at this scale on a loaded
+    // machine): then /status answers 404 and the service's record says so and what it ended as.
+    let expired = 0;
     for (const outcome of outcomes) {
       const status = await polite(() => api.status(outcome.id));
-      expect(status.body).toMatchObject(outcome.expected);
-      states.push(status.body.status);
-      if (outcome.plan !== 'cancel') {
-        expect(emulator.control.job(outcome.id)?.attempts).toBe(outcome.plan === 'retry' ? 2 : 1);
+      const job = emulator.control.job(outcome.id);
+      if (status.status === 404) {
+        expect(job).toMatchObject({ expired: true, status: outcome.expected.status });
+        expired++;
+      } else {
+        expect(status.body).toMatchObject(outcome.expected);
       }
+      if (outcome.plan !== 'cancel') expect(job?.attempts).toBe(outcome.plan === 'retry' ? 2 : 1);
     }
-    const retried = outcomes.filter((o) => o.plan === 'retry').length;
-    const health = await polite(() => api.health());
-    expect(health.body.jobs).toEqual(countsOf(states, retried));
-    expect(health.body.workers.running).toBe(0);
+    expect(expired).toBeLessThan(outcomes.length);
+    // /health over HTTP counts exactly the jobs the service holds, read at the same service time.
+    emulator.control.freeze();
+    try {
+      const health = await api.health();
+      const jobs = emulator.control.jobs(endpointId);
+      expect(health.body.jobs).toEqual(
+        countsOf(
+          jobs.map((job) => job.status),
+          jobs.filter((job) => job.retries > 0).length,
+        ),
+      );
+      expect(health.body.workers.running).toBe(0);
+    } finally {
+      emulator.control.resume();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { type Emulator, type EmulatorOptions, startEmulator } from '../../emulator';
+import { pollUntil } from '../support/poll';
 
 export const KEY = 'test-key';
 export const OTHER_KEY = 'other-key';
@@ -64,19 +64,16 @@ export function graphqlApi(emulator: Emulator, key = KEY) {
     });
 }
 
-/** Polls until `check` returns something truthy. The timeout is a safety net, never an assertion. */
-export async function waitFor<T>(
+/**
+ * Polls until `check` returns something truthy, for state no event announces; on timeout the error
+ * names `what` and carries the check's last error or value (test/support/poll.ts).
+ */
+export function waitFor<T>(
   check: () => T | Promise<T>,
-  what = 'condition',
+  what: string,
   timeoutMs = 15_000,
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(2);
-  }
+  return pollUntil(what, check, { timeoutMs, intervalMs: 2 });
 }
 
 /** Starts an emulator with two accounts; timeScale 1 unless told, so tests move time with advance(). */

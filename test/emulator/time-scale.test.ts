@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createClock } from '../../emulator/clock';
@@ -25,19 +26,21 @@ describe('clock', () => {
     clock.close();
   });
 
-  it('runs a timer in real time divided by the scale', async () => {
+  it('runs a timer in real time divided by the scale, never sooner', async () => {
+    const before = performance.now();
     const clock = createClock(1000);
-    let fired = false;
-    clock.after(5000, () => {
-      fired = true;
+    // 5 s of service time at a scale of 1000: 5 real ms at the least (the timer fires once real
+    // time has moved that far; how much later is the machine's business, so it is not asserted).
+    const firedAt = await new Promise<number>((resolve) => {
+      clock.after(5000, () => resolve(performance.now()));
     });
-    await waitFor(() => fired, 'a 5 s timer at scale 1000');
+    expect(firedAt - before).toBeGreaterThanOrEqual(5);
     clock.close();
   });
 
   it('freeze() stops service time: only advance() moves it, and timers wait for it', async () => {
     // At this scale one real microsecond is a second of service time: a clock that still
-    // followed real time could not read the same twice across a turn of the event loop.
+    // followed real time could not read the same twice across turns of the event loop.
     const clock = createClock(1e9);
     clock.freeze();
     expect(clock.frozen).toBe(true);
@@ -45,8 +48,7 @@ describe('clock', () => {
     const fired: number[] = [];
     clock.after(1, () => fired.push(clock.now() - frozenAt));
     clock.after(60_000, () => fired.push(clock.now() - frozenAt));
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(clock.now()).toBe(frozenAt);
     expect(fired).toEqual([]);
 
@@ -63,21 +65,21 @@ describe('clock', () => {
     const clock = createClock(1000);
     clock.freeze();
     const frozenAt = clock.now();
-    let due = false;
-    clock.at(frozenAt, () => {
-      due = true;
-    });
-    await waitFor(() => due, 'a timer due when the clock froze');
+    // Fired by the clock's own timer, with nothing advancing it.
+    await new Promise<void>((resolve) => clock.at(frozenAt, resolve));
+    expect(clock.now()).toBe(frozenAt);
 
-    let later = false;
-    clock.after(5_000, () => {
-      later = true;
+    // Ten minutes added while frozen are kept: resuming goes on from there, not back to real time.
+    clock.advance(10 * MINUTE);
+    const stood = frozenAt + 10 * MINUTE;
+    const later = new Promise<number>((resolve) => {
+      clock.after(5_000, () => resolve(clock.now()));
     });
     clock.resume();
     expect(clock.frozen).toBe(false);
-    // Service time goes on from the frozen reading, and the 5 s timer fires in 5 real ms.
-    expect(clock.now()).toBeGreaterThanOrEqual(frozenAt);
-    await waitFor(() => later, 'a 5 s timer after resume()');
+    expect(clock.now()).toBeGreaterThanOrEqual(stood);
+    // And it moves on its own again: the 5 s timer fires with nothing advancing it.
+    expect(await later).toBe(stood + 5_000);
     clock.close();
   });
 
@@ -92,12 +94,26 @@ describe('clock', () => {
 });
 
 describe('time scale', () => {
-  it('service time moves on its own, at the scale, with nothing advancing it', async () => {
+  it('service time moves on its own, at exactly the scale, with nothing advancing it', async () => {
     const emulator = await startTestEmulator({ timeScale: 1000 });
     try {
-      const before = emulator.control.now();
-      // A minute of service time is 60 ms here; at a scale of 1 the wait would run out (15 s).
-      await waitFor(() => emulator.control.now() - before >= MINUTE, 'a minute of service time');
+      // Each reading of service time is bracketed by two of real time, in a fresh turn of the event
+      // loop (service time stands still within one synchronous task): however slow the machine,
+      // the service time that passed, divided by the scale, lies between the brackets' distances.
+      const reading = async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        const realBefore = performance.now();
+        const service = emulator.control.now();
+        return { realBefore, service, realAfter: performance.now() };
+      };
+      const first = await reading();
+      await waitFor(() => emulator.control.now() - first.service >= MINUTE, 'a minute of service time');
+      const second = await reading();
+      const passed = (second.service - first.service) / 1000;
+      const rounding = 1e-3;
+      expect(passed).toBeGreaterThanOrEqual(second.realBefore - first.realAfter - rounding);
+      expect(passed).toBeLessThanOrEqual(second.realAfter - first.realBefore + rounding);
+      expect(second.service - first.service).toBeGreaterThanOrEqual(MINUTE);
     } finally {
       await emulator.close();
     }

@@ -23,6 +23,7 @@ import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
 import type { JobWorkflowInput } from '../../workflows/job-input';
 import { DEFAULT_LEASE_MS } from '../../workflows/submit-lease';
+import { describeCheck, pollUntil } from './poll';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
@@ -30,18 +31,17 @@ export { historyText, scheduledActivities } from './history';
 
 const repoRoot = path.resolve(__dirname, '../..');
 
-/** Polls `check` until it holds (or throws after `timeoutMs`); for waiting on outside state. */
-export async function eventually<T>(
+/**
+ * Polls outside state until `check` holds, for what no event announces (prefer a workflow's result,
+ * a query or a signal where there is one). On timeout the error names the condition (`what`, or the
+ * check's own source) and carries the check's last error or value (test/support/poll.ts).
+ */
+export function eventually<T>(
   check: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 30_000,
+  what = describeCheck(check),
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return pollUntil(what, check, { timeoutMs, intervalMs: 50 }) as Promise<T>;
 }
 
 /**
