@@ -9,7 +9,6 @@ import { graphqlApi, http, jobsApi, waitFor } from './helpers';
 // The standalone emulator (emulator/main.ts) and seed files: accounts, endpoints and network volumes.
 
 const ROOT = resolve(__dirname, '../..');
-const TSX = join(ROOT, 'node_modules/tsx/dist/cli.mjs');
 
 const seed: SeedFile = {
   accounts: [
@@ -51,7 +50,12 @@ interface Started {
 }
 
 async function startCli(args: string[]): Promise<Started> {
-  const child = spawn(process.execPath, [TSX, 'emulator/main.ts', ...args], { cwd: ROOT, stdio: 'pipe' });
+  // tsx as a loader in one process (its CLI would start a second node): signals reach main.ts as
+  // they would a built emulator.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'emulator/main.ts', ...args], {
+    cwd: ROOT,
+    stdio: 'pipe',
+  });
   let output = '';
   child.stdout.on('data', (chunk) => {
     output += chunk;
