@@ -1,11 +1,11 @@
 /**
- * One real Temporal dev server (the CLI built by scripts/servers.ts) for the whole run, shared by
- * the test files through `inject('temporalAddress')`. Each file connects with
- * `TestWorkflowEnvironment.createFromExistingServer` and uses its own task queue.
+ * One real Temporal dev server (the CLI built by scripts/servers.ts) for the integration tier's
+ * whole run, shared by its test files through `inject('temporalAddress')`. Each file connects
+ * with `TestWorkflowEnvironment.createFromExistingServer` and uses its own task queue. The server
+ * is spawned and waited for here (dev-server-process.ts) rather than by the SDK, whose 5 s
+ * start-up limit a loaded machine can exceed.
  */
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { provisionedServers } from '../../scripts/servers';
-import { searchAttributeKeys } from '../../workflows/search-attributes';
+import { startDevServerProcess } from './dev-server-process';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -17,17 +17,7 @@ declare module 'vitest' {
 type ProvidingProject = { provide(key: 'temporalAddress', value: string): void };
 
 export default async function setup(project: ProvidingProject): Promise<() => Promise<void>> {
-  const { temporalCli } = provisionedServers();
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
-      ip: '127.0.0.1',
-      searchAttributes: searchAttributeKeys,
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
-  project.provide('temporalAddress', env.address);
-  return async () => {
-    await env.teardown();
-  };
+  const server = await startDevServerProcess('shared', { inMemory: true });
+  project.provide('temporalAddress', server.address);
+  return () => server.close();
 }
