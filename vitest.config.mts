@@ -8,6 +8,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
  *   (started once by test/support/global-setup.ts) and the emulator over HTTP.
  * `npm run test:unit`, `test:workflows` and `test:integration` run one tier; the reliability
  * suite has its own config (vitest.reliability.config.mts) and server.
+ *
+ * The tiers run one after another (sequence.groupOrder), each with as many files at once as suits
+ * it (vitest's default on 2 cores is one file at a time).
  */
 const shared = {
   // Temporal's native bridge is known to crash inside worker threads: one process per file.
@@ -25,6 +28,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
+          maxWorkers: 2,
           include: ['test/{api,activities,client,emulator,foundation,observability,worker}/**/*.test.ts'],
         },
       },
@@ -32,6 +37,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'workflows',
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
           include: ['test/workflows/**/*.test.ts'],
           globalSetup: ['test/support/bundle-cache-setup.ts'],
         },
@@ -40,6 +47,10 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
+          sequence: { groupOrder: 2 },
+          // Mostly waiting on servers, jobs and timers, so more files at once than there are
+          // cores; every test synchronises on events, never on how fast the machine is.
+          maxWorkers: 3,
           include: ['test/{integration,package,e2e}/**/*.test.ts'],
           globalSetup: ['test/support/bundle-cache-setup.ts', 'test/support/global-setup.ts'],
         },
