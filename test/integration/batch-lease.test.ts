@@ -122,6 +122,7 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
       expect(control.submissions(quick)).toBe(3);
       expect(control.submissions(slow)).toBe(3);
       const orphans = control.jobs(slow).map((job) => job.id);
+      expect(orphans).toHaveLength(3);
 
       // 5 s of service time: the quick orphans finish inside their 10 s lease and report.
       control.advance(5_000);
@@ -154,6 +155,7 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
         store: stack.workerEnv.RESULT_STORE_DIR as string,
       }))
         lines.push(line);
+      expect(lines.map((line) => line.index).sort()).toEqual([0, 1, 2]);
       for (const line of lines) {
         expect(line).toMatchObject({ status: 'COMPLETED', output: { endpointId: slow, index: line.index } });
         expect(orphans).not.toContain(line.jobId);

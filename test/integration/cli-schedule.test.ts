@@ -95,7 +95,14 @@ describe('the CLI: schedules', () => {
       spec: { timezone: 'Asia/Tokyo', jitter: 30_000 },
     });
     // 02:00 in Tokyo is 17:00 UTC; the times shown include each run's jitter (under 30 s).
-    for (const time of details.nextActionTimes) expect(time).toMatch(/T17:00:[0-2]\d\.\d{3}Z$/);
+    const coming: string[] = details.nextActionTimes;
+    expect(coming.length).toBeGreaterThan(1);
+    for (const time of coming) expect(time).toMatch(/T17:00:[0-2]\d\.\d{3}Z$/);
+    // One a day: consecutive runs a day apart, give or take their jitter.
+    for (let i = 1; i < coming.length; i++) {
+      const apart = Date.parse(coming[i]!) - Date.parse(coming[i - 1]!);
+      expect(Math.abs(apart - 86_400_000)).toBeLessThan(30_000);
+    }
 
     expect((await cli('schedule', 'trigger', id)).code).toBe(0);
     const run = await eventually(async () => (await cli('schedule', 'describe', id)).json().recentRuns[0]);
@@ -120,7 +127,12 @@ describe('the CLI: schedules', () => {
       spec: { intervals: [{ every: 21_600_000, offset: 1_800_000 }] },
       policies: { pauseOnFailure: false, overlap: 'BUFFER_ONE' },
     });
-    for (const time of after.nextActionTimes) expect(time).toMatch(/T(00|06|12|18):30:00\.000Z$/);
+    const next: string[] = after.nextActionTimes;
+    expect(next.length).toBeGreaterThan(1);
+    for (const time of next) expect(time).toMatch(/T(00|06|12|18):30:00\.000Z$/);
+    expect(next.slice(1).map((time, i) => Date.parse(time) - Date.parse(next[i]!))).toEqual(
+      next.slice(1).map(() => 21_600_000),
+    );
 
     // Yesterday's 06:30 UTC run, backfilled: its id carries that time.
     const day = new Date();

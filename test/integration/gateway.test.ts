@@ -216,10 +216,16 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
       Array.from({ length: 5 }, () => post(urlFor(single.workflowId), statusBody('job-burst'))),
     );
     expect(burst.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200]);
+    // How many copies land before it closes is the server's timing; what it returns is exactly the
+    // signals its history holds (at least the one it waited for, at most the five sent), each the
+    // hint as posted.
     const received = await single.result();
-    expect(received.length).toBeGreaterThanOrEqual(1);
-    expect(new Set(received.map((hint) => JSON.stringify(hint)))).toEqual(
-      new Set([JSON.stringify({ jobId: 'job-burst', status: 'COMPLETED' })]),
+    const { events } = await single.fetchHistory();
+    const signalled = (events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes).length;
+    expect(signalled).toBeGreaterThanOrEqual(1);
+    expect(signalled).toBeLessThanOrEqual(burst.length);
+    expect(received).toEqual(
+      Array.from({ length: signalled }, () => ({ jobId: 'job-burst', status: 'COMPLETED' })),
     );
   });
 

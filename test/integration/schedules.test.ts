@@ -258,6 +258,10 @@ describe('schedules on the dev server', () => {
     });
     const updated = await describeSchedule(stack.client, id);
     expect(updated).toMatchObject({ note: 'moved to 4:30', policies: { overlap: 'BUFFER_ONE' } });
+    // Several coming runs, one a day, each at 04:30 UTC.
+    const times = updated.nextActionTimes.map((time) => time.getTime());
+    expect(times.length).toBeGreaterThan(1);
+    expect(times.slice(1).map((time, i) => time - times[i]!)).toEqual(times.slice(1).map(() => 86_400_000));
     for (const time of updated.nextActionTimes) expect(time.toISOString()).toMatch(/T04:30:00\.000Z$/);
     await triggerSchedule(stack.client, id);
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;

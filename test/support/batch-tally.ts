@@ -32,11 +32,14 @@ const itemOfJob = (job: JobState): number | undefined => {
 
 export interface BatchTally {
   items: number;
-  /** A COMPLETED line with the item's own output, from the one job of the item that ran. */
+  /**
+   * A COMPLETED line with the item's own output, from a job of the item that ran and completed at
+   * the service. Whether other jobs of the item also ran is counted apart (ranTwice).
+   */
   completed: number;
   /** Lines by any other status (UNCERTAIN, FAILED, EXPIRED...). */
   statuses: Record<string, number>;
-  /** A COMPLETED line with the wrong output, or not from the one job of its item that ran. */
+  /** A COMPLETED line with the wrong output, or not from a job of its item that completed. */
   wrong: number;
   /** Items without a line in the results file. */
   missing: number;
@@ -45,9 +48,9 @@ export interface BatchTally {
   /** Items of which two or more jobs started running on the service. */
   ranTwice: number;
   /**
-   * Of those, items whose other runs all COMPLETED and were then deleted by the service at their
-   * unextended submit lease (ttl counted from submission): the batch took that 404 for a lapse,
-   * the job deleted unrun, and sent the item again (a bug of workflows/batch.ts, issue 11).
+   * Of those, the lease re-runs: items whose other runs all COMPLETED and were then deleted by the
+   * service at their unextended submit lease (ttl counted from submission), so the batch took that
+   * 404 for a lapse (a job deleted unrun) and sent the item again. Their result is still right.
    */
   ranTwiceAfterLeaseDeletion: number;
   /**
@@ -134,8 +137,7 @@ export async function tallyBatch(
     } else if (line.status === 'COMPLETED') {
       const right =
         isDeepStrictEqual(line.output, batchItemOutput(item)) &&
-        ran.length === 1 &&
-        ran[0]?.id === line.jobId;
+        ran.some((job) => job.id === line.jobId && job.status === 'COMPLETED');
       if (right) completed += 1;
       else {
         wrong += 1;
