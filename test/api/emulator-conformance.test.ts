@@ -16,18 +16,10 @@ describe('API client against the emulator', () => {
   let stream: string;
   let scripted: string;
 
-  const eventually = async <T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> => {
-    for (let i = 0; i < 200; i++) {
-      const value = await read();
-      if (done(value)) return value;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error('condition not reached');
-  };
-
   beforeAll(async () => {
-    // Service time 100 times faster: a job of a few service seconds takes tens of real ms.
-    emulator = await startEmulator({ accounts: [{ apiKey: API_KEY }], timeScale: 100 });
+    // Service time moves only when a test advances it: a job starts and ends when the test says.
+    emulator = await startEmulator({ accounts: [{ apiKey: API_KEY }] });
+    emulator.control.freeze();
     client = createServiceClient({
       apiKey: API_KEY,
       apiUrl: emulator.apiUrl,
@@ -35,10 +27,17 @@ describe('API client against the emulator', () => {
       restUrl: emulator.restUrl,
     });
     const seed = (templateId: string) =>
-      emulator.control.createEndpoint(API_KEY, { name: `conf-${templateId}`, templateId, workersMax: 2 }).id;
+      emulator.control.createEndpoint(API_KEY, {
+        name: `conf-${templateId}`,
+        templateId,
+        workersMin: 1,
+        workersMax: 2,
+      }).id;
     echo = seed('echo');
     stream = seed('stream');
     scripted = seed('scripted');
+    // Each endpoint's warm worker boots (a 5 s cold start).
+    emulator.control.advance(10_000);
   });
 
   afterAll(async () => {
@@ -49,11 +48,9 @@ describe('API client against the emulator', () => {
   it('run, then status until COMPLETED with the output', async () => {
     const submitted = await client.jobs.run(echo, { input: { prompt: 'hi' }, policy: { ttl: 60_000 } });
     expect(submitted.status).toBe('IN_QUEUE');
-    const done = await eventually(
-      () => client.jobs.status(echo, submitted.id),
-      (status) => status.status === 'COMPLETED',
-    );
-    expect(done).toMatchObject({ id: submitted.id, output: { prompt: 'hi' } });
+    emulator.control.advance(1);
+    const done = await client.jobs.status(echo, submitted.id);
+    expect(done).toMatchObject({ id: submitted.id, status: 'COMPLETED', output: { prompt: 'hi' } });
     expect(typeof done.executionTime).toBe('number');
   });
 
@@ -73,20 +70,18 @@ describe('API client against the emulator', () => {
 
   it('stream drains chunks with the spec fields, and the output still comes from status', async () => {
     const { id } = await client.jobs.run(stream, { input: { text: 'one two three', tokenDelayMs: 10 } });
-    const chunks: unknown[] = [];
-    await eventually(
-      async () => {
-        const batch = await client.jobs.stream(stream, id);
-        chunks.push(...batch.chunks);
-        return batch;
-      },
-      () => chunks.length >= 3,
-    );
-    expect(chunks[0]).toMatchObject({ output: { text: ['one '] } });
-    const final = await eventually(
-      () => client.jobs.status(stream, id),
-      (status) => status.status === 'COMPLETED',
-    );
+    // The first word after 10 ms of service time, then the job runs to its end.
+    emulator.control.advance(10);
+    const first = await client.jobs.stream(stream, id);
+    expect(first.chunks.map((chunk) => chunk.output)).toEqual([expect.objectContaining({ text: ['one '] })]);
+    emulator.control.advance(1_000);
+    const rest = await client.jobs.stream(stream, id);
+    expect(rest.chunks.map((chunk) => chunk.output)).toEqual([
+      expect.objectContaining({ text: ['two '] }),
+      expect.objectContaining({ text: ['three'] }),
+    ]);
+    const final = await client.jobs.status(stream, id);
+    expect(final.status).toBe('COMPLETED');
     expect(Array.isArray(final.output)).toBe(true);
   });
 
@@ -95,22 +90,24 @@ describe('API client against the emulator', () => {
     expect((await client.jobs.cancel(scripted, hanging.id)).status).toBe('CANCELLED');
 
     const failing = await client.jobs.run(scripted, { input: { failTimes: 1, output: 'ok' } });
-    await eventually(
-      () => client.jobs.status(scripted, failing.id),
-      (status) => status.status === 'FAILED',
-    );
+    emulator.control.advance(1);
+    expect(await client.jobs.status(scripted, failing.id)).toMatchObject({ status: 'FAILED' });
     expect(await client.jobs.retry(scripted, failing.id)).toEqual({ id: failing.id, status: 'IN_QUEUE' });
-    await eventually(
-      () => client.jobs.status(scripted, failing.id),
-      (status) => status.status === 'COMPLETED',
-    );
+    emulator.control.advance(1);
+    expect(await client.jobs.status(scripted, failing.id)).toMatchObject({
+      status: 'COMPLETED',
+      output: 'ok',
+    });
 
     const health = await client.jobs.health(scripted);
-    expect(health.jobs.completed).toBeGreaterThanOrEqual(1);
-    expect(typeof health.workers.idle).toBe('number');
-    const purge = await client.jobs.purgeQueue(scripted);
-    expect(purge.status).toBe('completed');
-    expect(typeof purge.removed).toBe('number');
+    expect(health.jobs).toMatchObject({ completed: 1, retried: 1, inQueue: 0 });
+    expect(health.workers).toMatchObject({ idle: 1, running: 0 });
+    // Four jobs that never end: one runs on the warm worker, a second worker boots (and stays
+    // booting, the clock being frozen), three wait in the queue and are purged.
+    for (let i = 0; i < 4; i++) await client.jobs.run(scripted, { input: { hang: true } });
+    const queued = emulator.control.jobs(scripted).filter((job) => job.status === 'IN_QUEUE').length;
+    expect(queued).toBe(3);
+    expect(await client.jobs.purgeQueue(scripted)).toEqual({ removed: queued, status: 'completed' });
   });
 
   it('GraphQL: save (create, update), list with pods, account, delete', async () => {
