@@ -17,6 +17,7 @@ import {
 } from '../workflows/automation-input';
 import { firstIssue } from '../workflows/input-rules';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { describeAutomation } from './workflow-descriptions';
 
 export type {
   AutomationEvent,
@@ -64,6 +65,7 @@ export async function sendEvent(
       workflowId,
       taskQueue,
       args: [{ name, key: checkedKey }],
+      ...describeAutomation(name, checkedKey),
       signal: automationEventSignal,
       signalArgs: [parsed.event],
     },

@@ -40,6 +40,7 @@ import {
 import { firstIssue } from '../workflows/input-rules';
 import { endpointIdKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 
 export type {
@@ -107,6 +108,7 @@ export async function startBatch(
       taskQueue,
       workflowId,
       args: [input],
+      ...describeBatch(input),
       // So `cost endpoint` (and a visibility query) finds the batches of an endpoint.
       typedSearchAttributes: [{ key: endpointIdKey, value: input.endpointId }],
       workflowIdConflictPolicy: 'USE_EXISTING',

@@ -38,6 +38,7 @@ import type {
   teardownEndpointWorkflow,
   updateEndpointWorkflow,
 } from '../workflows/endpoint-lifecycle';
+import { describeEndpointStep } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 
 export type { EphemeralBatchFailure } from '../workflows/endpoint-definitions';
@@ -85,6 +86,7 @@ export async function startProvisionEndpoint(
     workflowId: workflowId ?? `endpoint-provision:${request.name ?? randomUUID()}`,
     workflowIdConflictPolicy: 'USE_EXISTING',
     args: [request],
+    ...describeEndpointStep({ step: 'provision', input: request }),
   });
 }
 
@@ -111,6 +113,7 @@ export async function startUpdateEndpoint(
     taskQueue,
     workflowId: workflowId ?? `endpoint-update:${request.endpointId}:${randomUUID()}`,
     args: [request],
+    ...describeEndpointStep({ step: 'update', input: request }),
   });
 }
 
@@ -139,6 +142,7 @@ export async function startTeardownEndpoint(
     workflowId: workflowId ?? `endpoint-teardown:${target}`,
     workflowIdConflictPolicy: 'USE_EXISTING',
     args: [request],
+    ...describeEndpointStep({ step: 'teardown', input: request }),
   });
 }
 
@@ -199,6 +203,7 @@ export async function startEphemeralEndpoint(
     taskQueue,
     workflowId: workflowId ?? `endpoint-ephemeral:${randomUUID()}`,
     args: [request],
+    ...describeEndpointStep({ step: 'ephemeral', input: request }),
   });
 }
 

@@ -26,6 +26,7 @@ import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-i
 import type { JobResult, JobSnapshot } from '../workflows/job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { describeJob } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 
 export type { JobFailureDetails, JobFailureType } from '../workflows/job-failures';
@@ -103,6 +104,7 @@ export async function startJob(
       // The input as given: the workflow parses it again, and the request must reach the service
       // unchanged (filled-in policy defaults would override the endpoint's own settings).
       args: [input],
+      ...describeJob(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
     });

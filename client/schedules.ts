@@ -39,6 +39,12 @@ import {
   scheduleSpecSchema,
   toTemporalSpec,
 } from './schedule-spec';
+import {
+  describeBatch,
+  describeEndpointStep,
+  describeJob,
+  type WorkflowDescription,
+} from './workflow-descriptions';
 
 export type { OverlapPolicy, SchedulePoliciesInput, ScheduleSpecInput } from './schedule-spec';
 export { cronProblem, OVERLAP_POLICIES } from './schedule-spec';
@@ -121,6 +127,13 @@ function actionArgs(kind: ScheduleKind, input: unknown): unknown[] {
   });
 }
 
+/** The static summary and details every run of a schedule starts with (the input is already checked). */
+function actionDescription(kind: ScheduleKind, args: unknown[]): WorkflowDescription {
+  if (kind === 'job') return describeJob(args[0] as JobWorkflowInput);
+  if (kind === 'batch') return describeBatch(args[0] as BatchInput);
+  return describeEndpointStep({ step: 'ephemeral', input: args[0] as EphemeralEndpointInput });
+}
+
 /** The id of the run a schedule starts for `at` (its scheduled time, not the jittered start). */
 export function scheduledRunWorkflowId(scheduleId: string, at: Date): string {
   return `${scheduleId}-${at.toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
@@ -147,6 +160,7 @@ async function createSchedule(client: Client, kind: ScheduleKind, raw: unknown):
       workflowId: options.scheduleId,
       taskQueue: options.taskQueue,
       args,
+      ...actionDescription(kind, args),
       // No search attributes: startJob sets none either; each workflow upserts its own
       // (ServerlessEndpointId, ...), so scheduled runs are listed like any other.
     },
@@ -390,7 +404,7 @@ export async function updateSchedule(
   const parsed = checkScheduleUpdate(changes);
   const handle = handleOf(client, scheduleId);
   await handle.update((previous) => {
-    let args = previous.action.args;
+    let action = previous.action;
     if (parsed.input !== undefined) {
       const kind = kindOf(previous.action.workflowType);
       if (!kind)
@@ -398,13 +412,14 @@ export async function updateSchedule(
           'scheduleId',
           `runs ${previous.action.workflowType}, not a job, batch or ephemeral run`,
         );
-      args = actionArgs(kind, parsed.input);
+      const args = actionArgs(kind, parsed.input);
+      action = { ...previous.action, args, ...actionDescription(kind, args) };
     }
     return {
       ...previous,
       spec: parsed.spec ? toTemporalSpec(parsed.spec) : previous.spec,
       policies: { ...previous.policies, ...parsed.policies },
-      action: { ...previous.action, args },
+      action,
       state: {
         ...previous.state,
         ...(parsed.note !== undefined ? { note: parsed.note } : {}),

@@ -1,0 +1,189 @@
+/**
+ * What each of the library's workflows says about itself in the Temporal UI from the moment it
+ * starts: a one-line static summary and Markdown static details (`staticSummary` /
+ * `staticDetails` of the start options and of schedule actions). Pure: rendered from the input
+ * the facade has already checked, so a test reads them without a server.
+ */
+import type { BatchInput } from '../workflows/batch-input';
+import { parseBatchInput } from '../workflows/batch-input';
+import type {
+  EphemeralEndpointInput,
+  ProvisionEndpointInput,
+  TeardownEndpointInput,
+  UpdateEndpointInput,
+} from '../workflows/endpoint-input';
+import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
+import {
+  code,
+  formatBytes,
+  formatCount,
+  formatDuration,
+  formatMoney,
+  markdownTable,
+} from '../workflows/progress-markdown';
+
+/** The two texts a workflow start (or a schedule's action) carries for the UI. */
+export interface WorkflowDescription {
+  staticSummary: string;
+  staticDetails: string;
+}
+
+const jsonBytes = (value: unknown): number =>
+  value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
+
+function retryText(retry: {
+  maxRetries: number;
+  initialInterval: number;
+  backoffCoefficient: number;
+  on: string[];
+}): string {
+  if (retry.maxRetries === 0) return 'none (a FAILED or TIMED_OUT run ends the job)';
+  const times = retry.maxRetries === 1 ? 'once' : `up to ${retry.maxRetries} times`;
+  return `${times} on ${retry.on.join(', ')}, first after ${formatDuration(retry.initialInterval)}, backoff ×${retry.backoffCoefficient}`;
+}
+
+/** A job: endpoint, input size, ttl, retry policy (the input must be valid: validateJobInput first). */
+export function describeJob(input: JobWorkflowInput): WorkflowDescription {
+  const parsed = parseJobWorkflowInput(input);
+  if (!parsed.ok) throw new Error(`describeJob needs a valid input (${parsed.field} ${parsed.rule})`);
+  const { options, ttlMs } = parsed.value;
+  const inputText = options.request
+    ? formatBytes(jsonBytes(options.request.input))
+    : `item ${options.requestRef?.index} of manifest ${code(options.requestRef?.manifestKey ?? '')}`;
+  return {
+    staticSummary: `Job on endpoint ${options.endpointId} (${options.mode}, input ${options.request ? formatBytes(jsonBytes(options.request.input)) : 'by reference'})`,
+    staticDetails: [
+      '**Serverless job**',
+      '',
+      markdownTable([
+        ['Endpoint', code(options.endpointId)],
+        ['Mode', options.mode],
+        ['Input', inputText],
+        ['ttl', formatDuration(ttlMs)],
+        ['Retry', retryText(options.retry)],
+        ['Expired job', options.onExpired === 'resubmit' ? 'submitted again' : 'fails the job'],
+        ['Submissions allowed', formatCount(options.maxSubmissions)],
+        ['Ends with event to', options.emitOnEnd ? code(options.emitOnEnd.automation) : undefined],
+      ]),
+    ].join('\n'),
+  };
+}
+
+function itemSource(items: BatchInput['items']): { summary: string; detail: string } {
+  if ('inline' in items) {
+    const count = formatCount(items.inline.length);
+    return { summary: `${count} items`, detail: `${count} inline items` };
+  }
+  if ('manifest' in items)
+    return {
+      summary: 'items of a manifest',
+      detail: `manifest ${code(items.manifest.key)} (counted at start)`,
+    };
+  return {
+    summary: 'redrive of a batch',
+    detail: `the failed items of the batch at ${code(items.redrive.key)} (counted at start)`,
+  };
+}
+
+function toleranceText(tolerance: { count?: number | undefined; percentage?: number | undefined }): string {
+  const bounds = [
+    tolerance.count !== undefined ? `${formatCount(tolerance.count)} failed items` : undefined,
+    tolerance.percentage !== undefined ? `${tolerance.percentage}% of items` : undefined,
+  ].filter((bound): bound is string => bound !== undefined);
+  return bounds.length === 0
+    ? 'none: the first failed item fails the batch'
+    : `at most ${bounds.join(' and ')}`;
+}
+
+/** A batch: item source and count, endpoint, concurrency, tolerance, budget. */
+export function describeBatch(input: BatchInput): WorkflowDescription {
+  const parsed = parseBatchInput(input);
+  if (!parsed.ok) throw new Error(`describeBatch needs a valid input (${parsed.field} ${parsed.rule})`);
+  const batch = parsed.value;
+  const source = itemSource(input.items);
+  return {
+    staticSummary: `Batch of ${source.summary} on endpoint ${batch.endpointId}, ${formatCount(batch.maxConcurrency)} at once`,
+    staticDetails: [
+      '**Serverless batch**',
+      '',
+      markdownTable([
+        ['Endpoint', code(batch.endpointId)],
+        ['Items', source.detail],
+        ['Mode', batch.mode === 'children' ? 'one child job workflow per item' : 'activities'],
+        ['Concurrency', `${formatCount(batch.maxConcurrency)} jobs in flight (changeable while running)`],
+        ['Failure tolerance', toleranceText(batch.failureTolerance)],
+        ['Budget', batch.budget !== undefined ? formatMoney(batch.budget) : 'none'],
+        ['Item retry', retryText(batch.job.retry)],
+        ['Ends with event to', batch.emitOnEnd ? code(batch.emitOnEnd.automation) : undefined],
+      ]),
+    ].join('\n'),
+  };
+}
+
+/**
+ * An automation (one per name and key). Its flow controls are the worker's definition, which the
+ * sender does not hold: the automation shows them in its current details once it has read them.
+ */
+export function describeAutomation(name: string, key: string): WorkflowDescription {
+  return {
+    staticSummary: `Automation ${name} for key ${key}`,
+    staticDetails: [
+      '**Automation**',
+      '',
+      markdownTable([
+        ['Name', code(name)],
+        ['Key', code(key)],
+        ['Flow controls', "the worker's definition (shown in the current details)"],
+      ]),
+    ].join('\n'),
+  };
+}
+
+export type EndpointStep =
+  | { step: 'provision'; input: ProvisionEndpointInput }
+  | { step: 'update'; input: UpdateEndpointInput }
+  | { step: 'teardown'; input: TeardownEndpointInput }
+  | { step: 'ephemeral'; input: EphemeralEndpointInput };
+
+/** An endpoint lifecycle workflow: the endpoint and the step. */
+export function describeEndpointStep(what: EndpointStep): WorkflowDescription {
+  const rows: [string, string | undefined][] = [['Step', what.step]];
+  let summary: string;
+  switch (what.step) {
+    case 'provision': {
+      const name = what.input.name ?? '(named after the workflow)';
+      summary = `Provision endpoint ${name} from template ${what.input.templateId}`;
+      rows.push(['Endpoint name', code(name)], ['Template', code(what.input.templateId)]);
+      break;
+    }
+    case 'update':
+      summary = `Update endpoint ${what.input.endpointId}`;
+      rows.push(
+        ['Endpoint', code(what.input.endpointId)],
+        ['Changes', Object.keys(what.input.changes ?? {}).join(', ') || 'none'],
+      );
+      break;
+    case 'teardown': {
+      const target = what.input.endpointId ?? `named ${what.input.name}`;
+      summary = `Tear down endpoint ${target}`;
+      rows.push(['Endpoint', code(target)]);
+      break;
+    }
+    case 'ephemeral': {
+      const work = what.input.batch
+        ? 'a batch'
+        : `${formatCount(what.input.jobs?.length ?? 0)} job workflow(s)`;
+      summary = `Ephemeral endpoint from template ${what.input.endpoint.templateId} for ${work}`;
+      rows.push(
+        ['Template', code(what.input.endpoint.templateId)],
+        ['Runs', work],
+        ['Then', 'the endpoint is torn down, whatever happened'],
+      );
+      break;
+    }
+  }
+  return {
+    staticSummary: summary,
+    staticDetails: ['**Endpoint lifecycle**', '', markdownTable(rows)].join('\n'),
+  };
+}
