@@ -33,6 +33,7 @@ import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import type { EventSink } from '../worker/event-ingress';
 import { temporalEventSink } from '../worker/event-sink';
+import { nativeEventSource } from '../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../worker/gateway';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
@@ -110,7 +111,11 @@ async function gatewayWith(
     client,
     secrets: [randomBytes(32).toString('base64url')],
     logger: createLogger({ level: 'error' }),
-    events: { secrets: [SECRET], sink },
+    events: {
+      automations: ['bench-events', 'latency'],
+      sources: [nativeEventSource([SECRET], ['bench-events', 'latency'])],
+      sink,
+    },
   });
 }
 

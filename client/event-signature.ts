@@ -8,7 +8,7 @@
  * 5-minute tolerance, and the gateway's tolerance is configurable and its clock injectable (tests).
  * The gateway checks the timestamp itself, after the signature.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
@@ -102,4 +102,113 @@ export function matchesAnySecret(secrets: readonly string[]): EventVerifier {
     }
     return matched;
   };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Other senders' schemes. What each signs is the sender's own rule; these functions sign as the
+// sender would (by the sender's own library where one exists), for tests and `event send --to`.
+// The gateway's checks (worker/event-verify.ts) use the same libraries and the same
+// `hmacSignedContent`, so the rule of what is signed is written once.
+// ------------------------------------------------------------------------------------------------
+
+/** The verification schemes an event source may use. */
+export const eventSchemeSchema = z.enum(['standard-webhooks', 'github', 'stripe', 'hmac', 'bearer'], {
+  error: 'must be one of standard-webhooks, github, stripe, hmac, bearer',
+});
+export type EventScheme = z.infer<typeof eventSchemeSchema>;
+
+const headerNameSchema = z
+  .string({ error: 'must be a header name' })
+  .regex(/^[A-Za-z0-9-]{1,64}$/, { error: 'must be a header name (letters, digits and -, at most 64)' })
+  .transform((name) => name.toLowerCase());
+
+/**
+ * A generic HMAC-SHA256 header: which header carries it, how the digest is written (hex, base64,
+ * base64url, after an optional prefix such as `sha256=`), and what is signed: the raw body, or
+ * `<timestamp>.<body>` with the timestamp (unix seconds) in its own header.
+ */
+export const hmacSpecSchema = z
+  .strictObject({
+    header: headerNameSchema,
+    encoding: z
+      .enum(['hex', 'base64', 'base64url'], { error: 'must be hex, base64 or base64url' })
+      .default('hex'),
+    prefix: z
+      .string({ error: 'must be a string' })
+      .max(32, { error: 'must be at most 32 characters' })
+      .default(''),
+    signed: z.enum(['body', 'timestamp.body'], { error: 'must be body or timestamp.body' }).default('body'),
+    timestampHeader: headerNameSchema.optional(),
+  })
+  .refine((spec) => spec.signed === 'body' || spec.timestampHeader !== undefined, {
+    error: 'is required when signed is timestamp.body',
+    path: ['timestampHeader'],
+  });
+export type HmacSpec = z.output<typeof hmacSpecSchema>;
+export type HmacSpecInput = z.input<typeof hmacSpecSchema>;
+
+/** What a generic HMAC header signs: the body, or `<timestamp>.<body>`. */
+export function hmacSignedContent(spec: Pick<HmacSpec, 'signed'>, body: string, timestamp?: number): string {
+  return spec.signed === 'timestamp.body' ? `${timestamp}.${body}` : body;
+}
+
+/** The header value of a generic HMAC-SHA256 signature: prefix + the digest in the spec's encoding. */
+export function hmacSignature(secret: string, spec: HmacSpec, body: string, timestamp?: number): string {
+  const digest = createHmac('sha256', secret).update(hmacSignedContent(spec, body, timestamp), 'utf8');
+  return `${spec.prefix}${digest.digest(spec.encoding)}`;
+}
+
+/** How a test or the CLI signs: a scheme, and for `hmac` its spec. */
+export type SigningScheme =
+  | { scheme: 'standard-webhooks' | 'github' | 'stripe' | 'bearer' }
+  | { scheme: 'hmac'; hmac: HmacSpec };
+
+/**
+ * The headers a sender of `scheme` would put on `body`: Standard Webhooks' three headers (one
+ * `v1,` entry per secret), GitHub's `x-hub-signature-256` (by @octokit/webhooks-methods, first
+ * secret), Stripe's `stripe-signature` (by the stripe package's test header generator, one `v1=`
+ * per secret), a generic HMAC header (first secret; with its timestamp header when the spec signs
+ * one) or `authorization: Bearer <first secret>`. `id` is the delivery id where the scheme carries
+ * one in a header (Standard Webhooks, GitHub's `x-github-delivery`).
+ */
+export async function signAs(
+  signing: SigningScheme,
+  secrets: string | readonly string[],
+  body: string,
+  options: { id?: string; timestamp?: number | Date } = {},
+): Promise<Record<string, string>> {
+  const list = typeof secrets === 'string' ? [secrets] : [...secrets];
+  const first = list[0];
+  if (first === undefined || first === '')
+    throw new ValidationError('secrets', 'must hold at least one secret');
+  const seconds = unixSeconds(options.timestamp ?? new Date());
+  switch (signing.scheme) {
+    case 'standard-webhooks':
+      return { ...eventHeaders(list, options.id ?? `msg_${randomUUID()}`, body, seconds) };
+    case 'github': {
+      const { sign } = await import('@octokit/webhooks-methods');
+      return {
+        'x-hub-signature-256': await sign(first, body),
+        ...(options.id === undefined ? {} : { 'x-github-delivery': options.id }),
+      };
+    }
+    case 'stripe': {
+      const { webhooks } = (await import('stripe')).default;
+      const entries = list.map((secret) =>
+        webhooks.generateTestHeaderString({ payload: body, secret, timestamp: seconds }),
+      );
+      // One `t=` and every `v1=` entry: Stripe sends one per secret while a secret is rolled.
+      const v1 = entries.map((entry) => entry.split(',').slice(1).join(','));
+      return { 'stripe-signature': `t=${seconds},${v1.join(',')}` };
+    }
+    case 'hmac':
+      return {
+        [signing.hmac.header]: hmacSignature(first, signing.hmac, body, seconds),
+        ...(signing.hmac.signed === 'timestamp.body' && signing.hmac.timestampHeader
+          ? { [signing.hmac.timestampHeader]: String(seconds) }
+          : {}),
+      };
+    case 'bearer':
+      return { authorization: `Bearer ${first}` };
+  }
 }

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type AutomationDefinition, defineAutomation } from '../activities/automation';
 import { ConfigError, ValidationError } from '../api/errors';
+import { type EventSource, isEventSource } from './event-sources';
 
 export const AUTOMATIONS_MODULE_VARIABLE = 'WORKER_AUTOMATIONS_MODULE';
 
@@ -61,6 +62,25 @@ export async function loadAutomationsModule(
   specifier: string,
   cwd: string = process.cwd(),
 ): Promise<AutomationDefinition[]> {
+  return (await loadAutomationsModuleExports(specifier, cwd)).automations;
+}
+
+/** An export's event sources: one (defineEventSource), or an array of them. */
+function sourcesIn(value: unknown): EventSource[] {
+  if (isEventSource(value)) return [value];
+  if (Array.isArray(value) && value.length > 0 && value.every(isEventSource)) return value;
+  return [];
+}
+
+/**
+ * The module's automation definitions and its event sources (defineEventSource results, the
+ * gateway's: worker/event-sources.ts). The rules of loadAutomationsModule hold; two sources of one
+ * name are a ConfigError too.
+ */
+export async function loadAutomationsModuleExports(
+  specifier: string,
+  cwd: string = process.cwd(),
+): Promise<{ automations: AutomationDefinition[]; sources: EventSource[] }> {
   let exported: Record<string, unknown>;
   try {
     exported = (await import(importTarget(specifier, cwd))) as Record<string, unknown>;
@@ -100,9 +120,19 @@ export async function loadAutomationsModule(
       byName.set(definition.name, definition);
     }
   }
+  const sources = new Map<string, EventSource>();
+  for (const value of Object.values(exported)) {
+    const inDefault = isObject(value) && !isEventSource(value) ? Object.values(value) : [];
+    for (const source of [...sourcesIn(value), ...inDefault.flatMap(sourcesIn)]) {
+      if (sources.get(source.name) === source) continue;
+      if (sources.has(source.name))
+        throw fail(`exports two event sources named ${source.name}: names must be unique`);
+      sources.set(source.name, source);
+    }
+  }
   if (byName.size === 0)
     throw fail(
       'the module exports no automation definition: export defineAutomation({ name, run, ... }) results, or an array of them',
     );
-  return [...byName.values()];
+  return { automations: [...byName.values()], sources: [...sources.values()] };
 }

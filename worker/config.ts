@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Pricing } from '../activities/cost';
 import { parsePricing as parsePricingTable } from '../activities/cost-estimator';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
-import { ConfigError } from '../api/errors';
+import { ConfigError, ValidationError } from '../api/errors';
 import { jobOperationSchema, type RateLimits, rateLimitsSchema } from '../api/rate-limit';
 import {
   connectionSecrets,
@@ -16,7 +16,13 @@ import {
   type TemporalConnectionConfig,
 } from '../client/connection';
 import { eventSecretRule, eventSecretSchema } from '../client/event-signature';
-import { DEFAULT_EVENT_MAX_BODY_BYTES, DEFAULT_EVENT_TOLERANCE_SECONDS } from './event-ingress';
+import {
+  DEFAULT_EVENT_MAX_BODY_BYTES,
+  DEFAULT_EVENT_MAX_DEPTH,
+  DEFAULT_EVENT_TOLERANCE_SECONDS,
+  DEFAULT_REPLAY_WINDOW_SECONDS,
+} from './event-ingress';
+import { type EventSource, eventSourcesFromEnv } from './event-sources';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 export const MIN_SECRET_LENGTH = 32;
@@ -145,6 +151,7 @@ export function secretValues(config: Partial<WorkerConfig>): string[] {
     ...(config.service ? [config.service.apiKey] : []),
     ...(config.temporal ? connectionSecrets(config.temporal) : []),
     ...(config.events?.secrets ?? []),
+    ...(config.events?.sources.flatMap((source) => source.secrets) ?? []),
   ];
 }
 
@@ -451,6 +458,7 @@ const eventsEnvSchema = z.object({
     )
     .pipe(z.array(eventSecretSchema))
     .optional(),
+  EVENT_SOURCES: z.string().optional(),
   EVENT_TIMESTAMP_TOLERANCE_SECONDS: integer(
     'must be an integer number of seconds from 1 to 86400',
     1,
@@ -461,30 +469,71 @@ const eventsEnvSchema = z.object({
     256,
     16 << 20,
   ).default(DEFAULT_EVENT_MAX_BODY_BYTES),
+  EVENT_MAX_DEPTH: integer('must be an integer from 2 to 256', 2, 256).default(DEFAULT_EVENT_MAX_DEPTH),
+  EVENT_REPLAY_WINDOW_SECONDS: integer(
+    'must be an integer number of seconds from 1 to 604800',
+    1,
+    604_800,
+  ).default(DEFAULT_REPLAY_WINDOW_SECONDS),
 });
 
 export interface EventIngressConfig {
-  /** Any one may match a signature: several during a rotation. */
+  /**
+   * EVENT_SIGNING_SECRETS: the `default` source (the library's own body, Standard Webhooks), bound
+   * to every registered automation; any one secret may match (several during a rotation).
+   */
   secrets: string[];
+  /** EVENT_SOURCES, with their secrets read from the variables they name. */
+  sources: EventSource[];
+  /** The `default` source's tolerance (EVENT_SOURCES give their own). */
   toleranceSeconds: number;
   maxBodyBytes: number;
+  maxDepth: number;
+  replayWindowSeconds: number;
 }
 
-/** EVENT_*; absent EVENT_SIGNING_SECRETS: no events route. Errors name the variable, never a value. */
+/**
+ * EVENT_*: the events route exists when EVENT_SIGNING_SECRETS or EVENT_SOURCES is set (or the
+ * automations module exports sources: worker/event-sink.ts). Errors name the variable (and the
+ * field inside EVENT_SOURCES), never a value.
+ */
 export function loadEventIngressConfig(env: NodeJS.ProcessEnv = process.env): {
   events?: EventIngressConfig;
 } {
   const parsed = parseEnvSection(eventsEnvSchema, env, (variable, message) =>
     variable === 'EVENT_SIGNING_SECRETS' ? `each secret ${eventSecretRule}` : message,
   );
-  if (!parsed.EVENT_SIGNING_SECRETS || parsed.EVENT_SIGNING_SECRETS.length === 0) return {};
+  const secrets = parsed.EVENT_SIGNING_SECRETS ?? [];
+  const sources = parsed.EVENT_SOURCES === undefined ? [] : parseEventSources(parsed.EVENT_SOURCES, env);
+  if (secrets.length === 0 && sources.length === 0) return {};
   return {
     events: {
-      secrets: parsed.EVENT_SIGNING_SECRETS,
+      secrets,
+      sources,
       toleranceSeconds: parsed.EVENT_TIMESTAMP_TOLERANCE_SECONDS,
       maxBodyBytes: parsed.EVENT_MAX_BODY_BYTES,
+      maxDepth: parsed.EVENT_MAX_DEPTH,
+      replayWindowSeconds: parsed.EVENT_REPLAY_WINDOW_SECONDS,
     },
   };
+}
+
+function parseEventSources(text: string, env: NodeJS.ProcessEnv): EventSource[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConfigError('EVENT_SOURCES', 'must be a JSON array of sources');
+  }
+  try {
+    return eventSourcesFromEnv(json, env);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    // A secret's rule is the variable's (it holds the secrets); any other field is inside the JSON.
+    if (/^[A-Z_][A-Z0-9_]*$/.test(error.field))
+      throw new ConfigError(error.field, `each secret ${error.rule}`);
+    throw new ConfigError(`EVENT_SOURCES${error.field.startsWith('[') ? '' : '.'}${error.field}`, error.rule);
+  }
 }
 
 // ================================================================================================

@@ -1,63 +1,59 @@
 /**
- * `POST /events/{automation}`: signed events over HTTP, passed on to an automation (issue 13). The
- * format and signature are Standard Webhooks' (client/event-signature.ts); the body is
- * `{ key, type?, data? }`. What the gateway answers, in the order it checks, and why:
+ * `POST /events/{automation}?source={name}`: events from outside senders, verified by the source's
+ * scheme, mapped from the sender's own body to an automation event, and signalled to the
+ * automation (signalWithStart). Without `source`, the source named `default` is meant (the
+ * library's own `{ key, type?, data? }` body signed like Standard Webhooks: EVENT_SIGNING_SECRETS).
  *
- * - automation name not of the allowed form: 400 (before the body is read);
- * - a `webhook-id`, `webhook-timestamp` or `webhook-signature` header missing or malformed: 401;
- * - a body over the limit: 413 (Fastify stops reading at the limit);
- * - no `v1,` entry matching any configured secret (rotation: any one may match): 401;
- * - a correctly signed timestamp more than the tolerance away from our clock: 401, not 400: the
- *   timestamp is what bounds a replay, so an old signature is a stale credential, like an expired
- *   token, and the sender's fix is to re-sign (a sender retrying re-signs with a fresh timestamp);
- * - an id already delivered within the replay window: 200 `{ duplicate: true }`, nothing signalled.
- *   Standard Webhooks senders retry on any non-2xx, so a refusal would make a sender whose 200 was
- *   lost retry until it gives up; the 200 ends that, and a replay by a third party gains nothing;
- * - the same id still being delivered by a concurrent request: 409 with retry-after (the retry
- *   then learns whether the first one got through);
- * - a body that is not JSON of the expected shape: 400 naming the field;
- * - Temporal unreachable (or any failure of the sink): 503 with retry-after, and the id is
- *   forgotten, so the sender's retry is delivered.
+ * What the gateway answers, in the order it checks, and why (every message is fixed: nothing of
+ * the request, a secret or an internal error is ever echoed):
  *
- * Nothing is signalled for any refused request. The event passed on is
- * `{ id: webhook-id, type, data, time: the timestamp as ISO }`: never a header, secret or signature.
+ * - an automation no worker of this deployment registers (the gateway loads the same automations
+ *   module as the workers): 404, before the body is read; nothing is started;
+ * - an unknown source: 404; a source not bound to this automation: 403 (before the body is read);
+ * - a body over the limit: 413;
+ * - credentials missing or malformed: 401; not matching any of the source's secrets: 401;
+ * - a correctly signed timestamp more than the source's tolerance from our clock: 401 (a stale
+ *   credential; a sender retrying re-signs with a fresh timestamp);
+ * - a body that is not UTF-8 JSON, or nested deeper than the limit: 400;
+ * - a body from which the source's mapping yields no key or no id: 422 naming the path; an event
+ *   over the event size limit: 413;
+ * - an id of this source already delivered lately: 200 `{ duplicate: true }`, nothing signalled
+ *   (senders retry on any non-2xx; the 200 ends that); the same id being delivered by a concurrent
+ *   request: 409 with retry-after;
+ * - Temporal did not accept the signal in time: 503 with retry-after, and the id is released, so
+ *   the sender's retry is delivered. 200 only once Temporal accepted the signal.
  *
- * Replays are remembered in memory per gateway process, for twice the tolerance (a timestamp may be
- * up to the tolerance ahead, and is accepted until the tolerance after it). Several gateway
- * replicas do not share it: the automation's own de-duplication by event id is the second line.
- * The path is not covered by the signature (Standard Webhooks signs id, timestamp and body only),
- * so ids are remembered across automations: a captured event cannot be replayed to another name.
+ * Replays: the signature (and for timestamped schemes the tolerance) keeps out forged and old
+ * requests; the replay guard (worker/event-replay.ts) answers recent repeats without a signal; the
+ * automation's de-duplication by event id is the durable guard across replicas and restarts.
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
-import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
-import { ValidationError, validationErrorFrom } from '../api/errors';
-import { matchesAnySecret } from '../client/event-signature';
+import { ValidationError } from '../api/errors';
+import { type AutomationEvent, MAX_EVENT_BYTES } from '../workflows/automation-input';
+import { bodyText, DEFAULT_EVENT_MAX_DEPTH, JSON_BODY_MESSAGES, parseJsonBody } from './event-json';
+import { mapEvent, transformHeaders } from './event-mapping';
 import {
-  type AutomationEvent,
-  automationKeySchema,
-  automationNameSchema,
-  MAX_EVENT_BYTES,
-  parseAutomationEvent,
-} from '../workflows/automation-input';
+  DEFAULT_REPLAY_CACHE_SIZE,
+  DEFAULT_REPLAY_WINDOW_SECONDS,
+  memoryReplayGuard,
+  type ReplayGuard,
+} from './event-replay';
+import {
+  DEFAULT_SOURCE_NAME,
+  DEFAULT_SOURCE_TOLERANCE_SECONDS,
+  type EventSource,
+  sourcesByName,
+} from './event-sources';
+import { credentialsRule, verifyEventRequest } from './event-verify';
 
-export const DEFAULT_EVENT_TOLERANCE_SECONDS = 300;
-/** The event's own cap, and room for the key: the event (id, type, data, time) is what must fit. */
-export const DEFAULT_EVENT_MAX_BODY_BYTES = MAX_EVENT_BYTES + 1024;
-/** Ids remembered at most; past it the least recent are dropped (see the module comment). */
-export const DEFAULT_REPLAY_CACHE_SIZE = 100_000;
-
-/** The body of `POST /events/{automation}`; unknown fields are refused rather than silently dropped. */
-export const eventBodySchema = z.strictObject({
-  key: automationKeySchema,
-  type: z
-    .string({ error: 'must be a string' })
-    .max(128, { error: 'must be at most 128 characters' })
-    .optional(),
-  data: z.json({ error: 'must be a JSON value' }).optional(),
-});
-
-export type EventBody = z.infer<typeof eventBodySchema>;
+export const DEFAULT_EVENT_TOLERANCE_SECONDS = DEFAULT_SOURCE_TOLERANCE_SECONDS;
+/**
+ * Room for a sender's body: the event itself must fit MAX_EVENT_BYTES, but a sender's body carries
+ * more than the event keeps (a mapping may take a part of it), so the body may be larger.
+ */
+export const DEFAULT_EVENT_MAX_BODY_BYTES = 1024 * 1024;
+export { DEFAULT_EVENT_MAX_DEPTH, DEFAULT_REPLAY_CACHE_SIZE, DEFAULT_REPLAY_WINDOW_SECONDS };
 
 /** What reaches the automation: `{ id, type?, data, time }`, checked by the automation's schema. */
 export type IngressEvent = AutomationEvent;
@@ -65,20 +61,22 @@ export type IngressEvent = AutomationEvent;
 /** Passes an accepted event on (by signalWithStart in production); a throw means not delivered. */
 export type EventSink = (automation: string, key: string, event: IngressEvent) => Promise<void>;
 
+export type EventRefusal =
+  | 'unknown-automation'
+  | 'unknown-source'
+  | 'source-not-bound'
+  | 'no-signature'
+  | 'bad-signature'
+  | 'timestamp-out-of-tolerance'
+  | 'in-progress'
+  | 'malformed'
+  | 'unmapped'
+  | 'too-large'
+  | 'temporal-unavailable';
+
 export type EventVerdict =
   | { accepted: true; reason: 'signalled' | 'duplicate' }
-  | {
-      accepted: false;
-      reason:
-        | 'bad-automation'
-        | 'no-signature'
-        | 'bad-signature'
-        | 'timestamp-out-of-tolerance'
-        | 'in-progress'
-        | 'malformed'
-        | 'too-large'
-        | 'temporal-unavailable';
-    };
+  | { accepted: false; reason: EventRefusal };
 
 /** Events received, accepted and refused by reason (worker/event-metrics.ts); labels from fixed sets. */
 export interface EventMetrics {
@@ -88,26 +86,36 @@ export interface EventMetrics {
 export const noopEventMetrics: EventMetrics = { event: () => {} };
 
 export interface EventIngressOptions {
-  /** `whsec_` secrets; any one may match (rotation). */
-  secrets: readonly string[];
+  /** The automations the workers register: events for any other name are 404. */
+  automations: readonly string[];
+  /** Who may send, how each is verified and mapped (worker/event-sources.ts). */
+  sources: readonly EventSource[];
   sink: EventSink;
-  toleranceSeconds?: number;
+  /** Bytes of a sender's body; default 1 MiB. */
   maxBodyBytes?: number;
+  /** Nesting of objects and arrays in a body; default 32. */
+  maxDepth?: number;
+  /** The fast-path replay guard; default: in memory, per process (see worker/event-replay.ts). */
+  replayGuard?: ReplayGuard;
   replayCacheSize?: number;
+  replayWindowSeconds?: number;
   metrics?: EventMetrics;
   /** Milliseconds since the epoch; tests pass a fixed clock. */
   now?: () => number;
 }
 
-const headerSchema = z.object({
-  'webhook-id': z.string().min(1).max(256),
-  'webhook-timestamp': z.string().regex(/^\d{1,12}$/),
-  'webhook-signature': z.string().min(1).max(4096),
-});
-
 const paramsSchema = z.object({ automation: z.string() });
+const querySchema = z.object({ source: z.string().optional() });
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** The fixed answers, one per refusal. */
+const MESSAGES = {
+  'unknown-automation': 'no automation of this name is registered',
+  'unknown-source': 'no event source of this name',
+  'source-not-bound': 'this source may not send events to this automation',
+  'bad-signature': 'signature does not match',
+  'in-progress': 'an event with this id is being delivered',
+  'temporal-unavailable': 'temporal unavailable, retry later',
+} as const;
 
 /** Registers the route in its own scope (its own 413 answer); call before the app listens. */
 export function registerEventIngress(app: FastifyInstance, options: EventIngressOptions): void {
@@ -115,22 +123,29 @@ export function registerEventIngress(app: FastifyInstance, options: EventIngress
 }
 
 const eventIngress: FastifyPluginAsync<EventIngressOptions> = async (scope, options) => {
-  if (options.secrets.length === 0) throw new Error('the event ingress needs at least one secret');
-  const verify = matchesAnySecret(options.secrets);
-  const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_EVENT_TOLERANCE_SECONDS;
+  const registered = new Set(options.automations);
+  const sources = sourcesByName(options.sources);
   const bodyLimit = options.maxBodyBytes ?? DEFAULT_EVENT_MAX_BODY_BYTES;
+  const maxDepth = options.maxDepth ?? DEFAULT_EVENT_MAX_DEPTH;
   const metrics = options.metrics ?? noopEventMetrics;
   const now = options.now ?? Date.now;
-  const seen = new LRUCache<string, 'pending' | 'delivered'>({
-    max: options.replayCacheSize ?? DEFAULT_REPLAY_CACHE_SIZE,
-    ttl: 2 * toleranceSeconds * 1000,
-    perf: { now },
-  });
+  const longestTolerance = Math.max(0, ...options.sources.map((source) => source.toleranceSeconds));
+  const replay =
+    options.replayGuard ??
+    memoryReplayGuard({
+      size: options.replayCacheSize ?? DEFAULT_REPLAY_CACHE_SIZE,
+      // Never shorter than a timestamped signature stays valid (up to the tolerance either side).
+      windowSeconds: Math.max(
+        options.replayWindowSeconds ?? DEFAULT_REPLAY_WINDOW_SECONDS,
+        2 * longestTolerance,
+      ),
+      now,
+    });
 
   const refuse = (
     reply: FastifyReply,
     status: number,
-    reason: Extract<EventVerdict, { accepted: false }>['reason'],
+    reason: EventRefusal,
     body: Record<string, unknown>,
   ) => {
     metrics.event({ accepted: false, reason });
@@ -147,118 +162,115 @@ const eventIngress: FastifyPluginAsync<EventIngressOptions> = async (scope, opti
     return reply.code(500).send({ error: 'internal error' });
   });
 
+  /** The source of a request, or the refusal; decided from the URL alone. */
+  const sourceOf = (
+    automation: string,
+    query: unknown,
+  ): { source: EventSource } | { status: number; reason: EventRefusal } => {
+    if (!registered.has(automation)) return { status: 404, reason: 'unknown-automation' };
+    const name = querySchema.safeParse(query);
+    const source = name.success ? sources.get(name.data.source ?? DEFAULT_SOURCE_NAME) : undefined;
+    if (!source) return { status: 404, reason: 'unknown-source' };
+    if (!source.automations.has(automation)) return { status: 403, reason: 'source-not-bound' };
+    return { source };
+  };
+
   scope.post(
     '/events/:automation',
     {
       bodyLimit,
-      // Before the body is read: a caller without the headers costs us no buffering.
+      // Before the body is read: a request for nothing we serve costs us no buffering.
       onRequest: async (request, reply) => {
-        const name = automationNameSchema.safeParse(paramsSchema.parse(request.params).automation);
-        if (!name.success) {
-          return refuse(reply, 400, 'bad-automation', {
-            error: `automation: ${name.error.issues[0]?.message ?? 'is invalid'}`,
-            field: 'automation',
+        const found = sourceOf(paramsSchema.parse(request.params).automation, request.query);
+        if ('reason' in found)
+          return refuse(reply, found.status, found.reason, {
+            error: MESSAGES[found.reason as keyof typeof MESSAGES],
           });
-        }
-        if (!headerSchema.safeParse(request.headers).success) {
-          return refuse(reply, 401, 'no-signature', {
-            error: 'webhook-id, webhook-timestamp (unix seconds) and webhook-signature headers are required',
-          });
-        }
       },
     },
     async (request, reply) => {
       const { automation } = paramsSchema.parse(request.params);
-      const headers = headerSchema.parse(request.headers);
-      const id = headers['webhook-id'];
-      const timestamp = Number(headers['webhook-timestamp']);
+      const found = sourceOf(automation, request.query);
+      if ('reason' in found) return refuse(reply, found.status, found.reason, { error: 'bad request' });
+      const { source } = found;
       const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      let text: string;
-      try {
-        // Signed bytes are compared as text by the package: text that is not UTF-8 has no one reading.
-        text = utf8.decode(raw);
-      } catch {
-        return refuse(reply, 401, 'bad-signature', { error: 'signature does not match' });
-      }
-      if (!verify(id, timestamp, text, headers['webhook-signature'])) {
-        return refuse(reply, 401, 'bad-signature', { error: 'signature does not match' });
-      }
-      const skew = Math.abs(Math.floor(now() / 1000) - timestamp);
-      if (skew > toleranceSeconds) {
-        return refuse(reply, 401, 'timestamp-out-of-tolerance', {
-          error: `webhook-timestamp is more than ${toleranceSeconds} s from the gateway's clock: re-sign with the current time`,
+      const text = bodyText(raw);
+      // Every sender signs its body as UTF-8 text: bytes that are not cannot carry a valid signature.
+      if (text === undefined)
+        return refuse(reply, 401, 'bad-signature', { error: MESSAGES['bad-signature'] });
+      const nowMs = now();
+      const verified = await verifyEventRequest(source, { headers: request.headers, body: text, nowMs });
+      if (!verified.ok) {
+        return refuse(reply, 401, verified.reason, {
+          error:
+            verified.reason === 'timestamp-out-of-tolerance'
+              ? `the signed timestamp is more than ${source.toleranceSeconds} s from the gateway's clock: re-sign with the current time`
+              : verified.reason === 'no-signature'
+                ? credentialsRule(source)
+                : MESSAGES[verified.reason],
         });
       }
-      const state = seen.get(id);
+
+      const json = parseJsonBody(text, maxDepth);
+      if (!json.ok) {
+        const message =
+          json.reason === 'too-deep'
+            ? `${JSON_BODY_MESSAGES['too-deep']} (at most ${maxDepth} levels)`
+            : JSON_BODY_MESSAGES[json.reason];
+        return refuse(reply, 400, 'malformed', { error: message, field: 'body' });
+      }
+      const binding = source.automations.get(automation);
+      if (binding === undefined)
+        return refuse(reply, 403, 'source-not-bound', { error: MESSAGES['source-not-bound'] });
+      const mapped = mapEvent(
+        binding,
+        source.scheme,
+        {
+          body: json.value,
+          headers: transformHeaders(source.scheme, request.headers, source.hmac ? [source.hmac.header] : []),
+        },
+        new Date(verified.timestamp === undefined ? nowMs : verified.timestamp * 1000),
+      );
+      if (!mapped.ok) {
+        return mapped.status === 413
+          ? refuse(reply, 413, 'too-large', {
+              error: `the event is larger than ${MAX_EVENT_BYTES} bytes`,
+              field: mapped.field,
+            })
+          : refuse(reply, 422, 'unmapped', { error: `${mapped.field}: ${mapped.rule}`, field: mapped.field });
+      }
+
+      const replayId = `${source.name}\u0000${mapped.event.id}`;
+      const state = await replay.claim(replayId);
       if (state === 'delivered') {
         metrics.event({ accepted: true, reason: 'duplicate' });
-        reply.log.info({ automation, reason: 'duplicate' }, 'event already delivered: not signalled again');
+        reply.log.info(
+          { automation, source: source.name, reason: 'duplicate' },
+          'event already delivered: not signalled again',
+        );
         return reply.code(200).send({ received: true, duplicate: true });
       }
       if (state === 'pending') {
         reply.header('retry-after', '1');
-        return refuse(reply, 409, 'in-progress', { error: 'an event with this id is being delivered' });
+        return refuse(reply, 409, 'in-progress', { error: MESSAGES['in-progress'] });
       }
-
-      let body: EventBody;
       try {
-        body = parseBody(text);
+        await options.sink(automation, mapped.key, mapped.event);
       } catch (error) {
-        const v = error as ValidationError;
-        return refuse(reply, 400, 'malformed', { error: v.message, field: v.field });
-      }
-      const checked = parseAutomationEvent({
-        id,
-        ...(body.type === undefined ? {} : { type: body.type }),
-        data: body.data ?? null,
-        time: new Date(timestamp * 1000).toISOString(),
-      });
-      if (!checked.ok) {
-        // The body fitted, the event does not: the same answer as a body over the limit.
-        const status =
-          checked.field === 'event.data' && checked.rule.includes(`${MAX_EVENT_BYTES}`) ? 413 : 400;
-        return refuse(reply, status, status === 413 ? 'too-large' : 'malformed', {
-          error: `${checked.field}: ${checked.rule}`,
-          field: checked.field,
-        });
-      }
-      const event = checked.event;
-
-      seen.set(id, 'pending');
-      try {
-        await options.sink(automation, body.key, event);
-      } catch (error) {
-        seen.delete(id);
-        if (error instanceof ValidationError) {
-          return refuse(reply, 400, 'malformed', { error: error.message, field: error.field });
-        }
+        await replay.release(replayId);
+        if (error instanceof ValidationError)
+          return refuse(reply, 422, 'unmapped', { error: error.message, field: error.field });
         request.log.error(
-          { automation, err: { name: (error as Error)?.name, message: (error as Error)?.message } },
+          { automation, source: source.name, err: { name: (error as Error)?.name } },
           'event not delivered: Temporal unavailable, asking for a retry',
         );
         reply.header('retry-after', '10');
-        return refuse(reply, 503, 'temporal-unavailable', { error: 'temporal unavailable, retry later' });
+        return refuse(reply, 503, 'temporal-unavailable', { error: MESSAGES['temporal-unavailable'] });
       }
-      seen.set(id, 'delivered');
+      await replay.delivered(replayId);
       metrics.event({ accepted: true, reason: 'signalled' });
-      reply.log.info({ automation, reason: 'signalled' }, 'event delivered');
+      reply.log.info({ automation, source: source.name, reason: 'signalled' }, 'event delivered');
       return reply.code(200).send({ received: true });
     },
   );
 };
-
-/** The body as `{ key, type?, data? }`; a ValidationError names the field (`body` for the whole). */
-function parseBody(text: string): EventBody {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new ValidationError('body', 'must be JSON');
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-    throw new ValidationError('body', 'must be a JSON object { key, type?, data? }');
-  }
-  const parsed = eventBodySchema.safeParse(json);
-  if (!parsed.success) throw validationErrorFrom(parsed.error, 'body');
-  return parsed.data;
-}

@@ -9,6 +9,7 @@ import { sendEvent } from '../client/automations';
 import type { EventIngressConfig, TemporalConfig } from './config';
 import type { EventIngressOptions, EventSink } from './event-ingress';
 import { createEventMetrics } from './event-metrics';
+import { type EventSource, nativeEventSource } from './event-sources';
 
 export const DEFAULT_EVENT_SIGNAL_TIMEOUT_MS = 5_000;
 
@@ -24,16 +25,38 @@ export function temporalEventSink(
   };
 }
 
-/** The gateway's `events` option from the configuration: nothing when EVENT_SIGNING_SECRETS is unset. */
+/**
+ * The gateway's `events` option: the registered automations' names, the sources of the
+ * configuration (EVENT_SIGNING_SECRETS as the `default` source, EVENT_SOURCES) and of the
+ * automations module. Nothing when there is no source at all: no events route.
+ */
 export function eventIngressOptions(
   config: { events?: EventIngressConfig; temporal: TemporalConfig },
   client: Client,
   registry?: Registry,
+  module: { automations?: readonly { name: string }[]; sources?: readonly EventSource[] } = {},
 ): { events?: EventIngressOptions } {
-  if (!config.events) return {};
+  const automations = (module.automations ?? []).map((definition) => definition.name);
+  const events = config.events;
+  const sources = [
+    ...(events && events.secrets.length > 0
+      ? [nativeEventSource(events.secrets, automations, events.toleranceSeconds)]
+      : []),
+    ...(events?.sources ?? []),
+    ...(module.sources ?? []),
+  ];
+  if (sources.length === 0) return {};
   return {
     events: {
-      ...config.events,
+      automations,
+      sources,
+      ...(events
+        ? {
+            maxBodyBytes: events.maxBodyBytes,
+            maxDepth: events.maxDepth,
+            replayWindowSeconds: events.replayWindowSeconds,
+          }
+        : {}),
       sink: temporalEventSink(client, { taskQueue: config.temporal.taskQueue }),
       ...(registry ? { metrics: createEventMetrics(registry) } : {}),
     },

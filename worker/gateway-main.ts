@@ -7,29 +7,64 @@
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError } from '../api/errors';
 import { connectionOptions, connectionSecrets, describeConnection } from '../client/connection';
-import { acceptedSecrets, loadEventIngressConfig, loadGatewayConfig } from './config';
+import { loadAutomationsModuleExports } from './automations-module';
+import {
+  acceptedSecrets,
+  loadAutomationsModuleConfig,
+  loadEventIngressConfig,
+  loadGatewayConfig,
+} from './config';
 import { eventIngressOptions } from './event-sink';
 import { startWebhookGateway } from './gateway';
 import { createLogger } from './logger';
 import { createPrometheusMetrics, startMetricsServer } from './metrics';
 import { abortOnSignals } from './shutdown';
 
-function loadConfig(): ReturnType<typeof loadGatewayConfig> & ReturnType<typeof loadEventIngressConfig> {
+type GatewayMainConfig = ReturnType<typeof loadGatewayConfig> &
+  ReturnType<typeof loadEventIngressConfig> &
+  ReturnType<typeof loadAutomationsModuleConfig>;
+
+function badConfiguration(error: unknown): never {
+  if (error instanceof ConfigError) console.error(`gateway: bad configuration: ${error.message}`);
+  else console.error('gateway: bad configuration:', error);
+  process.exit(2);
+}
+
+/**
+ * The automations the workers register and the module's event sources: the gateway loads the
+ * workers' WORKER_AUTOMATIONS_MODULE, so that an event for a name no worker runs is a 404 here.
+ */
+async function loadModule(
+  config: GatewayMainConfig,
+): Promise<Awaited<ReturnType<typeof loadAutomationsModuleExports>>> {
+  if (!config.automationsModule) return { automations: [], sources: [] };
   try {
-    return { ...loadGatewayConfig(), ...loadEventIngressConfig() };
+    return await loadAutomationsModuleExports(config.automationsModule);
   } catch (error) {
-    if (error instanceof ConfigError) console.error(`gateway: bad configuration: ${error.message}`);
-    else console.error('gateway: bad configuration:', error);
-    process.exit(2);
+    badConfiguration(error);
+  }
+}
+
+function loadConfig(): GatewayMainConfig {
+  try {
+    return { ...loadGatewayConfig(), ...loadEventIngressConfig(), ...loadAutomationsModuleConfig() };
+  } catch (error) {
+    badConfiguration(error);
   }
 }
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const loaded = await loadModule(config);
   const secrets = acceptedSecrets(config.webhook);
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [...secrets, ...(config.events?.secrets ?? []), ...connectionSecrets(config.temporal)],
+    secrets: [
+      ...secrets,
+      ...(config.events?.secrets ?? []),
+      ...[...(config.events?.sources ?? []), ...loaded.sources].flatMap((source) => source.secrets),
+      ...connectionSecrets(config.temporal),
+    ],
     name: 'webhook-gateway',
   });
   // Listening from the start, so a signal during start-up still ends in an orderly close.
@@ -50,12 +85,13 @@ async function main(): Promise<void> {
     bodyLimitBytes: config.webhook.bodyLimitBytes,
     logger,
     ...(prometheus ? { metrics: prometheus.metrics } : {}),
-    ...eventIngressOptions(config, client, prometheus?.registry),
+    ...eventIngressOptions(config, client, prometheus?.registry, loaded),
   });
   logger.info(
     {
       listening: gateway.url,
-      events: Boolean(config.events),
+      events: Boolean(config.events) || loaded.sources.length > 0,
+      automations: loaded.automations.map((automation) => automation.name),
       metrics: metricsServer?.url,
       temporal: describeConnection(config.temporal),
     },

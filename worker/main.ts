@@ -7,8 +7,9 @@
 import { Runtime } from '@temporalio/worker';
 import type { AutomationDefinition } from '../activities/automation';
 import { ConfigError } from '../api/errors';
-import { loadAutomationsModule } from './automations-module';
+import { loadAutomationsModuleExports } from './automations-module';
 import { loadWorkerConfig, secretValues, type WorkerConfig } from './config';
+import type { EventSource } from './event-sources';
 import { createLogger } from './logger';
 import { runWorker } from './run-worker';
 import { abortOnSignals } from './shutdown';
@@ -29,11 +30,13 @@ function loadConfig(): WorkerConfig {
   }
 }
 
-/** WORKER_AUTOMATIONS_MODULE's definitions; a module that does not load is a bad configuration. */
-async function loadAutomations(config: WorkerConfig): Promise<AutomationDefinition[] | undefined> {
+/** WORKER_AUTOMATIONS_MODULE's definitions and event sources; a module that does not load is a bad configuration. */
+async function loadAutomations(
+  config: WorkerConfig,
+): Promise<{ automations: AutomationDefinition[]; sources: EventSource[] } | undefined> {
   if (!config.automationsModule) return undefined;
   try {
-    return await loadAutomationsModule(config.automationsModule);
+    return await loadAutomationsModuleExports(config.automationsModule);
   } catch (error) {
     badConfiguration(error);
   }
@@ -42,8 +45,12 @@ async function loadAutomations(config: WorkerConfig): Promise<AutomationDefiniti
 async function main(): Promise<void> {
   const config = loadConfig();
   // Before the runtime and the worker: a bad module stops the process before it connects.
-  const automations = await loadAutomations(config);
-  const logger = createLogger({ level: config.logLevel, secrets: secretValues(config) });
+  const loaded = await loadAutomations(config);
+  const automations = loaded?.automations;
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: [...secretValues(config), ...(loaded?.sources.flatMap((source) => source.secrets) ?? [])],
+  });
   Runtime.install({
     logger: temporalLoggerFor(logger.child({ component: 'temporal' })),
     telemetryOptions: {
@@ -59,7 +66,11 @@ async function main(): Promise<void> {
   const signal = abortOnSignals(logger);
   if (automations) logger.info({ automations: automations.map((a) => a.name) }, 'automations loaded');
   try {
-    await runWorker(config, { signal, logger, ...(automations ? { automations } : {}) });
+    await runWorker(config, {
+      signal,
+      logger,
+      ...(loaded ? { automations: loaded.automations, eventSources: loaded.sources } : {}),
+    });
   } catch (error) {
     logger.fatal({ err: error }, 'worker failed');
     process.exit(1);

@@ -22,6 +22,7 @@ import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { eventIngressOptions } from './event-sink';
+import type { EventSource } from './event-sources';
 import { startWebhookGateway } from './gateway';
 import { startHealthServer, type WorkerHealthState } from './health';
 import { createLogger, type Logger } from './logger';
@@ -84,6 +85,11 @@ export interface RunWorkerOptions {
   activityOptions?: ActivityOptions;
   /** The automations this worker runs (defineAutomation); events for any other name fail. */
   automations?: readonly AutomationDefinition[];
+  /**
+   * Event sources (defineEventSource) for the gateway beside this worker, besides those of
+   * EVENT_SIGNING_SECRETS and EVENT_SOURCES: who may send events to which of `automations`.
+   */
+  eventSources?: readonly EventSource[];
   /**
    * Hand out webhook URLs on the address the gateway beside this worker actually listens on,
    * instead of WEBHOOK_PUBLIC_URL (which must then be unset): for setups where the service reaches
@@ -230,6 +236,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
               config,
               new Client({ connection: connected, namespace }),
               prometheus?.registry,
+              { automations: options.automations ?? [], sources: options.eventSources ?? [] },
             ),
           });
     if (gateway) cleanups.push({ what: 'webhook gateway', close: () => gateway.close() });

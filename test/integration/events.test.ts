@@ -19,6 +19,7 @@ import { eventHeaders } from '../../client/event-signature';
 import { type Emulator, startEmulator } from '../../emulator';
 import { loadWorkerConfig } from '../../worker/config';
 import { temporalEventSink } from '../../worker/event-sink';
+import { nativeEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
@@ -125,7 +126,11 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
       client: env.client,
       secrets: [randomBytes(32).toString('base64url')],
       logger: createLogger({ level: 'error' }),
-      events: { secrets: [eventSecret], sink: temporalEventSink(env.client, { taskQueue }) },
+      events: {
+        automations: [automation],
+        sources: [nativeEventSource([eventSecret], [automation])],
+        sink: temporalEventSink(env.client, { taskQueue }),
+      },
     });
   });
 

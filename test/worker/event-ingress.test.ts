@@ -8,6 +8,7 @@ import { ValidationError } from '../../api/errors';
 import { eventHeaders, signEvent } from '../../client/event-signature';
 import { DEFAULT_EVENT_MAX_BODY_BYTES, type EventSink, type IngressEvent } from '../../worker/event-ingress';
 import { createEventMetrics } from '../../worker/event-metrics';
+import { nativeEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
 import { MAX_EVENT_BYTES } from '../../workflows/automation-input';
@@ -50,9 +51,9 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
       secrets: [WEBHOOK_SECRET],
       logger: createLogger({ level: 'debug', secrets: [WEBHOOK_SECRET, ...secrets], destination: logs }),
       events: {
-        secrets,
+        automations: ['orders', 'billing'],
+        sources: [nativeEventSource(secrets, ['orders', 'billing'], TOLERANCE)],
         sink,
-        toleranceSeconds: TOLERANCE,
         maxBodyBytes: MAX_BODY,
         now: () => NOW_S * 1000,
         metrics,
@@ -266,7 +267,8 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
       secrets: [WEBHOOK_SECRET],
       logger: createLogger({ level: 'silent' }),
       events: {
-        secrets: [NEW],
+        automations: ['orders'],
+        sources: [nativeEventSource([NEW], ['orders'])],
         now: () => NOW_S * 1000,
         sink: async () => {
           onEnter();
@@ -278,38 +280,52 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
     return { gateway: gatewayPromise, count: () => count };
   }
 
-  it('refuses a malformed body with 400 naming the field, and lets the corrected event through', async () => {
+  it('refuses a body that is not JSON with 400 and a fixed message, and one with no key with 422 naming the path', async () => {
+    const id = nextId();
+    for (const body of ['not json', '{"key":']) {
+      const answer = await nothingDelivered(() => send('orders', body, { id }));
+      expect(answer.status, body).toBe(400);
+      expect(answer.json).toEqual({ error: 'body must be valid JSON', field: 'body' });
+    }
     const cases: Array<[string, string]> = [
-      ['not json', 'body'],
-      ['[1,2]', 'body'],
+      ['[1,2]', 'body.key'],
       [JSON.stringify({ type: 'x' }), 'body.key'],
       [JSON.stringify({ key: '' }), 'body.key'],
       [JSON.stringify({ key: 'has space' }), 'body.key'],
-      [JSON.stringify({ key: 7 }), 'body.key'],
-      [JSON.stringify({ key: 'k', type: 5 }), 'body.type'],
-      [JSON.stringify({ key: 'k', type: 'x'.repeat(129) }), 'body.type'],
-      [JSON.stringify({ key: 'k', extra: true }), 'body'],
+      [JSON.stringify({ key: 'k', type: 'x'.repeat(129) }), 'event.type'],
     ];
-    const id = nextId();
     for (const [body, field] of cases) {
       const answer = await nothingDelivered(() => send('orders', body, { id }));
-      expect(answer.status, body).toBe(400);
+      expect(answer.status, body).toBe(422);
       expect(answer.json.field, body).toBe(field);
       expect(String(answer.json.error)).toMatch(new RegExp(`^${field.replace('.', '\\.')}: `));
     }
-    expect(String((await send('orders', JSON.stringify({ key: 'k', extra: true }))).json.error)).toContain(
-      'extra',
-    );
     // A refused body did not take the id.
     expect((await send('orders', JSON.stringify({ key: 'k' }), { id })).status).toBe(200);
   });
 
-  it('refuses an automation name of the wrong form with 400 before reading the body', async () => {
-    for (const name of ['-leading', 'has%20space', 'a'.repeat(129), 'sl%2Fash']) {
+  it('refuses JSON nested deeper than the limit with 400 and a fixed message (no internal error)', async () => {
+    const deep = `{"key":"k","data":${'['.repeat(1000)}${']'.repeat(1000)}}`;
+    const answer = await nothingDelivered(() => send('orders', deep));
+    expect(answer.status).toBe(400);
+    expect(answer.json).toEqual({
+      error: 'body nests objects and arrays too deeply (at most 32 levels)',
+      field: 'body',
+    });
+    const fits = `{"key":"k","data":${'['.repeat(31)}${']'.repeat(31)}}`;
+    expect((await send('orders', fits)).status).toBe(200);
+  });
+
+  it('answers 404 for an automation that is not registered (or cannot be), before reading the body', async () => {
+    for (const name of ['unregistered', '-leading', 'has%20space', 'a'.repeat(129), 'sl%2Fash']) {
       const answer = await nothingDelivered(() => send(name, JSON.stringify({ key: 'k' })));
-      expect(answer.status, name).toBe(400);
-      expect(answer.json.field).toBe('automation');
+      expect(answer.status, name).toBe(404);
+      expect(answer.json).toEqual({ error: 'no automation of this name is registered' });
     }
+    const unknownSource = await nothingDelivered(() =>
+      post('/events/orders?source=nope', JSON.stringify({ key: 'k' })),
+    );
+    expect(unknownSource.status).toBe(404);
   });
 
   it('refuses an oversized body with 413, with or without a content length', async () => {
@@ -333,7 +349,12 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
       client: new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) }),
       secrets: [WEBHOOK_SECRET],
       logger: createLogger({ level: 'silent' }),
-      events: { secrets: [NEW], now: () => NOW_S * 1000, sink },
+      events: {
+        automations: ['orders'],
+        sources: [nativeEventSource([NEW], ['orders'])],
+        now: () => NOW_S * 1000,
+        sink,
+      },
     });
     try {
       const body = JSON.stringify({ key: 'k', data: 'x'.repeat(MAX_EVENT_BYTES) });
@@ -373,7 +394,7 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
     // A rule broken further down (the sink's own validation) is a 400 naming its field.
     failNext = new ValidationError('event.data', 'too large');
     const invalid = await nothingDelivered(() => send('orders', body));
-    expect(invalid.status).toBe(400);
+    expect(invalid.status).toBe(422);
     expect(invalid.json.field).toBe('event.data');
   });
 
@@ -392,7 +413,8 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
       'timestamp-out-of-tolerance',
       'malformed',
       'too-large',
-      'bad-automation',
+      'unknown-automation',
+      'unmapped',
       'temporal-unavailable',
     ]) {
       expect(text).toContain(`durable_serverless_events_total{result="refused",reason="${reason}"}`);
