@@ -30,7 +30,6 @@ import {
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import {
   bundleJobWorkflow,
-  eventually,
   fakeJob,
   pollerScript,
   quietRuntime,
@@ -38,6 +37,7 @@ import {
   waitResult,
   withWorker,
 } from '../workflows/job-harness';
+import { waitFor } from '../workflows/wait-for';
 
 quietRuntime();
 
@@ -84,7 +84,7 @@ describe('job client facade', () => {
       const first = await startJob(env.client, input(), { workflowId, taskQueue });
       const second = await startJob(env.client, input(), { workflowId, taskQueue });
       expect((await second.describe()).runId).toBe((await first.describe()).runId);
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the wait');
+      await fake.called('waitForJobChange');
       poller.release();
       const result = await awaitJob(env.client, workflowId);
       expect(result.status).toBe('COMPLETED');
@@ -166,11 +166,11 @@ describe('job client facade', () => {
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const workflowId = uniqueTaskQueue('live-retry');
       await startJob(env.client, input(), { workflowId, taskQueue });
-      let snapshot = await getJobSnapshot(env.client, workflowId, { live: true });
-      for (let i = 0; i < 200 && snapshot.live === undefined; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        snapshot = await getJobSnapshot(env.client, workflowId, { live: true });
-      }
+      const snapshot = await waitFor(
+        () => getJobSnapshot(env.client, workflowId, { live: true }),
+        (seen) => seen.live !== undefined,
+        "the poller's heartbeat in the snapshot",
+      );
       expect(snapshot).toMatchObject({ status: 'IN_PROGRESS', live: { polls: 3, progress: { step: 9 } } });
       // The second look, when the server's timer fires, sees it finished.
       await awaitJob(env.client, workflowId);
@@ -199,11 +199,11 @@ describe('job client facade', () => {
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const workflowId = uniqueTaskQueue('live');
       await startJob(env.client, input(), { workflowId, taskQueue });
-      let snapshot = await getJobSnapshot(env.client, workflowId, { live: true });
-      for (let i = 0; i < 200 && snapshot.live === undefined; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        snapshot = await getJobSnapshot(env.client, workflowId, { live: true });
-      }
+      const snapshot = await waitFor(
+        () => getJobSnapshot(env.client, workflowId, { live: true }),
+        (seen) => seen.live !== undefined,
+        "the poller's heartbeat in the snapshot",
+      );
       expect(snapshot).toMatchObject({
         status: 'IN_PROGRESS',
         progress: { step: 1 },
@@ -219,7 +219,7 @@ describe('job client facade', () => {
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const workflowId = uniqueTaskQueue('cancel');
       await startJob(env.client, input(), { workflowId, taskQueue });
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the wait');
+      await fake.called('waitForJobChange');
       await cancelJob(env.client, workflowId);
       const error = await awaitJob(env.client, workflowId).catch((e: unknown) => e);
       expect(jobFailureOf(error)).toBeUndefined();
@@ -236,11 +236,12 @@ describe('job client facade', () => {
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       await runJob(env.client, input(endpointId), { workflowId, taskQueue });
     });
-    let found = await findJobByJobId(env.client, jobId);
-    for (let i = 0; i < 100 && !found; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      found = await findJobByJobId(env.client, jobId);
-    }
+    // Visibility follows the workflow's end on its own schedule: wait for the closed record.
+    const found = await waitFor(
+      () => findJobByJobId(env.client, jobId),
+      (seen) => seen?.workflowStatus === 'COMPLETED',
+      'the finished job in visibility',
+    );
     expect(found).toMatchObject({
       workflowId,
       endpointId,

@@ -3,29 +3,26 @@
  * batch (batch-children-workflows.ts): the window (never more than maxConcurrency children open),
  * the tolerance by count, the summary and the results lines, pause / resume / a concurrency change,
  * cancel (the children are cancelled), and that no request or output enters the batch's history.
+ * Continuing as new with children open is on the dev server
+ * (test/integration/batch-children-continue.test.ts).
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import type { BatchActivities } from '../../activities/batch';
 import {
   batchProgressQuery,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
 } from '../../workflows/batch-definitions';
-import {
-  type BatchInput,
-  type BatchResultLine,
-  type BatchSummary,
-  parseBatchInput,
-} from '../../workflows/batch-input';
+import { type BatchInput, type BatchSummary, parseBatchInput } from '../../workflows/batch-input';
 import { parseJobWorkflowInput } from '../../workflows/job-input';
 import { historyText } from '../support/history';
 import { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
-import type { ChildFate, FakeChildActivities } from './batch-children-workflows';
-import { releaseChildSignal } from './batch-children-workflows';
-import { batchSuite, until } from './batch-harness';
+import { fakeChildren } from './batch-children-fake';
+import { type ChildFate, releaseChildSignal } from './batch-children-workflows';
+import { batchSuite } from './batch-harness';
+import { until } from './wait-for';
 
 quietRuntime();
 
@@ -35,36 +32,6 @@ const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
   mode: 'children',
   ...extra,
 });
-
-/** The fake children's side in the test: their fates, who is open, and the lines the batch wrote. */
-function fakeChildren(total: number, fate: (index: number) => ChildFate) {
-  const open = new Set<number>();
-  const started: number[] = [];
-  const inputs = new Map<number, unknown>();
-  const lines: BatchResultLine[] = [];
-  let most = 0;
-  const children: FakeChildActivities = {
-    async childStarted({ index, workflowInput }) {
-      open.add(index);
-      started.push(index);
-      inputs.set(index, workflowInput);
-      most = Math.max(most, open.size);
-      return fate(index);
-    },
-    async childEnded({ index }) {
-      open.delete(index);
-    },
-  };
-  const batch: Pick<BatchActivities, 'stageBatchItems' | 'recordBatchResults'> = {
-    async stageBatchItems() {
-      return { batchKey: 'batch-test', manifestKey: 'batch-test/items.jsonl', total };
-    },
-    async recordBatchResults({ lines: written }) {
-      lines.push(...written);
-    },
-  };
-  return { activities: { ...children, ...batch }, open, started, inputs, lines, most: () => most };
-}
 
 describe('batch workflow: child mode', () => {
   const suite = batchSuite('batch-children', require.resolve('./batch-children-workflows.ts'));
@@ -168,33 +135,6 @@ describe('batch workflow: child mode', () => {
     expect(carried.counts.completed + carried.failures + carried.notStarted).toBe(30);
     expect(fake.lines).toHaveLength(carried.counts.completed + carried.failures);
     expect(fake.started).toHaveLength(carried.counts.completed + carried.failures);
-  });
-
-  it('continues as new when its run is full, carrying the cursor and the counters', async () => {
-    const fake = fakeChildren(60, fates);
-    const failing = Array.from({ length: 60 }, (_, i) => i).filter(broken).length;
-    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
-      (
-        await start(
-          queue,
-          input({ maxConcurrency: 5, maxEventsPerRun: 200, failureTolerance: { count: failing } }),
-        )
-      ).result(),
-    );
-    expect(summary.runs).toBeGreaterThan(1);
-    expect(summary).toMatchObject({
-      total: 60,
-      counts: { completed: 60 - failing, failed: failing },
-      submissions: 60,
-      retries: failing,
-      notStarted: 0,
-    });
-    // Every item once: no child started twice across the runs, every line written once.
-    expect(fake.started.sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i));
-    expect(fake.lines.map((line) => line.index).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 60 }, (_, i) => i),
-    );
-    expect(fake.most()).toBeLessThanOrEqual(5);
   });
 
   it("stops starting children once the children's estimated cost reaches the budget", async () => {

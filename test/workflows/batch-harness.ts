@@ -24,6 +24,8 @@ import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 
 export { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
+/** Waits for what the test's fake service or a query shows (no deadline but the test's). */
+export { until } from './wait-for';
 export { timeSkippingEnv };
 
 export function bundleBatchWorkflow(): Promise<WorkflowBundleWithSourceMap> {
@@ -73,15 +75,6 @@ export async function addSearchAttributes(env: TestWorkflowEnvironment): Promise
       ]),
     ),
   });
-}
-
-/** Waits (25 ms looks, 10 s at most) for what the test's fake service or a query shows. */
-export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let k = 0; k < 400; k++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`never: ${what}`);
 }
 
 /** What happens to an item's job on one attempt; `submit` overrides the submit's answer. */

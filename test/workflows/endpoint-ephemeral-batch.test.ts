@@ -21,6 +21,7 @@ import { fakeEndpointService } from '../support/endpoint-fakes';
 import { bundleWorkflows, failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 import { type Fate, fakeService } from './batch-harness';
 import { jobTestEnv } from './job-harness';
+import { until } from './wait-for';
 
 quietRuntime();
 
@@ -61,14 +62,6 @@ const batchInput = (batch: EphemeralBatch | Record<string, unknown>): EphemeralI
 
 let seq = 0;
 const nextId = () => `ephemeral-batch-${++seq}-${Date.now()}`;
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let k = 0; k < 800; k++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`never: ${what}`);
-}
 
 describe('ephemeralEndpointWorkflow through the batch engine (time-skipping, mocked activities)', () => {
   let env: TestWorkflowEnvironment;

@@ -11,6 +11,7 @@ import { type FakeOptions, fakeEndpointService } from '../support/endpoint-fakes
 import { bundleEndpointWorkflows, failureOf, quietRuntime, withWorker } from '../support/endpoint-harness';
 import type { StubJobActivities, StubJobInput } from '../support/endpoint-workflows';
 import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';
+import { until } from './wait-for';
 
 quietRuntime();
 
@@ -57,10 +58,6 @@ function input(
     ...extra,
   };
 }
-
-const until = async (check: () => boolean) => {
-  while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
-};
 
 describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in job workflows)', () => {
   let env: TestWorkflowEnvironment;
@@ -197,7 +194,7 @@ describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in 
           args: [input([{ job: 'a' }, { job: 'b' }])],
         },
       );
-      await until(() => started.size === 2);
+      await until(() => started.size === 2, 'both jobs started');
       await handle.cancel();
       const error = await handle.result().catch((caught: unknown) => caught);
       return {
@@ -242,7 +239,7 @@ describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in 
           args: [input([{ job: 'a' }])],
         },
       );
-      await until(() => creating);
+      await until(() => creating, 'the endpoint being created');
       await handle.cancel();
       release();
       await handle.result().catch(() => undefined);

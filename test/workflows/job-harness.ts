@@ -14,6 +14,7 @@ import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions'
 import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
+import { waitFor } from './wait-for';
 
 export { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 
@@ -40,6 +41,14 @@ export function bundleJobWorkflow(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflows(require.resolve('./job-test-workflows.ts'));
 }
 
+/**
+ * An activity that never answers (its worker died mid-call): it waits, silent, until it is
+ * cancelled (the worker shutting down at the test's end), whatever its timeouts say.
+ */
+export function neverAnswers(): Promise<never> {
+  return Context.current().cancelled;
+}
+
 /** Resolves when the activity is cancelled (heartbeating so that the cancellation can arrive). */
 export async function untilCancelled(): Promise<never> {
   const context = Context.current();
@@ -64,6 +73,8 @@ export interface FakeJob {
   activities: Partial<JobActivities>;
   calls: Call[];
   named(name: string): Call[];
+  /** Resolves once the activity `name` has been called `times` times (the stub's own event). */
+  called(name: keyof JobActivities, times?: number): Promise<void>;
 }
 
 export function observation(
@@ -93,10 +104,18 @@ type Impl<K extends keyof JobActivities> = (
 export function fakeJob(impl: Partial<{ [K in keyof JobActivities]: Impl<K> }>): FakeJob {
   const calls: Call[] = [];
   const activities: Partial<JobActivities> = {};
+  const named = (name: string) => calls.filter((call) => call.name === name);
+  /** Who waits for how many calls of which activity. */
+  const waiters: Array<{ name: string; times: number; resolve: () => void }> = [];
   const record =
     <K extends keyof JobActivities>(name: K, fn: Impl<K>) =>
     (...args: Parameters<JobActivities[K]>) => {
       calls.push({ name, input: args[0], attempt: Context.current().info.attempt });
+      const count = named(name).length;
+      for (const waiter of waiters.filter((w) => w.name === name && w.times <= count)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
       return fn(...args);
     };
   const defaults: { [K in keyof JobActivities]: Impl<K> } = {
@@ -117,16 +136,11 @@ export function fakeJob(impl: Partial<{ [K in keyof JobActivities]: Impl<K> }>):
     const fn = (impl[name] ?? defaults[name]) as Impl<typeof name>;
     (activities as Record<string, unknown>)[name] = record(name, fn);
   }
-  return { activities, calls, named: (name) => calls.filter((call) => call.name === name) };
-}
-
-/** Waits (real time) until `check` holds; for things a worker does on its own schedule. */
-export async function eventually(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const called = (name: keyof JobActivities, times = 1) =>
+    named(name).length >= times
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => waiters.push({ name, times, resolve }));
+  return { activities, calls, named, called };
 }
 
 /**
@@ -176,4 +190,19 @@ export async function workflowElapsed(handle: {
 }): Promise<number> {
   const { timings } = await handle.query(jobSnapshotQuery);
   return (timings.endedAt as number) - timings.startedAt;
+}
+
+/**
+ * Waits, by the snapshot query, until the workflow is in `phase` (queries do not move the test
+ * server's clock); returns that snapshot.
+ */
+export function untilPhase(
+  handle: { query: (def: typeof jobSnapshotQuery) => Promise<JobSnapshot> },
+  phase: JobSnapshot['phase'],
+): Promise<JobSnapshot> {
+  return waitFor(
+    () => handle.query(jobSnapshotQuery),
+    (snapshot) => snapshot.phase === phase,
+    `phase ${phase}`,
+  );
 }

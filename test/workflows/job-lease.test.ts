@@ -4,8 +4,9 @@
  * an uncertain submit an orphan reports during the lease (adopted, then extended) or none does
  * (submitted again once the lease and the webhook window are over); and the lease turned off.
  */
-import { Context } from '@temporalio/activity';
+import type { WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,9 +20,11 @@ import {
   failureOf,
   fakeJob,
   jobTestEnv,
+  neverAnswers,
   observation,
   quietRuntime,
   submitted,
+  untilPhase,
   withWorker,
   workflowElapsed,
 } from './job-harness';
@@ -49,6 +52,15 @@ const uncertainUnderLease = () =>
 const unavailable = () =>
   ApplicationFailure.create({ type: 'ServiceUnavailable', message: '500 from /status', nonRetryable: false });
 
+/** The durations (seconds) of the timers a history started. */
+const timerSeconds = (
+  history: Pick<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>, 'events'>,
+): number[] =>
+  (history.events ?? []).flatMap((event) => {
+    const seconds = event.timerStartedEventAttributes?.startToFireTimeout?.seconds;
+    return seconds === undefined || seconds === null ? [] : [Number(seconds)];
+  });
+
 const extensions = (calls: Array<{ input: unknown }>) =>
   calls.map((call) => call.input as FetchJobStatusInput).filter((call) => call.ttl !== undefined);
 
@@ -71,15 +83,6 @@ describe('job workflow: submitting under a lease', () => {
       workflowId: `lease-wf-${++id}`,
       args: [args],
     });
-
-  /** Polls the snapshot (queries do not move the test server's clock) until the phase is reached. */
-  async function untilPhase(handle: Awaited<ReturnType<typeof start>>, phase: string): Promise<void> {
-    for (let i = 0; i < 400; i++) {
-      if ((await handle.query(jobSnapshotQuery).catch(() => undefined))?.phase === phase) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`the workflow never reached phase ${phase}`);
-  }
 
   it("extension succeeds: the ttl is set to the caller's right after the id arrives, counted from submission", async () => {
     const fake = fakeJob({
@@ -129,10 +132,10 @@ describe('job workflow: submitting under a lease', () => {
         return observation(req.jobId, 'COMPLETED', { output: 'second' });
       },
     });
-    const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+    const { result, elapsed, history } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input());
       const result = await handle.result();
-      return { result, elapsed: await workflowElapsed(handle) };
+      return { result, elapsed: await workflowElapsed(handle), history: await handle.fetchHistory() };
     });
     expect(result).toMatchObject({
       jobId: 'job-2',
@@ -148,7 +151,20 @@ describe('job workflow: submitting under a lease', () => {
     expect(extensions(job1).length).toBeGreaterThan(2);
     expect(job1.at(-1)?.input).toEqual({ endpointId: 'ep-1', jobId: 'job-1' });
     expect(elapsed).toBeGreaterThanOrEqual(LEASE_MS);
-    expect(elapsed).toBeLessThan(LEASE_MS + 10_000);
+    // Sent again right after that look, with nothing waited for in between; no wait before it was
+    // longer than the lease (read from the history: the workflow's own timers, not a clock).
+    const events = history.events ?? [];
+    const scheduled = (name: string) =>
+      events.flatMap((event, index) =>
+        event.activityTaskScheduledEventAttributes?.activityType?.name === name ? [index] : [],
+      );
+    const resubmit = scheduled('submitJob')[1] as number;
+    const look = scheduled('fetchJobStatus')
+      .filter((index) => index < resubmit)
+      .at(-1) as number;
+    expect(events.slice(look, resubmit).filter((event) => event.timerStartedEventAttributes)).toEqual([]);
+    const before = { events: events.slice(0, resubmit) };
+    for (const seconds of timerSeconds(before)) expect(seconds * 1000).toBeLessThanOrEqual(LEASE_MS);
   });
 
   it('extension answers all lost but one reached the service: the look after the lease finds the job alive and keeps it', async () => {
@@ -267,11 +283,7 @@ describe('job workflow: submitting under a lease', () => {
       async (taskQueue) => {
         const handle = await start(taskQueue, input());
         const result = await handle.result();
-        const events = (await handle.fetchHistory()).events ?? [];
-        const timers = events
-          .map((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds)
-          .filter((s) => s !== undefined && s !== null)
-          .map(Number);
+        const timers = timerSeconds(await handle.fetchHistory());
         return {
           result,
           elapsed: await workflowElapsed(handle),
@@ -338,7 +350,7 @@ describe('job workflow: submitting under a lease', () => {
       submitJob: async () => {
         submits += 1;
         // The activity never answers: its start-to-close timeout is the workflow's only news.
-        if (submits === 1) await Context.current().sleep(60_000);
+        if (submits === 1) await neverAnswers();
         return submitted('job-2', { leaseTtlMs: 20_000, webhookArmed: false });
       },
       fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'ok' }),
@@ -362,7 +374,7 @@ describe('job workflow: submitting under a lease', () => {
     const fake = fakeJob({
       submitJob: async () => {
         submits += 1;
-        if (submits === 1) await Context.current().sleep(60_000);
+        if (submits === 1) await neverAnswers();
         return submitted('job-2', { leaseTtlMs: LEASE_MS });
       },
       fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'ok' }),
@@ -386,16 +398,16 @@ describe('job workflow: submitting under a lease', () => {
     const fake = fakeJob({
       // The worker dies after sending: no heartbeat, no answer (the default submitTimeout is 2 min).
       submitJob: async () => {
-        await Context.current().sleep(10 * LEASE_MS);
+        await neverAnswers();
         return submitted('never');
       },
       fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'from the orphan' }),
     });
-    const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+    const { result, history } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input({ onUncertainSubmit: 'fail' }));
       await untilPhase(handle, 'submitting');
       await handle.signal(jobWebhookSignal, { jobId: 'orphan-1', status: 'COMPLETED' });
-      return { result: await handle.result(), elapsed: await workflowElapsed(handle) };
+      return { result: await handle.result(), history: await handle.fetchHistory() };
     });
     expect(result).toMatchObject({
       jobId: 'orphan-1',
@@ -404,15 +416,22 @@ describe('job workflow: submitting under a lease', () => {
       uncertainSubmits: 1,
       uncertainAdopted: 1,
     });
-    // Adopted while the orphan's lease still ran, so its output was still there.
-    expect(elapsed).toBeLessThan(LEASE_MS);
+    // The submit's heartbeat told the worker was gone, and the orphan was adopted while its lease
+    // still ran (no wait for the lease's end ever fired), so its output was still there.
+    const events = history.events ?? [];
+    const timedOut = events.flatMap((event) => {
+      const type = event.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
+      return type === undefined || type === null ? [] : [type];
+    });
+    expect(timedOut).toEqual([temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT]);
+    expect(events.filter((event) => event.timerFiredEventAttributes)).toEqual([]);
   });
 
   it("a worker dying mid-submit under 'auto' on workers without webhooks: no lease went out, onUncertainSubmit decides", async () => {
     const fake = fakeJob({
       webhooksArmed: async () => false,
       submitJob: async () => {
-        await Context.current().sleep(60_000);
+        await neverAnswers();
         return submitted('job-late', { webhookArmed: false });
       },
     });
@@ -431,7 +450,7 @@ describe('job workflow: submitting under a lease', () => {
       fetchJobStatus: async (req) => {
         if (req.ttl !== undefined && ++tries === 1) {
           // The worker holding the first try dies: no answer ever comes.
-          await Context.current().sleep(10 * LEASE_MS);
+          await neverAnswers();
         }
         return observation(req.jobId, req.ttl === undefined ? 'COMPLETED' : 'IN_PROGRESS', { output: 'ok' });
       },

@@ -17,7 +17,6 @@ import { jobIdKey } from '../../workflows/search-attributes';
 import {
   bundleJobWorkflow,
   DAY_MS,
-  eventually,
   failureOf,
   fakeJob,
   jobTestEnv,
@@ -385,10 +384,10 @@ describe('job workflow: retries, expiry and the ttl', () => {
     });
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input({ request: { input: {}, policy: { ttl: DAY_MS } } }));
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the poller to start');
+      await fake.called('waitForJobChange');
       await handle.signal(extendJobTtlSignal, { ttl: 5 }); // refused: below the service's minimum
       await handle.signal(extendJobTtlSignal, { ttl: 3 * DAY_MS });
-      await eventually(() => fake.named('waitForJobChange').length === 2, 'the wait to restart');
+      await fake.called('waitForJobChange', 2);
       const snapshot = await handle.query(jobSnapshotQuery);
       expect(snapshot.ttlExtensionError).toBeUndefined();
       expect(snapshot.timings.ttlDeadline).toBe((snapshot.timings.submittedAt as number) + 3 * DAY_MS);
@@ -408,7 +407,7 @@ describe('job workflow: retries, expiry and the ttl', () => {
     const fake = fakeJob({ waitForJobChange: poller });
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input());
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the poller to start');
+      await fake.called('waitForJobChange');
       await handle.signal(extendJobTtlSignal, { ttl: 5 });
       let error: string | undefined;
       for (let i = 0; i < 100 && error === undefined; i++)

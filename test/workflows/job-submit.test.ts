@@ -13,7 +13,6 @@ import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions'
 import type { JobWorkflowInput } from '../../workflows/job-input';
 import {
   bundleJobWorkflow,
-  eventually,
   failureOf,
   fakeJob,
   jobTestEnv,
@@ -21,6 +20,7 @@ import {
   pollerScript,
   quietRuntime,
   submitted,
+  untilPhase,
   waitResult,
   withWorker,
   workflowElapsed,
@@ -42,8 +42,6 @@ const uncertain = () =>
     nonRetryable: true,
     details: [{ operation: 'run', cause: 'Timeout', webhookArmed: true }],
   });
-
-const sleepReal = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A gate a fake activity waits at until the test opens it: the test decides when it answers. */
 function gate(): { opened: Promise<void>; open: () => void } {
@@ -136,17 +134,23 @@ describe('job workflow: submission and cancellation', () => {
     });
 
     it('without a lease, treats a submit that never answers (a worker dead mid-submit) as uncertain, and never retries it', async () => {
+      // The answer comes only once the workflow has ended: past the 1-second timeout, it is lost.
+      const late = gate();
       const fake = fakeJob({
         submitJob: async () => {
-          await sleepReal(3_000); // past the 1-second timeout: the answer is lost
+          await late.opened;
           return submitted('job-late');
         },
       });
-      const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
-        failureOf(
-          (await start(taskQueue, input({ submitTimeout: '1 second', submitLease: false }))).result(),
-        ),
-      );
+      const failure = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        try {
+          return await failureOf(
+            (await start(taskQueue, input({ submitTimeout: '1 second', submitLease: false }))).result(),
+          );
+        } finally {
+          late.open();
+        }
+      });
       expect(failure.type).toBe('SubmitUncertain');
       expect(failure.message).toContain('ActivityTimeout');
       expect(fake.named('submitJob')).toHaveLength(1);
@@ -161,12 +165,7 @@ describe('job workflow: submission and cancellation', () => {
       });
       const { result, snapshot } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         const handle = await start(taskQueue, input({ uncertainSubmitWait: '1 hour' }));
-        let phase = '';
-        for (let i = 0; i < 200 && phase !== 'adopting'; i++) {
-          phase = (await handle.query(jobSnapshotQuery)).phase;
-          if (phase !== 'adopting') await sleepReal(25);
-        }
-        expect(phase).toBe('adopting');
+        await untilPhase(handle, 'adopting');
         await handle.signal(jobWebhookSignal, { jobId: 'orphan-7', status: 'COMPLETED' });
         const result = await handle.result();
         return { result, snapshot: await handle.query(jobSnapshotQuery) };
@@ -196,7 +195,7 @@ describe('job workflow: submission and cancellation', () => {
       const result = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         try {
           const handle = await start(taskQueue, input());
-          await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
+          await fake.called('submitJob');
           // The signal is in the history before the submit can answer: it arrived mid-submit.
           await handle.signal(jobWebhookSignal, { jobId: 'orphan-8', status: 'IN_PROGRESS' });
           expect((await handle.query(jobSnapshotQuery)).phase).toBe('submitting');
@@ -317,7 +316,7 @@ describe('job workflow: submission and cancellation', () => {
       const fake = fakeJob({ waitForJobChange: pollerScript(['hang']) });
       const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         const handle = await start(taskQueue, input());
-        await eventually(() => fake.named('waitForJobChange').length === 1, 'the wait to start');
+        await fake.called('waitForJobChange');
         await handle.cancel();
         await cancelled(handle.result());
         expect((await handle.describe()).status.name).toBe('CANCELLED');
@@ -337,7 +336,7 @@ describe('job workflow: submission and cancellation', () => {
       const fake = fakeJob({ waitForJobChange: pollerScript(['IN_PROGRESS', 'hang']) });
       await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         const handle = await start(taskQueue, input());
-        await eventually(() => fake.named('waitForJobChange').length === 2, 'the job to run');
+        await fake.called('waitForJobChange', 2);
         await handle.cancel();
         await cancelled(handle.result());
       });
@@ -355,7 +354,7 @@ describe('job workflow: submission and cancellation', () => {
       await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         try {
           const handle = await start(taskQueue, input());
-          await eventually(() => fake.named('submitJob').length === 1, 'the submit to start');
+          await fake.called('submitJob');
           // The cancellation is recorded while the submit still holds the answer back.
           await handle.cancel();
           expect((await handle.query(jobSnapshotQuery)).phase).toBe('submitting');
@@ -375,10 +374,7 @@ describe('job workflow: submission and cancellation', () => {
       const fake = fakeJob({ waitForJobChange: pollerScript(['FAILED']) });
       const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         const handle = await start(taskQueue, input({ retry: { maxRetries: 1, initialInterval: '1 day' } }));
-        for (let i = 0; i < 400; i++) {
-          if ((await handle.query(jobSnapshotQuery)).phase === 'retry-backoff') break;
-          await sleepReal(25);
-        }
+        await untilPhase(handle, 'retry-backoff');
         await handle.cancel();
         await cancelled(handle.result());
         return handle.query(jobSnapshotQuery);
@@ -397,7 +393,7 @@ describe('job workflow: submission and cancellation', () => {
       });
       const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
         const handle = await start(taskQueue, input());
-        await eventually(() => fake.named('waitForJobChange').length === 1, 'the wait to start');
+        await fake.called('waitForJobChange');
         await handle.cancel();
         await cancelled(handle.result());
         return handle.query(jobSnapshotQuery);

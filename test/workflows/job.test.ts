@@ -19,7 +19,6 @@ import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/search-at
 import { historyText } from '../support/history';
 import {
   bundleJobWorkflow,
-  eventually,
   failureOf,
   fakeJob,
   jobTestEnv,
@@ -157,7 +156,7 @@ describe('job workflow: completion and waiting', () => {
     });
     const result = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input());
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the poller to start');
+      await fake.called('waitForJobChange');
       await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'COMPLETED' });
       const result = await handle.result();
       return { result, history: await handle.fetchHistory() };
@@ -187,7 +186,7 @@ describe('job workflow: completion and waiting', () => {
     });
     const result = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input());
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the poller to start');
+      await fake.called('waitForJobChange');
       // Claims COMPLETED; /status says IN_PROGRESS: that is a change too, and the wait restarts from there.
       await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'COMPLETED' });
       return handle.result();
@@ -210,7 +209,7 @@ describe('job workflow: completion and waiting', () => {
     });
     const snapshot = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input());
-      await eventually(() => fake.named('waitForJobChange').length === 1, 'the poller to start');
+      await fake.called('waitForJobChange');
       // Same status as known: nothing to confirm.
       await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'IN_QUEUE' });
       await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'IN_QUEUE' });
@@ -218,7 +217,7 @@ describe('job workflow: completion and waiting', () => {
       await handle.signal(jobWebhookSignal, { jobId: 'stray-9', status: 'COMPLETED' });
       // A claim /status does not back: one look, no change; the same claim again: no second look.
       await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'FAILED' });
-      await eventually(() => statusCalls === 1, 'the claim to be checked');
+      await fake.called('fetchJobStatus');
       await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'FAILED' });
       const mid = await handle.query(jobSnapshotQuery);
       expect(mid).toMatchObject({
@@ -244,7 +243,7 @@ describe('job workflow: completion and waiting', () => {
     const fake = fakeJob({ waitForJobChange: poller });
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await start(taskQueue, input({ request: { input: {}, policy: { ttl: 7_200_000 } } }));
-      await eventually(() => fake.named('waitForJobChange').length === 2, 'the second wait');
+      await fake.called('waitForJobChange', 2);
       const snapshot = await handle.query(jobSnapshotQuery);
       expect(snapshot).toMatchObject({
         endpointId: 'ep-1',
