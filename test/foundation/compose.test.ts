@@ -76,6 +76,30 @@ describe('docker-compose.yml', () => {
       });
   });
 
+  it("gives the service's API key to the worker only: the gateway never needs it", () => {
+    const result = composeConfig(composeFile, serviceEnv, ['--profile', '*', 'config', '--format', 'json']);
+    expect(result.stderr).toBe('');
+    const { services } = JSON.parse(result.stdout) as {
+      services: Record<string, { environment?: Record<string, string | null> }>;
+    };
+    expect(services.worker?.environment).toMatchObject({ SERVERLESS_API_KEY: serviceEnv.SERVERLESS_API_KEY });
+    const holders = Object.entries(services)
+      .filter(([, service]) =>
+        Object.values(service.environment ?? {}).includes(serviceEnv.SERVERLESS_API_KEY),
+      )
+      .map(([name]) => name);
+    expect(holders).toEqual(['worker']);
+    // The gateway does get what it needs for events and automations.
+    expect(Object.keys(services.gateway?.environment ?? {})).toEqual(
+      expect.arrayContaining([
+        'EVENT_SIGNING_SECRETS',
+        'EVENT_SOURCES',
+        'WORKER_AUTOMATIONS_MODULE',
+        'WEBHOOK_SECRET',
+      ]),
+    );
+  });
+
   it('would catch a broken field: the validator names it', () => {
     const broken = readFileSync(composeFile, 'utf8').replace(
       'stop_grace_period: 60s',
