@@ -11,7 +11,6 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
-import { automationEventSignal } from '../workflows/automation-definitions';
 import {
   type AutomationControls,
   type AutomationControlsInput,
@@ -23,11 +22,12 @@ import {
   emitOnEndSchema,
   parseAutomationEvent,
   runCost,
-} from '../workflows/automation-input';
-import { failedRunCost } from '../workflows/automation-run-cost';
-import { type BatchInput, parseBatchInput } from '../workflows/batch-input';
-import { firstIssue } from '../workflows/input-rules';
-import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
+} from '../contracts/automation-input';
+import { failedRunCost } from '../contracts/automation-run-cost';
+import { type BatchInput, parseBatchInput } from '../contracts/batch-input';
+import { firstIssue } from '../contracts/input-rules';
+import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
+import { SIGNAL_NAMES } from '../contracts/signal-names';
 import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
 
 /** What an automation runs for a group of events: a job or a batch (or nothing: null). */
@@ -225,7 +225,7 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
         workflowId: automationWorkflowId(input.automation, input.key),
         taskQueue,
         args: [{ name: input.automation, key: input.key }],
-        signal: automationEventSignal,
+        signal: SIGNAL_NAMES.automationEvent,
         signalArgs: [parsed.event],
       });
     },

@@ -9,7 +9,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { storeKeySchema } from '../workflows/batch-input';
+import { storeKeySchema } from '../contracts/batch-input';
 
 export interface BatchStore {
   /** Which store this is, as result references name it (`local`). */

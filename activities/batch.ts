@@ -9,7 +9,7 @@
  * - submitBatchPage: POST /run for a page of items under the client's rate limiter. Never retried
  *   by Temporal, like the job workflow's submit: per item it answers the job id, a certain failure
  *   or "uncertain" (the request may have created a job whose id never came back). Under a submit
- *   lease (workflows/submit-lease.ts) each request goes out with ttl = the lease;
+ *   lease (contracts/submit-lease.ts) each request goes out with ttl = the lease;
  * - extendBatchLeases: /status?ttl= sets each new job's ttl to the caller's, tried until its lease
  *   would end (a 404 says it is gone);
  * - watchBatchJobs: one look at /status for every job in flight; it writes COMPLETED results
@@ -34,14 +34,14 @@ import {
   type SubmitItemResult,
   storeKeySchema,
   type WatchedItem,
-} from '../workflows/batch-input';
-import { firstIssue } from '../workflows/input-rules';
-import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../workflows/submit-lease';
+} from '../contracts/batch-input';
+import { firstIssue } from '../contracts/input-rules';
+import { type Polling, submitRequestSchema } from '../contracts/job-types';
+import { intervalAfter, JOB_UNCHANGED } from '../contracts/job-wait-policy';
+import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../contracts/submit-lease';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
-import { type Polling, submitRequestSchema } from './job-types';
-import { intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
 import { extendJobTtl, extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import {
   createLocalResultStore,

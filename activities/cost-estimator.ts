@@ -14,7 +14,7 @@ import {
   estimateRunCost,
   type Pricing,
   pricingSchema,
-} from './cost';
+} from '../contracts/cost';
 
 export type EstimateCost = (endpointId: string, executionTimeMs: number) => Promise<CostEstimate | undefined>;
 

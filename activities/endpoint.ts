@@ -8,18 +8,14 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { ServiceError } from '../api/errors';
-import type { Endpoint, RestCreateEndpointInput, SaveEndpointInput } from '../api/schemas/endpoint';
+import type { Endpoint, SaveEndpointInput } from '../api/schemas/endpoint';
 import type { HealthResponse, PurgeResponse } from '../api/schemas/job';
-import { ENDPOINT_FAILURE } from './endpoint-failures';
+import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
+import type { CreateEndpointRequest } from '../contracts/endpoint-input';
 import { asActivityFailures, toApplicationFailure } from './failures';
 
-export { ENDPOINT_FAILURE } from './endpoint-failures';
-
-export type CreateEndpointRequest =
-  /** saveEndpoint without id. */
-  | { via: 'graphql'; input: Omit<SaveEndpointInput, 'id'> }
-  /** POST /endpoints; gpuTypeIds in priority order. */
-  | { via: 'rest'; body: RestCreateEndpointInput };
+export { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
+export type { CreateEndpointRequest } from '../contracts/endpoint-input';
 
 export interface EndpointActivityDeps {
   client: Pick<ServiceClient, 'endpoints' | 'rest' | 'jobs'>;

@@ -16,29 +16,11 @@
  * an ActivityFailure does not see `nextRetryDelay`.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { ServiceError, type ServiceErrorKind, ValidationError } from '../api/errors';
+import { ServiceError, ValidationError } from '../api/errors';
+import { type FailureFacts, JOB_EXPIRED, SUBMIT_UNCERTAIN } from '../contracts/failures';
 
-/** Failure types the job activities raise beyond the ServiceErrorKinds. */
-export const JOB_EXPIRED = 'JobExpired';
-export const SUBMIT_UNCERTAIN = 'SubmitUncertain';
-export { JOB_UNCHANGED } from './job-wait-policy';
-
-export type JobActivityFailureType = ServiceErrorKind | typeof JOB_EXPIRED | typeof SUBMIT_UNCERTAIN;
-
-/** What the first `details` element of every failure raised here holds. */
-export interface FailureFacts {
-  operation?: string;
-  status?: number;
-  retryAfterMs?: number;
-  /** ValidationError only: the path of the bad value and the rule it breaks. */
-  field?: string;
-  rule?: string;
-  /** SubmitUncertain only: the kind of the underlying error, and whether the job request named a webhook. */
-  cause?: ServiceErrorKind;
-  webhookArmed?: boolean;
-  /** SubmitUncertain only: the lease ttl the request carried, when it was submitted under one. */
-  leaseTtlMs?: number;
-}
+export type { FailureFacts, JobActivityFailureType } from '../contracts/failures';
+export { JOB_EXPIRED, JOB_UNCHANGED, SUBMIT_UNCERTAIN } from '../contracts/failures';
 
 export interface FailureContext {
   /** Job operations (status, stream, cancel, retry) read a 404 as the job having expired. */

@@ -3,8 +3,8 @@
  * history go to the result store, progress updates and error texts are kept only when short.
  */
 import { isTerminalStatus, type JobStatus } from '../api/schemas/job';
-import type { CostEstimate } from './cost';
-import type { JobObservation } from './job-types';
+import type { CostEstimate } from '../contracts/cost';
+import type { JobObservation } from '../contracts/job-types';
 import { inlineOrStore, jsonBytes, type ResultStore } from './result-store';
 
 export interface ObserveOptions {

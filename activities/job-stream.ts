@@ -11,13 +11,13 @@
 import { Context } from '@temporalio/activity';
 import type { ServiceClient } from '../api/client';
 import { isTerminalStatus, type JobStatusValue } from '../api/schemas/job';
-import { toApplicationFailure } from './failures';
 import {
   type StreamHeartbeat,
   type StreamJobInput,
   type StreamResult,
   streamHeartbeatSchema,
-} from './job-types';
+} from '../contracts/job-types';
+import { toApplicationFailure } from './failures';
 import type { StreamSinkFunction } from './stream-sink';
 
 function resumed(details: unknown, input: StreamJobInput): StreamHeartbeat | undefined {

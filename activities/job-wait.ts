@@ -18,10 +18,15 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
+import type { WaitForJobChangeInput, WaitHeartbeat, WaitResult } from '../contracts/job-types';
+import {
+  INLINE_BUDGET_MS,
+  INLINE_MAX_INTERVAL_MS,
+  intervalAfter,
+  JOB_UNCHANGED,
+} from '../contracts/job-wait-policy';
 import { JOB_EXPIRED, toApplicationFailure } from './failures';
 import { type ObserveOptions, observe, smallProgress } from './job-observe';
-import type { WaitForJobChangeInput, WaitHeartbeat, WaitResult } from './job-types';
-import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter, JOB_UNCHANGED } from './job-wait-policy';
 
 export async function lookForChange(
   client: Pick<ServiceClient, 'jobs'>,

@@ -26,15 +26,6 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
-import { leaseApplies } from '../workflows/submit-lease';
-import { requestOf } from './batch';
-import { type BatchStore, defaultBatchStore } from './batch-store';
-import type { EstimateCost } from './cost-estimator';
-import { JOB_EXPIRED, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
-import { createInFlightTracker } from './in-flight';
-import type { ObserveOptions } from './job-observe';
-import { observe } from './job-observe';
-import { drainStream } from './job-stream';
 import {
   type FetchJobStatusInput,
   fetchJobStatusInputSchema,
@@ -48,13 +39,23 @@ import {
   type StreamJobInput,
   type StreamResult,
   type SubmitJobInput,
+  type SubmitResult,
   streamJobInputSchema,
   submitJobInputSchema,
   submitRequestSchema,
   type WaitForJobChangeInput,
   type WaitResult,
   waitForJobChangeInputSchema,
-} from './job-types';
+} from '../contracts/job-types';
+import { leaseApplies } from '../contracts/submit-lease';
+import { requestOf } from './batch';
+import { type BatchStore, defaultBatchStore } from './batch-store';
+import type { EstimateCost } from './cost-estimator';
+import { JOB_EXPIRED, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
+import { createInFlightTracker } from './in-flight';
+import type { ObserveOptions } from './job-observe';
+import { observe } from './job-observe';
+import { drainStream } from './job-stream';
 import { lookForChange } from './job-wait';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
@@ -97,15 +98,6 @@ export interface JobActivityDeps {
   estimateCost?: EstimateCost;
   /** Where a requestRef's manifest is (the batch activities' store); default: `<resultStoreDir>/batches`. */
   batchStore?: BatchStore;
-}
-
-/** What a submit returns: the job as first seen, whether its request named a webhook, and its lease. */
-export interface SubmitResult extends JobObservation {
-  webhookArmed: boolean;
-  /** The ttl the request carried when it went out under a lease (workflows/submit-lease.ts). */
-  leaseTtlMs?: number;
-  /** The lease was already extended to the caller's ttl by the submit itself. */
-  extended?: true;
 }
 
 export interface CancelJobResult {

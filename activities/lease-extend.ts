@@ -1,6 +1,6 @@
 /**
  * A submit lease's extension made by the submit activity itself, right after the job id arrived
- * (workflows/submit-lease.ts): no workflow task and no other activity between the answer and the
+ * (contracts/submit-lease.ts): no workflow task and no other activity between the answer and the
  * extension, so a worker backlog or a slow page cannot let the lease run out while the job waits
  * for the workflow to hear of it (a job that completes inside its lease and is deleted at its end
  * would otherwise be taken for a lapse and run again). Tried until the lease ends, or until the
@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServiceClient } from '../api/client';
 import { ServiceError } from '../api/errors';
 import { JOB_LIMITS } from '../api/schemas/job';
-import { extensionRetryPauseMs, leaseEndsBy } from '../workflows/submit-lease';
+import { extensionRetryPauseMs, leaseEndsBy } from '../contracts/submit-lease';
 
 export interface LeaseToExtend {
   endpointId: string;

@@ -10,9 +10,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type ResultRef, resultRefSchema } from './job-types';
+import { type ResultRef, resultRefSchema } from '../contracts/job-types';
 
-export { type ResultRef, resultRefSchema } from './job-types';
+export { type ResultRef, resultRefSchema } from '../contracts/job-types';
 
 export interface ResultStore {
   /** Stores the JSON value under `key` (replacing what was there) and returns its reference. */

@@ -10,10 +10,10 @@ import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { StreamChunk } from '../api/schemas/job';
-import { type JobStreamBatch, jobStreamChunksSignal } from '../workflows/definitions';
-import type { StreamSink } from './job-types';
+import type { StreamSink } from '../contracts/job-types';
+import { type JobStreamBatch, SIGNAL_NAMES } from '../contracts/signal-names';
 
-export type { JobStreamBatch } from '../workflows/definitions';
+export type { JobStreamBatch } from '../contracts/signal-names';
 
 /** A sink function the worker registers by name; it must finish with the batch before it resolves. */
 export type StreamSinkFunction = (batch: JobStreamBatch) => Promise<void>;
@@ -70,7 +70,8 @@ export function createSinkDelivery(sink: StreamSink, deps: StreamSinkDeps): Stre
       if (!workflowId) throw new StreamSinkError('a signal sink needs the workflow id to signal');
       return async (batch) => {
         const handle = Context.current().client.workflow.getHandle(workflowId, runId);
-        for (const part of splitForSignals(batch)) await handle.signal(jobStreamChunksSignal, part);
+        for (const part of splitForSignals(batch))
+          await handle.signal<[JobStreamBatch]>(SIGNAL_NAMES.jobStreamChunks, part);
       };
     }
     case 'function': {

@@ -29,6 +29,7 @@ import { Pool } from 'undici';
 import { defineAutomation } from '../activities/automation';
 import { automationWorkflowId, sendEvent } from '../client/automations';
 import { eventHeaders } from '../client/event-signature';
+import type { AutomationState } from '../contracts/automation-input';
 import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import type { EventSink } from '../worker/event-ingress';
@@ -38,7 +39,6 @@ import { startWebhookGateway, type WebhookGateway } from '../worker/gateway';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { automationStateQuery } from '../workflows/automation-definitions';
-import type { AutomationState } from '../workflows/automation-input';
 import { mb, median, numberArg, quietRuntime, say, sleep, startDevServer, until } from './support';
 
 const EVENTS = numberArg('events', 5000);

@@ -35,8 +35,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createServiceClient } from '../api';
 import { awaitBatch, startBatch } from '../client/batches';
 import { awaitJob, startJob } from '../client/jobs';
+import type { JobResult } from '../contracts/job-snapshot';
 import { type Emulator, startEmulator } from '../emulator';
-import type { JobResult } from '../workflows/job-snapshot';
 import {
   inBatches,
   mb,

@@ -48,8 +48,9 @@ import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
-import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../activities/job-wait-policy';
 import { startJob } from '../client';
+import { POLLING_DEFAULTS } from '../contracts/job-input';
+import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../contracts/job-wait-policy';
 import { type Emulator, startEmulator } from '../emulator';
 import { provisionedServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
@@ -57,7 +58,6 @@ import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import type { serverlessJob } from '../workflows/job';
-import { POLLING_DEFAULTS } from '../workflows/job-input';
 import { searchAttributeKeys } from '../workflows/search-attributes';
 import { installWorkerProbe, tasksOf } from './worker-probe';
 

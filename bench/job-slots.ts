@@ -31,9 +31,9 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { awaitJob, cancelJob, getJobSnapshot, type JobHandle, startJob } from '../client/jobs';
+import type { JobResult } from '../contracts/job-snapshot';
 import { type Emulator, startEmulator } from '../emulator';
 import { MAX_WORKERS, RATE_LIMITS } from '../emulator/limits';
-import type { JobResult } from '../workflows/job-snapshot';
 import {
   inBatches,
   mb,

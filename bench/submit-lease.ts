@@ -27,13 +27,13 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { awaitJob, jobFailureOf, startJob } from '../client';
+import type { JobResult } from '../contracts/job-snapshot';
 import { startEmulator } from '../emulator';
 import { provisionedServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import type { JobResult } from '../workflows/job-snapshot';
 import { searchAttributeKeys } from '../workflows/search-attributes';
 
 const arg = (name: string, fallback: number) => {

@@ -6,16 +6,16 @@
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
-import type { automationWorkflow } from '../workflows/automation';
-import { automationEventSignal } from '../workflows/automation-definitions';
 import {
   type AutomationEventInput,
   automationKeySchema,
   automationNameSchema,
   automationWorkflowId,
   parseAutomationEvent,
-} from '../workflows/automation-input';
-import { firstIssue } from '../workflows/input-rules';
+} from '../contracts/automation-input';
+import { firstIssue } from '../contracts/input-rules';
+import type { automationWorkflow } from '../workflows/automation';
+import { automationEventSignal } from '../workflows/automation-definitions';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeAutomation } from './workflow-descriptions';
 
@@ -24,14 +24,14 @@ export type {
   AutomationEventInput,
   AutomationState,
   EmitOnEnd,
-} from '../workflows/automation-input';
+} from '../contracts/automation-input';
 export {
   automationEventSchema,
   automationKeySchema,
   automationNameSchema,
   automationWorkflowId,
   MAX_EVENT_BYTES,
-} from '../workflows/automation-input';
+} from '../contracts/automation-input';
 
 const sendOptionsSchema = z.strictObject({
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),

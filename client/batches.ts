@@ -18,14 +18,6 @@ import { type BatchStore, createLocalBatchStore } from '../activities/batch-stor
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
-import type { serverlessBatch } from '../workflows/batch';
-import {
-  batchProgressQuery,
-  batchSummaryQuery,
-  pauseBatchSignal,
-  resumeBatchSignal,
-  setBatchConcurrencyUpdate,
-} from '../workflows/batch-definitions';
 import {
   BATCH_FAILURE,
   type BatchInput,
@@ -36,8 +28,16 @@ import {
   concurrencySchema,
   parseBatchInput,
   storeKeySchema,
-} from '../workflows/batch-input';
-import { firstIssue } from '../workflows/input-rules';
+} from '../contracts/batch-input';
+import { firstIssue } from '../contracts/input-rules';
+import type { serverlessBatch } from '../workflows/batch';
+import {
+  batchProgressQuery,
+  batchSummaryQuery,
+  pauseBatchSignal,
+  resumeBatchSignal,
+  setBatchConcurrencyUpdate,
+} from '../workflows/batch-definitions';
 import { endpointIdKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
@@ -50,8 +50,8 @@ export type {
   BatchResultLine,
   BatchResultsRef,
   BatchSummary,
-} from '../workflows/batch-input';
-export { BATCH_FAILURE } from '../workflows/batch-input';
+} from '../contracts/batch-input';
+export { BATCH_FAILURE } from '../contracts/batch-input';
 
 export type BatchHandle = WorkflowHandle<typeof serverlessBatch>;
 

@@ -12,8 +12,8 @@ import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import { ValidationError } from '../api/errors';
-import { parseAutomationEvent } from '../workflows/automation-input';
-import { firstIssue } from '../workflows/input-rules';
+import { parseAutomationEvent } from '../contracts/automation-input';
+import { firstIssue } from '../contracts/input-rules';
 import { automationKeySchema, automationNameSchema, sendEvent } from './automations';
 import { parseJsonArgument } from './cli-input';
 

@@ -14,7 +14,7 @@ import type {
   ProvisionEndpointInput,
   TeardownEndpointInput,
   UpdateEndpointInput,
-} from '../workflows/endpoint-input';
+} from '../contracts/endpoint-input';
 import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
 import { addEventCommands } from './cli-event';

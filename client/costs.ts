@@ -1,14 +1,14 @@
 /**
- * What jobs, batches and endpoints cost, as the worker estimated it (activities/cost.ts): read
+ * What jobs, batches and endpoints cost, as the worker estimated it (contracts/cost.ts): read
  * from the job's snapshot, the batch's summary (or live progress), and for an endpoint (or the
  * whole account) the sum over its closed job and batch workflows in a time range, found by the
  * ServerlessEndpointId search attribute (by workflow type alone for the account). An estimate only: see "Metrics, traces and cost" in the README for what it leaves out.
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { z } from 'zod';
-import type { CostEstimate } from '../activities/cost';
 import { ValidationError } from '../api/errors';
-import type { BatchCost } from '../workflows/batch-input';
+import type { BatchCost } from '../contracts/batch-input';
+import type { CostEstimate } from '../contracts/cost';
 import { endpointIdKey } from '../workflows/search-attributes';
 import { finishedSummary, getBatchProgress } from './batches';
 import { getJobSnapshot, jobListQuery } from './jobs';

@@ -13,15 +13,6 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { Endpoint } from '../api/schemas/endpoint';
 import {
-  EPHEMERAL_FAILURE,
-  type EphemeralBatchFailure,
-  type EphemeralResult,
-  endpointLifecycleQuery,
-  type LifecycleStatus,
-  type ProvisionResult,
-  type TeardownResult,
-} from '../workflows/endpoint-definitions';
-import {
   type EphemeralEndpointInput,
   ephemeralEndpointInputSchema,
   firstIssue,
@@ -31,7 +22,16 @@ import {
   teardownEndpointInputSchema,
   type UpdateEndpointInput,
   updateEndpointInputSchema,
-} from '../workflows/endpoint-input';
+} from '../contracts/endpoint-input';
+import {
+  EPHEMERAL_FAILURE,
+  type EphemeralBatchFailure,
+  type EphemeralResult,
+  endpointLifecycleQuery,
+  type LifecycleStatus,
+  type ProvisionResult,
+  type TeardownResult,
+} from '../workflows/endpoint-definitions';
 import type {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,

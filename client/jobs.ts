@@ -13,26 +13,26 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { waitHeartbeatSchema } from '../activities/job-types';
 import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import type { JobFailureDetails } from '../contracts/failures';
+import { firstIssue } from '../contracts/input-rules';
+import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
+import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
+import { waitHeartbeatSchema } from '../contracts/job-types';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
-import { firstIssue } from '../workflows/input-rules';
 import type { serverlessJob } from '../workflows/job';
-import type { JobFailureDetails } from '../workflows/job-failures';
-import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
-import type { JobResult, JobSnapshot } from '../workflows/job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeJob } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 
-export type { JobFailureDetails, JobFailureType } from '../workflows/job-failures';
-export { JOB_FAILURE } from '../workflows/job-failures';
-export type { JobWorkflowInput } from '../workflows/job-input';
-export type { JobResult, JobSnapshot } from '../workflows/job-snapshot';
+export type { JobFailureDetails, JobFailureType } from '../contracts/failures';
+export { JOB_FAILURE } from '../contracts/failures';
+export type { JobWorkflowInput } from '../contracts/job-input';
+export type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 
 export type JobHandle = WorkflowHandle<typeof serverlessJob>;
 

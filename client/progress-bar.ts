@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
-import type { BatchProgress } from '../workflows/batch-input';
+import type { BatchProgress } from '../contracts/batch-input';
 
 export interface BatchProgressBar {
   update(progress: BatchProgress): void;

@@ -6,7 +6,7 @@
 import type { ScheduleSpec } from '@temporalio/client';
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
-import { durationSchema, positiveDurationSchema } from '../workflows/input-rules';
+import { durationSchema, positiveDurationSchema } from '../contracts/input-rules';
 
 /** The descriptors Temporal's cron strings accept besides fields (`@every` is checked apart). */
 const CRON_DESCRIPTORS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];

@@ -17,10 +17,10 @@
 import type { Client, ScheduleDescription, ScheduleHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
-import type { BatchInput } from '../workflows/batch-input';
-import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../workflows/endpoint-input';
-import { firstIssue } from '../workflows/input-rules';
-import type { JobWorkflowInput } from '../workflows/job-input';
+import type { BatchInput } from '../contracts/batch-input';
+import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../contracts/endpoint-input';
+import { firstIssue } from '../contracts/input-rules';
+import type { JobWorkflowInput } from '../contracts/job-input';
 import {
   existingRunTimes,
   rangesWithTimes,

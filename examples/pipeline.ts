@@ -25,6 +25,7 @@ import {
   scheduleBatch,
   triggerSchedule,
 } from '../client';
+import { automationWorkflowId } from '../contracts/automation-input';
 import { startEmulator } from '../emulator';
 import { ensureServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
@@ -32,7 +33,6 @@ import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import { automationStateQuery } from '../workflows/automation-definitions';
-import { automationWorkflowId } from '../workflows/automation-input';
 import { searchAttributeKeys } from '../workflows/search-attributes';
 
 const say = (line: string) => console.log(`[pipeline] ${line}`);

@@ -11,8 +11,8 @@
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { BatchActivities } from '../activities/batch';
+import type { ItemChange } from '../contracts/batch-input';
 import type { serverlessBatch } from '../workflows/batch';
-import type { ItemChange } from '../workflows/batch-input';
 import { recordHistories, runRecording } from './history-recorder';
 
 const BATCH_RECORDED_ID = 'batch-recorded';

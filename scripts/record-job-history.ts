@@ -12,7 +12,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { JobActivities } from '../activities/job';
-import type { WaitForJobChangeInput } from '../activities/job-types';
+import type { WaitForJobChangeInput } from '../contracts/job-types';
 import { jobWebhookSignal } from '../workflows/definitions';
 import type { serverlessJob } from '../workflows/job';
 import { recordHistories, runRecording } from './history-recorder';

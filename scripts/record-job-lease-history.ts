@@ -9,7 +9,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { JobActivities } from '../activities/job';
-import type { FetchJobStatusInput, WaitForJobChangeInput } from '../activities/job-types';
+import type { FetchJobStatusInput, WaitForJobChangeInput } from '../contracts/job-types';
 import type { serverlessJob } from '../workflows/job';
 import { recordHistories, runRecording } from './history-recorder';
 

@@ -33,7 +33,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automation';
-import { automationEventSignal, automationStateQuery } from './automation-definitions';
 import {
   AUTOMATION_BUDGET_EXCEEDED,
   type AutomationCarry,
@@ -42,8 +41,9 @@ import {
   type AutomationWorkflowInput,
   parseAutomationEvent,
   runCost,
-} from './automation-input';
-import { failedRunCost } from './automation-run-cost';
+} from '../contracts/automation-input';
+import { failedRunCost } from '../contracts/automation-run-cost';
+import { automationEventSignal, automationStateQuery } from './automation-definitions';
 
 /** Ids remembered for de-duplication, at most (the carry must fit in one payload). */
 export const MAX_REMEMBERED = 10_000;

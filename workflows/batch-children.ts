@@ -37,15 +37,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
-import type { serverlessBatch } from './batch';
-import {
-  batchProgressQuery,
-  batchSummaryQuery,
-  batchWantsHintQuery,
-  pauseBatchSignal,
-  resumeBatchSignal,
-  setBatchConcurrencyUpdate,
-} from './batch-definitions';
 import {
   type BatchCost,
   type BatchCounts,
@@ -56,7 +47,18 @@ import {
   concurrencyIssue,
   concurrencySchema,
   type ParsedBatchInput,
-} from './batch-input';
+} from '../contracts/batch-input';
+import type { JobWorkflowInput } from '../contracts/job-input';
+import type { JobResult } from '../contracts/job-snapshot';
+import type { serverlessBatch } from './batch';
+import {
+  batchProgressQuery,
+  batchSummaryQuery,
+  batchWantsHintQuery,
+  pauseBatchSignal,
+  resumeBatchSignal,
+  setBatchConcurrencyUpdate,
+} from './batch-definitions';
 import {
   emptyCounts,
   endWith,
@@ -68,8 +70,6 @@ import {
 } from './batch-outcomes';
 import type { serverlessJob } from './job';
 import { JOB_FAILURE, type JobFailureDetails } from './job-failures';
-import type { JobWorkflowInput } from './job-input';
-import type { JobResult } from './job-snapshot';
 
 /** Everything a run of the child mode hands to the next one (no child is in flight then). */
 export interface ChildBatchState {

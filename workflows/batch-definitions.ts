@@ -3,7 +3,7 @@
  * imports definitions only. Webhooks reach a batch by the job workflow's jobWebhookSignal.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { BatchProgress, BatchSummary } from './batch-input';
+import type { BatchProgress, BatchSummary } from '../contracts/batch-input';
 
 /**
  * Asked by the gateway before it signals a batch: only the webhook of a job that may be an orphan

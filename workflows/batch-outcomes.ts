@@ -6,7 +6,12 @@
  * Bundled into workflow code: pure functions, the batch's input shapes and the SDK's failure type.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
-import { BATCH_FAILURE, type BatchCounts, type BatchSummary, type ParsedBatchInput } from './batch-input';
+import {
+  BATCH_FAILURE,
+  type BatchCounts,
+  type BatchSummary,
+  type ParsedBatchInput,
+} from '../contracts/batch-input';
 
 export const emptyCounts = (): BatchCounts => ({
   completed: 0,

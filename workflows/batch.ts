@@ -10,7 +10,7 @@
  *   results are kept, the ttl deadline, expiry (onExpired), uncertain submits (onUncertainSubmit,
  *   uncertainSubmitWait, maxSubmissions). An orphan of an uncertain submit reports itself by
  *   webhook (its URL names the item) and is adopted, then confirmed by /status like any job.
- * - Under a submit lease (workflows/submit-lease.ts, the job workflow's rules): each job goes out
+ * - Under a submit lease (contracts/submit-lease.ts, the job workflow's rules): each job goes out
  *   with ttl = the lease and is extended to the caller's ttl by one activity for the jobs of a page
  *   (a 404: the lease ran out, the item is submitted again). An uncertain submit waits (a due time,
  *   no worker slot) for the lease and the webhook window: a reporting orphan is adopted (then
@@ -18,7 +18,7 @@
  *   replay without it.
  * - Failures beyond the tolerance stop new submissions; jobs in flight finish and are recorded, and
  *   the batch fails with BatchToleranceExceeded carrying the summary.
- * - Cost: the watcher estimates each finished run (activities/cost.ts) and the workflow keeps the
+ * - Cost: the watcher estimates each finished run (contracts/cost.ts) and the workflow keeps the
  *   running total (one number in its state). A `budget` lets no item start that would take the
  *   total past it (the jobs under way counted at the mean cost so far); the batch then fails with
  *   BatchBudgetExceeded carrying the summary.
@@ -44,18 +44,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
-import type { Polling } from '../activities/job-types';
 import { JOB_LIMITS } from '../api/schemas/job';
-import { type ChildBatchState, runChildBatch } from './batch-children';
-import {
-  type BatchHintAnswer,
-  batchProgressQuery,
-  batchSummaryQuery,
-  batchWantsHintQuery,
-  pauseBatchSignal,
-  resumeBatchSignal,
-  setBatchConcurrencyUpdate,
-} from './batch-definitions';
 import {
   BATCH_FAILURE,
   type BatchCost,
@@ -72,7 +61,26 @@ import {
   parseBatchInput,
   type SubmitItemResult,
   type WatchedItem,
-} from './batch-input';
+} from '../contracts/batch-input';
+import type { Polling } from '../contracts/job-types';
+import {
+  extensionTtl,
+  leaseEndsBy,
+  leaseRequest,
+  orphanWaitUntil,
+  type SubmitLeaseSetting,
+  unreportedLeaseTtl,
+} from '../contracts/submit-lease';
+import { type ChildBatchState, runChildBatch } from './batch-children';
+import {
+  type BatchHintAnswer,
+  batchProgressQuery,
+  batchSummaryQuery,
+  batchWantsHintQuery,
+  pauseBatchSignal,
+  resumeBatchSignal,
+  setBatchConcurrencyUpdate,
+} from './batch-definitions';
 import {
   emptyCounts,
   endWith,
@@ -95,16 +103,8 @@ import {
   ttlDeadline,
   whyGone,
 } from './job-rules';
-import {
-  extensionTtl,
-  leaseEndsBy,
-  leaseRequest,
-  orphanWaitUntil,
-  type SubmitLeaseSetting,
-  unreportedLeaseTtl,
-} from './submit-lease';
 
-export type { BatchInput, BatchProgress, BatchSummary } from './batch-input';
+export type { BatchInput, BatchProgress, BatchSummary } from '../contracts/batch-input';
 
 /** The batch's default look at its jobs: quick at first, then every 10 s at most. */
 const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };

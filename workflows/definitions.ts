@@ -4,10 +4,12 @@
  * (or the workflow sandbox's restrictions) into the gateway or the client.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { JobStatusValue, StreamChunk } from '../api/schemas/job';
-import type { JobSnapshot } from './job-snapshot';
+import type { JobStatusValue } from '../api/schemas/job';
+import type { JobSnapshot } from '../contracts/job-snapshot';
+import { type JobStreamBatch, SIGNAL_NAMES } from '../contracts/signal-names';
 
-export type { JobResult, JobSnapshot } from './job-snapshot';
+export type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
+export type { JobStreamBatch } from '../contracts/signal-names';
 
 /**
  * The gateway's hint that a job changed; the workflow confirms with /status. `item`: the batch item
@@ -26,15 +28,5 @@ export const jobSnapshotQuery = defineQuery<JobSnapshot>('serverlessJobSnapshot'
  */
 export const extendJobTtlSignal = defineSignal<[{ ttl: number }]>('serverlessJobExtendTtl');
 
-/** One batch of streamed chunks, as a `signal` stream sink delivers it. */
-export interface JobStreamBatch {
-  /** The job workflow that streamed it, and the remote job. */
-  workflowId: string;
-  jobId: string;
-  /** Index of the batch's first chunk among all chunks of this job workflow. */
-  firstIndex: number;
-  chunks: StreamChunk[];
-}
-
 /** What a `signal` stream sink sends to the workflow that asked for the chunks (usually the parent). */
-export const jobStreamChunksSignal = defineSignal<[JobStreamBatch]>('serverlessJobStreamChunks');
+export const jobStreamChunksSignal = defineSignal<[JobStreamBatch]>(SIGNAL_NAMES.jobStreamChunks);

@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automation';
-import { type EmitOnEnd, type JsonValue, MAX_EVENT_BYTES } from './automation-input';
+import { type EmitOnEnd, type JsonValue, MAX_EVENT_BYTES } from '../contracts/automation-input';
 
 const { emitEvent } = proxyActivities<AutomationActivities>({
   startToCloseTimeout: '30 seconds',

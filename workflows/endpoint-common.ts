@@ -12,10 +12,10 @@ import {
 } from '@temporalio/workflow';
 import type { z } from 'zod';
 import type { EndpointActivities } from '../activities/endpoint';
-import { ENDPOINT_FAILURE } from '../activities/endpoint-failures';
 import type { Endpoint, SaveEndpointInput } from '../api/schemas/endpoint';
+import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
+import { type EndpointChanges, firstIssue } from '../contracts/endpoint-input';
 import { endpointLifecycleQuery, type LifecyclePhase, type LifecycleStatus } from './endpoint-definitions';
-import { type EndpointChanges, firstIssue } from './endpoint-input';
 
 const retry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 

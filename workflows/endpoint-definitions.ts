@@ -4,7 +4,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
-import type { BatchSummary } from './batch-input';
+import type { BatchSummary } from '../contracts/batch-input';
 
 export type LifecyclePhase =
   | 'starting'

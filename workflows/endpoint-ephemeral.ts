@@ -12,9 +12,9 @@ import {
   ParentClosePolicy,
   workflowInfo,
 } from '@temporalio/workflow';
+import { BATCH_FAILURE, type BatchSummary } from '../contracts/batch-input';
+import type { EphemeralBatch } from '../contracts/endpoint-input';
 import type { serverlessBatch } from './batch';
-import { BATCH_FAILURE, type BatchSummary } from './batch-input';
-import type { EphemeralBatch } from './endpoint-input';
 import { endpointIdKey } from './search-attributes';
 
 /** The batch child's workflow id: one per ephemeral workflow, so a retried start finds the same one. */

@@ -15,16 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
-import type { BatchSummary } from './batch-input';
-import { parseInput, type Tracker, tracked, tracker } from './endpoint-common';
-import {
-  EPHEMERAL_FAILURE,
-  type EphemeralBatchFailure,
-  type EphemeralResult,
-  type ProvisionResult,
-  type TeardownResult,
-} from './endpoint-definitions';
-import { batchFailureSummary, runEphemeralBatch } from './endpoint-ephemeral';
+import type { BatchSummary } from '../contracts/batch-input';
 import {
   type EphemeralEndpointInput,
   type EphemeralEndpointRequest,
@@ -38,7 +29,16 @@ import {
   teardownEndpointInputSchema,
   type UpdateEndpointInput,
   updateEndpointInputSchema,
-} from './endpoint-input';
+} from '../contracts/endpoint-input';
+import { parseInput, type Tracker, tracked, tracker } from './endpoint-common';
+import {
+  EPHEMERAL_FAILURE,
+  type EphemeralBatchFailure,
+  type EphemeralResult,
+  type ProvisionResult,
+  type TeardownResult,
+} from './endpoint-definitions';
+import { batchFailureSummary, runEphemeralBatch } from './endpoint-ephemeral';
 import { type ProvisionProgress, provision, update } from './endpoint-provision';
 import { type TeardownTarget, teardown } from './endpoint-teardown';
 

@@ -3,12 +3,15 @@
  * (read, merge the caller's changes, save). Deterministic workflow code only.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
-import type { CreateEndpointRequest } from '../activities/endpoint';
-import { ENDPOINT_FAILURE } from '../activities/endpoint-failures';
 import type { Endpoint } from '../api/schemas/endpoint';
+import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
+import type {
+  CreateEndpointRequest,
+  EndpointChanges,
+  ProvisionEndpointRequest,
+} from '../contracts/endpoint-input';
 import { act, checkWorkers, type Tracker, updateInput, withoutUndefined } from './endpoint-common';
 import type { ProvisionResult } from './endpoint-definitions';
-import type { EndpointChanges, ProvisionEndpointRequest } from './endpoint-input';
 
 /** Fields compared with an existing endpoint so it ends up as asked. */
 const RECONCILED = [

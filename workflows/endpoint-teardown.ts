@@ -3,12 +3,12 @@
  * (bounded), delete the endpoint, then its network volume if asked. Deterministic workflow code only.
  */
 import { ApplicationFailure, sleep } from '@temporalio/workflow';
-import { ENDPOINT_FAILURE } from '../activities/endpoint-failures';
 import type { Endpoint } from '../api/schemas/endpoint';
 import type { HealthResponse } from '../api/schemas/job';
+import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
+import type { EndpointChanges, TeardownOptions } from '../contracts/endpoint-input';
 import { failureType, type Tracker, teardownAct, updateInput } from './endpoint-common';
 import type { TeardownResult } from './endpoint-definitions';
-import type { EndpointChanges, TeardownOptions } from './endpoint-input';
 
 export type TeardownTarget =
   | { endpointId: string }

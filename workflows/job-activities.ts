@@ -4,8 +4,8 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { JobActivities } from '../activities/job';
-import type { Polling } from '../activities/job-types';
-import { INLINE_BUDGET_MS } from '../activities/job-wait-policy';
+import type { Polling } from '../contracts/job-types';
+import { INLINE_BUDGET_MS } from '../contracts/job-wait-policy';
 
 /**
  * Submits are never retried by Temporal: a timeout (a worker that died mid-submit, or an answer

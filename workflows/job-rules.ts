@@ -5,7 +5,7 @@
  * Pure functions of numbers and options: no clock, no Temporal calls, so both workflows (and unit
  * tests) get the same answers from the same inputs. The workflows own the clock and the commands.
  */
-import type { JobRetryOptions } from './job-input';
+import type { JobRetryOptions } from '../contracts/job-input';
 
 /** How long the service keeps a finished job's results (and with them, the chance of a /retry). */
 export const RETENTION_MS = { run: 30 * 60_000, runsync: 60_000 } as const;

@@ -1,14 +1,14 @@
 /**
  * The job workflow: owns one remote job from submission to result.
  *
- * 1. Parses its input (workflows/job-input.ts); a bad input fails at once with BadRequest. A
+ * 1. Parses its input (contracts/job-input.ts); a bad input fails at once with BadRequest. A
  *    `requestRef` instead of a `request` (the batch's child mode) is read by the activities from the
  *    batch store: its ttl first, then the whole request by the submit, so none of it enters history.
  * 2. Submits once (/run, or /runsync in mode runsync). A submit that may have reached the service
  *    without an answer is "uncertain": the workflow then waits `uncertainSubmitWait` for the
  *    orphan's webhook (the URL is per workflow, so a job it does not know reports itself) and
  *    adopts that job if /status confirms it; otherwise it fails with SubmitUncertain or, if the
- *    caller chose so, submits again. Under a submit lease (workflows/submit-lease.ts) the job goes
+ *    caller chose so, submits again. Under a submit lease (contracts/submit-lease.ts) the job goes
  *    out with a short ttl that is extended once its id is known; an uncertain submit then waits out
  *    the lease and the webhook's retry window for the orphan, and submits again if none reported.
  * 3. Waits by webhook and by polling at once. Polling is one long heartbeating activity that
@@ -36,11 +36,20 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { addRunCosts, type CostEstimate } from '../activities/cost';
-import type { SubmitResult } from '../activities/job';
-import type { JobObservation, StreamSink, WaitResult } from '../activities/job-types';
-import { JOB_UNCHANGED } from '../activities/job-wait-policy';
 import type { JobStatusValue } from '../api/schemas/job';
+import { addRunCosts, type CostEstimate } from '../contracts/cost';
+import { type JobWorkflowInput, type ParsedJobInput, parseJobWorkflowInput } from '../contracts/job-input';
+import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
+import type { JobObservation, StreamSink, SubmitResult, WaitResult } from '../contracts/job-types';
+import { JOB_UNCHANGED } from '../contracts/job-wait-policy';
+import {
+  extensionTtl,
+  type LeaseRequest,
+  leaseEndsBy,
+  leaseRequest,
+  orphanWaitUntil,
+  unreportedLeaseTtl,
+} from '../contracts/submit-lease';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
 import { emitOnEnd, failureData } from './emit-on-end';
 import {
@@ -54,7 +63,6 @@ import {
   workerActivities,
 } from './job-activities';
 import { activityOutcome, JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
-import { type JobWorkflowInput, type ParsedJobInput, parseJobWorkflowInput } from './job-input';
 import {
   afterTerminal,
   goneBeforeRetry,
@@ -67,19 +75,10 @@ import {
   ttlDeadline,
   whyGone,
 } from './job-rules';
-import type { JobResult, JobSnapshot } from './job-snapshot';
 import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
-import {
-  extensionTtl,
-  type LeaseRequest,
-  leaseEndsBy,
-  leaseRequest,
-  orphanWaitUntil,
-  unreportedLeaseTtl,
-} from './submit-lease';
 
-export type { JobWorkflowInput } from './job-input';
-export type { JobResult, JobSnapshot } from './job-snapshot';
+export type { JobWorkflowInput } from '../contracts/job-input';
+export type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 
 const TERMINAL: readonly string[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 /** How long a stream may take to drain after its job has finished. */
@@ -100,7 +99,7 @@ interface Run {
   hints: Hint[];
   /** ttl values asked for by extendJobTtlSignal, not applied yet. */
   ttlRequests: number[];
-  /** The lease submits ask for (workflows/submit-lease.ts); none before the 'submit-lease' patch. */
+  /** The lease submits ask for (contracts/submit-lease.ts); none before the 'submit-lease' patch. */
   lease?: LeaseRequest;
   /** Workflow time when the current job was submitted (before the call: the earliest it can be). */
   submittedAt: number;

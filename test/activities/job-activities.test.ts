@@ -10,11 +10,11 @@ import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createJobActivities } from '../../activities/job';
-import type { WaitForJobChangeInput } from '../../activities/job-types';
 import { createLocalResultStore } from '../../activities/result-store';
 import type { JobStreamBatch } from '../../activities/stream-sink';
 import { ValidationError } from '../../api/errors';
 import type { JobStatus } from '../../api/schemas/job';
+import type { WaitForJobChangeInput } from '../../contracts/job-types';
 import { activityEnv, rejection, type StubClient, serviceError, stubClient } from './job-stub';
 
 const polling = { initialIntervalMs: 10, maxIntervalMs: 40, backoffCoefficient: 2 };

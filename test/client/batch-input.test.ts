@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
 import { validateBatchInput } from '../../client/batches';
-import type { BatchInput } from '../../workflows/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
 
 function refusal(input: unknown): { field: string; rule: string } | undefined {
   try {

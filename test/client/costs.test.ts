@@ -5,7 +5,6 @@
  * endpoint's minus its clause.
  */
 import { describe, expect, it } from 'vitest';
-import type { CostEstimate } from '../../activities/cost';
 import {
   type CostSource,
   endpointCostQueries,
@@ -13,7 +12,8 @@ import {
   rangeCostQueries,
   sumCosts,
 } from '../../client/costs';
-import type { BatchCost } from '../../workflows/batch-input';
+import type { BatchCost } from '../../contracts/batch-input';
+import type { CostEstimate } from '../../contracts/cost';
 
 const estimate = (amount: number): CostEstimate => ({
   amount,

@@ -9,6 +9,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchInput } from '../../contracts/batch-input';
 import type { serverlessBatch } from '../../workflows/batch';
 import {
   batchProgressQuery,
@@ -16,7 +17,6 @@ import {
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
 } from '../../workflows/batch-definitions';
-import type { BatchInput } from '../../workflows/batch-input';
 import { devServerEnv } from '../support/temporal';
 import {
   bundleBatchWorkflow,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { discountOf, estimateRunCost, pricingSchema } from '../../activities/cost';
 import { createCostEstimator } from '../../activities/cost-estimator';
 import { ConfigError } from '../../api/errors';
 import type { Account } from '../../api/schemas/endpoint';
+import { discountOf, estimateRunCost, pricingSchema } from '../../contracts/cost';
 import { loadObservabilityConfig } from '../../worker/config';
 
 const pricing = pricingSchema.parse({ perSecond: { AMPERE_16: 0.0002, AMPERE_80: 0.002 } });

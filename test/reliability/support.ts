@@ -16,8 +16,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import { inject } from 'vitest';
 import { awaitJob, type JobFailure, type JobResult, jobFailureOf, startJob } from '../../client/jobs';
+import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { ProdTemporalInstance } from '../../scripts/prod-temporal';
-import type { JobWorkflowInput } from '../../workflows/job-input';
 import { type Stack, type StackOptions, startProcessStack, untilAnswered } from '../support/process-stack';
 
 // The batch tally and the stack's plumbing live in test/support (the integration suite's kill and

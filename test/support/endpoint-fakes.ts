@@ -5,9 +5,9 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { EndpointActivities } from '../../activities/endpoint';
-import { ENDPOINT_FAILURE } from '../../activities/endpoint-failures';
 import type { Endpoint } from '../../api/schemas/endpoint';
 import type { HealthResponse } from '../../api/schemas/job';
+import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
 
 export interface Call {
   name: keyof EndpointActivities;

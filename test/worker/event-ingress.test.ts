@@ -6,12 +6,12 @@ import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
 import { eventHeaders, signEvent } from '../../client/event-signature';
+import { MAX_EVENT_BYTES } from '../../contracts/automation-input';
 import { DEFAULT_EVENT_MAX_BODY_BYTES, type EventSink, type IngressEvent } from '../../worker/event-ingress';
 import { createEventMetrics } from '../../worker/event-metrics';
 import { nativeEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
-import { MAX_EVENT_BYTES } from '../../workflows/automation-input';
 import { captureLines } from './capture';
 
 const secret = (fill: number) => `whsec_${Buffer.alloc(32, fill).toString('base64')}`;

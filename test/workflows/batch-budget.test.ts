@@ -5,8 +5,8 @@
  * in flight finish and count, ending in BatchBudgetExceeded with the summary.
  */
 import { describe, expect, it } from 'vitest';
+import { type BatchInput, type BatchSummary, parseBatchInput } from '../../contracts/batch-input';
 import { batchProgressQuery } from '../../workflows/batch-definitions';
-import { type BatchInput, type BatchSummary, parseBatchInput } from '../../workflows/batch-input';
 import { historyText } from '../support/history';
 import { batchSuite, failureOf, fakeService, quietRuntime, withWorker } from './batch-harness';
 

@@ -12,8 +12,8 @@ import {
   setHandler,
   sleep,
 } from '@temporalio/workflow';
-import type { JobWorkflowInput } from '../../workflows/job-input';
-import type { JobResult } from '../../workflows/job-snapshot';
+import type { JobWorkflowInput } from '../../contracts/job-input';
+import type { JobResult } from '../../contracts/job-snapshot';
 
 export { serverlessBatch } from '../../workflows/batch';
 

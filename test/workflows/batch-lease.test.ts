@@ -1,5 +1,5 @@
 /**
- * The batch workflow under a submit lease (workflows/submit-lease.ts), on the time-skipping server
+ * The batch workflow under a submit lease (contracts/submit-lease.ts), on the time-skipping server
  * with a fake service: every branch of the job workflow's lease, per item: the extension succeeds;
  * an uncertain submit's orphan reports by webhook within the lease and is adopted (then extended);
  * no orphan reports and the item is submitted again after the lease and the webhook window; the
@@ -8,14 +8,14 @@
  */
 import { Context } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
-import type { BatchInput } from '../../workflows/batch-input';
-import { jobWebhookSignal } from '../../workflows/definitions';
+import type { BatchInput } from '../../contracts/batch-input';
 import {
   DEFAULT_LEASE_MS,
   orphanWaitUntil,
   WEBHOOK_MARGIN_MS,
   WEBHOOK_RETRY_WINDOW_MS,
-} from '../../workflows/submit-lease';
+} from '../../contracts/submit-lease';
+import { jobWebhookSignal } from '../../workflows/definitions';
 import { batchSuite, type Fate, fakeService, quietRuntime, until, withWorker } from './batch-harness';
 
 quietRuntime();

@@ -12,7 +12,7 @@ import {
   type EphemeralEndpointInput,
   ephemeralEndpointInputSchema,
   jobsAsBatch,
-} from '../../workflows/endpoint-input';
+} from '../../contracts/endpoint-input';
 
 function recordingClient() {
   const started: Array<{ type: string; options: Record<string, unknown> }> = [];

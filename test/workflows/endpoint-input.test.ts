@@ -8,7 +8,7 @@ import {
   startTeardownEndpoint,
   startUpdateEndpoint,
 } from '../../client/endpoints';
-import { endpointNameFor } from '../../workflows/endpoint-input';
+import { endpointNameFor } from '../../contracts/endpoint-input';
 
 /** A Temporal client that records what would have been started. */
 function recordingClient() {

@@ -5,13 +5,13 @@
  */
 import { sleep } from '@temporalio/workflow';
 import type { Endpoint } from '../../api/schemas/endpoint';
-import type { EphemeralResult, ProvisionResult, TeardownResult } from '../../workflows/endpoint-definitions';
 import type {
   EphemeralEndpointInput,
   ProvisionEndpointInput,
   TeardownEndpointInput,
   UpdateEndpointInput,
-} from '../../workflows/endpoint-input';
+} from '../../contracts/endpoint-input';
+import type { EphemeralResult, ProvisionResult, TeardownResult } from '../../workflows/endpoint-definitions';
 import {
   ephemeralEndpointWorkflow as recordedEphemeral,
   provisionEndpointWorkflow as recordedProvision,

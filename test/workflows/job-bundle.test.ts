@@ -1,5 +1,5 @@
 /**
- * The job workflow imports zod schemas from api/ and activities/job-types: this guards that nothing
+ * The job workflow imports zod schemas from api/ and contracts/: this guards that nothing
  * with I/O (undici, node:fs, the API client) ever rides along into the workflow bundle.
  */
 import { bundleWorkflowCode } from '@temporalio/worker';

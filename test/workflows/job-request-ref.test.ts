@@ -7,8 +7,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobWorkflowInput } from '../../contracts/job-input';
 import { jobSnapshotQuery } from '../../workflows/definitions';
-import type { JobWorkflowInput } from '../../workflows/job-input';
 import { historyText } from '../support/history';
 import {
   bundleJobWorkflow,

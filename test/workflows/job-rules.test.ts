@@ -1,6 +1,6 @@
 /** The per-job rules both the job workflow and the batch workflow follow (pure functions). */
 import { describe, expect, it } from 'vitest';
-import { jobRetrySchema } from '../../workflows/job-input';
+import { jobRetrySchema } from '../../contracts/job-input';
 import {
   afterTerminal,
   goneBeforeRetry,

@@ -3,9 +3,9 @@
  * child (so that a `signal` stream sink without a workflow id has a parent to resolve to).
  */
 import { executeChild, workflowInfo } from '@temporalio/workflow';
+import type { JobWorkflowInput } from '../../contracts/job-input';
+import type { JobResult } from '../../contracts/job-snapshot';
 import { serverlessJob } from '../../workflows/job';
-import type { JobWorkflowInput } from '../../workflows/job-input';
-import type { JobResult } from '../../workflows/job-snapshot';
 
 export { serverlessJob } from '../../workflows/job';
 

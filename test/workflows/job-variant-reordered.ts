@@ -4,9 +4,9 @@
  * job workflow's determinism.
  */
 import { sleep } from '@temporalio/workflow';
+import type { JobWorkflowInput } from '../../contracts/job-input';
+import type { JobResult } from '../../contracts/job-snapshot';
 import { serverlessJob as recorded } from '../../workflows/job';
-import type { JobWorkflowInput } from '../../workflows/job-input';
-import type { JobResult } from '../../workflows/job-snapshot';
 
 export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult> {
   await sleep(1);

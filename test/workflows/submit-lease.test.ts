@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseJobWorkflowInput } from '../../workflows/job-input';
+import { parseJobWorkflowInput } from '../../contracts/job-input';
 import {
   DEFAULT_LEASE_MS,
   extensionRetryPauseMs,
@@ -13,7 +13,7 @@ import {
   orphanWaitUntil,
   WEBHOOK_MARGIN_MS,
   WEBHOOK_RETRY_WINDOW_MS,
-} from '../../workflows/submit-lease';
+} from '../../contracts/submit-lease';
 
 const DAY = 86_400_000;
 

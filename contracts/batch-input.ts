@@ -6,13 +6,13 @@
  * Bundled into workflow code: only zod, api/schemas, input-rules and job-input may be imported here.
  */
 import { z } from 'zod';
-import { storeKeySchema, submitRequestSchema } from '../activities/job-types';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
 import { firstIssue } from './input-rules';
 import { jobWorkflowInputSchema } from './job-input';
+import { storeKeySchema, submitRequestSchema } from './job-types';
 
-export { storeKeySchema } from '../activities/job-types';
+export { storeKeySchema } from './job-types';
 
 const job = jobWorkflowInputSchema.shape;
 
@@ -146,7 +146,7 @@ export type SubmitItemResult =
   /** It may have created a job whose id never arrived (under a lease: lease is its ttl). */
   | { i: number; uncertain: string; armed: boolean; lease?: number; ttl?: number };
 
-/** The submit lease's counts (workflows/submit-lease.ts), in the summary and the progress. */
+/** The submit lease's counts (contracts/submit-lease.ts), in the summary and the progress. */
 export interface BatchLeaseCounts {
   /** Uncertain submits resolved by adopting the orphan that reported itself by webhook. */
   uncertainAdopted: number;
@@ -173,7 +173,7 @@ export interface ItemChange {
   cost?: number;
 }
 
-/** A batch's estimated cost: the job's estimate (activities/cost.ts) summed over its runs. */
+/** A batch's estimated cost: the job's estimate (contracts/cost.ts) summed over its runs. */
 export interface BatchCost {
   amount: number;
   /** The price table's currency; absent until a run has an estimate. */
@@ -233,7 +233,7 @@ export interface BatchSummary {
   /** POST /run calls that may have created a job, uncertain ones included. */
   submissions: number;
   uncertainSubmits: number;
-  /** How the uncertain submits and the lease ended (workflows/submit-lease.ts). */
+  /** How the uncertain submits and the lease ended (contracts/submit-lease.ts). */
   lease: BatchLeaseCounts;
   retries: number;
   webhooks: number;

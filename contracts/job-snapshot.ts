@@ -4,9 +4,9 @@
  * can carry them.
  */
 import { z } from 'zod';
-import { costEstimateSchema } from '../activities/cost';
-import { resultRefSchema } from '../activities/job-types';
 import { jobStatusValueSchema } from '../api/schemas/job';
+import { costEstimateSchema } from './cost';
+import { resultRefSchema } from './job-types';
 
 export const jobPhaseSchema = z.enum([
   /** Sending /run (or /runsync). */
@@ -42,7 +42,7 @@ export const jobSnapshotSchema = z.object({
   uncertainAdopted: z.int().default(0),
   /**
    * Uncertain submits resolved by a new submission once the lease (plus the webhook's retry window)
-   * had run out, when no orphan could still be live (see workflows/submit-lease.ts).
+   * had run out, when no orphan could still be live (see contracts/submit-lease.ts).
    */
   resubmittedAfterLease: z.int().default(0),
   /** Jobs whose lease ran out before it could be extended: deleted by the service, submitted again. */
@@ -71,7 +71,7 @@ export const jobSnapshotSchema = z.object({
   /** From the service (ms as the emulator reports them; the spec leaves the unit open). */
   delayTime: z.number().optional(),
   executionTime: z.number().optional(),
-  /** The finished runs' estimated cost (a retried job's runs added up), when the worker has prices (activities/cost.ts). */
+  /** The finished runs' estimated cost (a retried job's runs added up), when the worker has prices (contracts/cost.ts). */
   cost: costEstimateSchema.optional(),
   /** The last progress update the workflow saw (the wait activity's heartbeat has a fresher one). */
   progress: z.unknown().optional(),
@@ -97,7 +97,7 @@ export const jobResultSchema = z.object({
   outputRef: resultRefSchema.optional(),
   delayTime: z.number().optional(),
   executionTime: z.number().optional(),
-  /** The runs' estimated cost (a retried job's runs added up), when the worker has prices (activities/cost.ts). */
+  /** The runs' estimated cost (a retried job's runs added up), when the worker has prices (contracts/cost.ts). */
   cost: costEstimateSchema.optional(),
   attempts: z.int(),
   retries: z.int(),

@@ -7,7 +7,12 @@
  * imported: this module is bundled into workflow code.
  */
 import { z } from 'zod';
-import { gpuIdSchema, saveEndpointInputSchema } from '../api/schemas/endpoint';
+import {
+  gpuIdSchema,
+  type RestCreateEndpointInput,
+  type SaveEndpointInput,
+  saveEndpointInputSchema,
+} from '../api/schemas/endpoint';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { type BatchInput, batchInputSchema, batchItemOptionsSchema, parseBatchInput } from './batch-input';
 import { positiveDurationSchema } from './input-rules';
@@ -273,3 +278,10 @@ export function endpointNameFor(workflowId: string): string {
   if (whole.length <= NAME_MAX) return whole;
   return `${NAME_PREFIX}${workflowId.slice(0, NAME_MAX - NAME_PREFIX.length - 9)}-${fnv1a(workflowId)}`;
 }
+
+/** How the createEndpoint activity creates an endpoint. */
+export type CreateEndpointRequest =
+  /** saveEndpoint without id. */
+  | { via: 'graphql'; input: Omit<SaveEndpointInput, 'id'> }
+  /** POST /endpoints; gpuTypeIds in priority order. */
+  | { via: 'rest'; body: RestCreateEndpointInput };

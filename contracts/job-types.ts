@@ -1,7 +1,7 @@
 /**
  * The shapes that cross between the job workflow and its activities. This module is pure (zod and
  * api/schemas only, no I/O, no clock), so the workflow reuses these schemas for its own input and
- * the bundle stays free of anything non-deterministic; test/workflows/bundle.test.ts guards that.
+ * the bundle stays free of anything non-deterministic; test/workflows/job-bundle.test.ts guards that.
  */
 import { z } from 'zod';
 import { jobRequestSchema, jobStatusValueSchema, ttlSchema, waitSchema } from '../api/schemas/job';
@@ -75,7 +75,7 @@ export const submitJobInputSchema = z.strictObject({
   request: z.unknown().optional(),
   requestRef: requestRefSchema.optional(),
   inlineMaxBytes: inlineMaxBytesSchema.optional(),
-  /** Submit under this ttl instead of the request's (workflows/submit-lease.ts), maybe only with a webhook. */
+  /** Submit under this ttl instead of the request's (contracts/submit-lease.ts), maybe only with a webhook. */
   lease: z.strictObject({ ttlMs: ttlSchema, onlyWithWebhook: z.boolean() }).optional(),
 });
 
@@ -129,6 +129,15 @@ export interface JobObservation {
   progress?: unknown;
   /** A final status with an executionTime, when prices are configured: this run's estimated cost. */
   cost?: CostEstimate;
+}
+
+/** What a submit returns: the job as first seen, whether its request named a webhook, and its lease. */
+export interface SubmitResult extends JobObservation {
+  webhookArmed: boolean;
+  /** The ttl the request carried when it went out under a lease (contracts/submit-lease.ts). */
+  leaseTtlMs?: number;
+  /** The lease was already extended to the caller's ttl by the submit itself. */
+  extended?: true;
 }
 
 export interface WaitResult extends JobObservation {

@@ -8,16 +8,11 @@
  * imported here.
  */
 import { z } from 'zod';
-import {
-  pollingSchema,
-  requestRefSchema,
-  streamSinkSchema,
-  submitRequestSchema,
-} from '../activities/job-types';
 import { JOB_LIMITS, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
 import { durationSchema, firstIssue } from './input-rules';
+import { pollingSchema, requestRefSchema, streamSinkSchema, submitRequestSchema } from './job-types';
 import { LEASE_MIN_MS } from './submit-lease';
 
 /** Polling schedules by mode; a caller's `polling` overrides field by field. */
@@ -81,7 +76,7 @@ export const jobWorkflowInputSchema = z
      * Submit under a short ttl (the lease), extended to the request's ttl once the job id is known,
      * so an uncertain submit resolves itself: its orphan either reports by webhook within the lease
      * (adopted) or is deleted by the service, and the job is submitted again (see
-     * workflows/submit-lease.ts). 'auto' (default): a 60-second lease when the worker arms webhooks,
+     * contracts/submit-lease.ts). 'auto' (default): a 60-second lease when the worker arms webhooks,
      * none otherwise. A duration (at least 10 s, the service's minimum ttl; above the request's ttl
      * means the request's ttl): always, even without webhooks. false: off, onUncertainSubmit decides.
      * Modes async and sync only.

@@ -1,0 +1,81 @@
+/**
+ * Failure names every layer shares: the types the job activities raise (beyond the service's error
+ * kinds), the facts their first detail carries, and the types a job workflow fails with, which
+ * callers switch on (`error.cause.type` of the WorkflowFailedError, see client/jobs.ts).
+ */
+import type { ServiceErrorKind } from '../api/errors';
+import { JOB_UNCHANGED } from './job-wait-policy';
+
+/** Failure types the job activities raise beyond the ServiceErrorKinds. */
+export const JOB_EXPIRED = 'JobExpired';
+export const SUBMIT_UNCERTAIN = 'SubmitUncertain';
+export { JOB_UNCHANGED };
+
+export type JobActivityFailureType = ServiceErrorKind | typeof JOB_EXPIRED | typeof SUBMIT_UNCERTAIN;
+
+/** What the first `details` element of every failure raised here holds. */
+export interface FailureFacts {
+  operation?: string;
+  status?: number;
+  retryAfterMs?: number;
+  /** ValidationError only: the path of the bad value and the rule it breaks. */
+  field?: string;
+  rule?: string;
+  /** SubmitUncertain only: the kind of the underlying error, and whether the job request named a webhook. */
+  cause?: ServiceErrorKind;
+  webhookArmed?: boolean;
+  /** SubmitUncertain only: the lease ttl the request carried, when it was submitted under one. */
+  leaseTtlMs?: number;
+}
+
+export const JOB_FAILURE = {
+  /** The job ended FAILED and was not (or no longer) retried; details carry the service's error. */
+  failed: 'JobFailed',
+  /** The job ended TIMED_OUT (ran past its executionTimeout) and was not (or no longer) retried. */
+  timedOut: 'JobTimedOut',
+  /** The remote job was CANCELLED by someone else (cancelling the workflow ends it as cancelled instead). */
+  cancelled: 'JobCancelled',
+  /** The job is gone: its ttl passed (404, or the deadline came first) or its results expired before a retry. */
+  expired: JOB_EXPIRED,
+  /** A submit may have created a job whose id never arrived, and the caller chose not to resubmit. */
+  submitUncertain: SUBMIT_UNCERTAIN,
+  /** The workflow input (or the request in it) breaks a rule; details name the field. */
+  badRequest: 'BadRequest' satisfies JobActivityFailureType,
+  /** The service refused the API key. */
+  unauthorized: 'Unauthorized' satisfies JobActivityFailureType,
+  /** A stream sink the worker does not have. */
+  streamSink: 'StreamSinkError',
+} as const;
+
+/**
+ * Every type a job workflow can fail with: the JOB_FAILURE ones, plus the service error kinds that
+ * outlived their retries (NotFound for an unknown endpoint, RateLimited, ServerError, NetworkError,
+ * Timeout, InvalidResponse) and `ActivityTimeout` (an activity that never answered).
+ */
+export type JobFailureType =
+  | (typeof JOB_FAILURE)[keyof typeof JOB_FAILURE]
+  | ServiceErrorKind
+  | 'ActivityTimeout';
+
+export interface JobFailureDetails {
+  endpointId: string;
+  jobId?: string;
+  jobIds: string[];
+  /** The remote job's last confirmed status. */
+  status?: string;
+  /** JobFailed: the service's error text. */
+  error?: string;
+  /** JobExpired: `ttl` (the job was deleted) or `results` (they expired before a retry). */
+  expired?: 'ttl' | 'results';
+  attempts: number;
+  retries: number;
+  submissions: number;
+  uncertainSubmits: number;
+  /** Under a submit lease: uncertain submits resolved by adopting the orphan, or by a new submission after the lease; leases that ran out before they could be extended. */
+  uncertainAdopted?: number;
+  resubmittedAfterLease?: number;
+  leaseLapses?: number;
+  /** BadRequest on the input: where and what. */
+  field?: string;
+  rule?: string;
+}
