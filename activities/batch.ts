@@ -275,7 +275,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               metrics.submission('refused');
               return {
                 i,
-                rejected: { type: error.kind, message: error.message, retryable: error.retryable },
+                rejected: {
+                  type: error.kind,
+                  message: error.message,
+                  retryable: error.retryable,
+                  ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+                },
               };
             }
             metrics.submission('uncertain');

@@ -141,8 +141,8 @@ export type WatchedItem = [
 export type SubmitItemResult =
   /** ttl: the caller's (the request's policy.ttl); lease: the ttl it went out with under a lease. */
   | { i: number; id: string; ttl?: number; lease?: number }
-  /** The service certainly did not act on it. */
-  | { i: number; rejected: { type: string; message: string; retryable: boolean } }
+  /** The service certainly did not act on it (retryAfterMs: a 429's Retry-After). */
+  | { i: number; rejected: { type: string; message: string; retryable: boolean; retryAfterMs?: number } }
   /** It may have created a job whose id never arrived (under a lease: lease is its ttl). */
   | { i: number; uncertain: string; armed: boolean; lease?: number; ttl?: number };
 

@@ -4,8 +4,9 @@
  * and a `save` that writes a finished run's history into test/fixtures. Each script says which run
  * it records and why; this says how.
  *
- * Re-record only when a workflow change is meant to be incompatible (and then version the workflow
- * with patched() instead, if runs of the old code may still be open).
+ * A published version's histories are kept, never re-recorded: a change to a workflow's commands
+ * ships with a patch or a Worker Versioning build, and its new histories are added beside the old
+ * ones (docs/operations/versioning.md).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';

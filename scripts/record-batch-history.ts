@@ -7,7 +7,7 @@
  * JobUnchanged, a later page, a retry and the results. The code that records it is the code the
  * history belongs to: run it from a checkout of that code.
  *
- *   npx tsx scripts/record-batch-history.ts batch-watchers
+ *   npx tsx scripts/record-batch-history.ts batch
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { BatchActivities } from '../activities/batch';
@@ -68,7 +68,8 @@ function scriptedActivities(): Partial<BatchActivities> {
 
 runRecording(async () => {
   const name = process.argv[2];
-  if (!name || !/^batch-[a-z-]+$/.test(name)) throw new Error('usage: record-batch-history.ts batch-<name>');
+  if (!name || !/^batch(-[a-z-]+)?$/.test(name))
+    throw new Error('usage: record-batch-history.ts batch[-<name>]');
   await recordHistories(
     {
       taskQueue: 'record-batch-history',

@@ -4,15 +4,26 @@
  * client and activities. The replay test (test/workflows/endpoint-replay.test.ts) guards their
  * determinism with them.
  *
- * Re-record only when a workflow change is meant to be incompatible (and then version the
- * workflow with patched() instead, if runs of the old code may still be open).
+ * A published version's histories are kept, never re-recorded: a change to a workflow's commands
+ * ships with a patch or a Worker Versioning build, and its new histories are added beside the old
+ * ones (docs/operations/versioning.md).
  *
  *   npx tsx scripts/record-endpoint-history.ts
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createBatchActivities } from '../activities/batch';
 import { createEndpointActivities } from '../activities/endpoint';
 import { createServiceClient } from '../api';
-import { startProvisionEndpoint, startTeardownEndpoint, startUpdateEndpoint } from '../client/endpoints';
+import {
+  startEphemeralEndpoint,
+  startProvisionEndpoint,
+  startTeardownEndpoint,
+  startUpdateEndpoint,
+} from '../client/endpoints';
 import { startEmulator } from '../emulator';
 import { recordHistories, runRecording } from './history-recorder';
 
@@ -26,12 +37,16 @@ runRecording(async () => {
     graphqlUrl: emulator.graphqlUrl,
     restUrl: emulator.restUrl,
   });
+  const storeDir = mkdtempSync(path.join(os.tmpdir(), 'record-endpoint-'));
   try {
     await recordHistories(
       {
         taskQueue: 'record-endpoint-history',
         workflowsPath: require.resolve('../workflows'),
-        activities: createEndpointActivities({ client }),
+        activities: {
+          ...createEndpointActivities({ client }),
+          ...createBatchActivities({ client, resultStoreDir: storeDir }),
+        },
       },
       async ({ client: recordingClient, taskQueue, save }) => {
         const volume = emulator.control.createNetworkVolume(apiKey);
@@ -78,9 +93,26 @@ runRecording(async () => {
             { taskQueue, workflowId: 'endpoint-teardown-recorded' },
           ),
         );
+
+        // An ephemeral endpoint whose two jobs run as one batch (a child workflow), then teardown.
+        await save(
+          'endpoint-ephemeral-jobs',
+          await startEphemeralEndpoint(
+            recordingClient,
+            {
+              endpoint: { name: 'recorded-ephemeral', templateId: 'echo', gpuIds: 'ADA_24', workersMax: 2 },
+              jobs: [
+                { input: { request: { input: { n: 1 } } } },
+                { input: { request: { input: { n: 2 } } } },
+              ],
+            },
+            { taskQueue, workflowId: 'endpoint-ephemeral-jobs-recorded' },
+          ),
+        );
       },
     );
   } finally {
+    rmSync(storeDir, { recursive: true, force: true });
     await client.close();
     await emulator.close();
   }

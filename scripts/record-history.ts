@@ -1,7 +1,7 @@
 /**
  * Records the history of a real run on a throwaway dev server into test/fixtures, for the replay
- * tests that guard determinism. Re-record only when a workflow change is meant to be incompatible
- * (and then version the workflow with patched() instead, if runs of the old code may be open).
+ * tests that guard determinism. A published version's histories are kept, never re-recorded
+ * (docs/operations/versioning.md).
  *
  *   npx tsx scripts/record-history.ts
  */

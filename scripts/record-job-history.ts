@@ -5,8 +5,9 @@
  * wait that sees FAILED, a backoff timer and a /retry, a wait that sees IN_PROGRESS, a poller
  * cancelled by a webhook, a confirming /status, search attribute upserts and the result.
  *
- * Re-record only when a change to the workflow is meant to be incompatible (and then version the
- * workflow with patched() instead, if runs of the old code may still be open).
+ * A published version's histories are kept, never re-recorded: a change to a workflow's commands
+ * ships with a patch or a Worker Versioning build, and its new histories are added beside the old
+ * ones (docs/operations/versioning.md).
  *
  *   npx tsx scripts/record-job-history.ts
  */

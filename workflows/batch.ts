@@ -36,7 +36,6 @@ import {
   continueAsNew,
   isCancellation,
   log,
-  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -91,7 +90,7 @@ import {
 } from './batch-outcomes';
 import { jobWebhookSignal } from './definitions';
 import { emitOnEnd, failureData, isEnd } from './emit-on-end';
-import { leaseAttemptMs, SUBMIT_RETRY } from './job-activities';
+import { leaseAttemptMs } from './job-activities';
 import { activityOutcome } from './job-failures';
 import {
   afterTerminal,
@@ -100,6 +99,7 @@ import {
   onUncertainSubmit,
   resubmitAfterLease,
   resultsExpireAt,
+  submitRetryDelayMs,
   ttlDeadline,
   whyGone,
 } from './job-rules';
@@ -306,9 +306,7 @@ export async function serverlessBatch(
 
 /** The activities mode: a few activities follow every job. */
 async function runActivityBatch(o: ParsedBatchInput, carried: BatchState | undefined): Promise<BatchSummary> {
-  // Batches started before the lease replay without it: their submits carried the caller's ttl.
-  const leased = patched('batch-submit-lease');
-  const batch = new Batch(o, carried, leased);
+  const batch = new Batch(o, carried);
   batch.listen();
   try {
     if (!carried) await batch.stage();
@@ -340,8 +338,6 @@ class Batch {
   private readonly lease: SubmitLeaseSetting | undefined;
   /** The budget, when one is set (and the batch's code knows budgets: 'batch-budget'). */
   private readonly budget: number | undefined;
-  /** Whether the budget projects the cost of the jobs under way ('batch-budget-projected'). */
-  private projected: boolean | undefined;
   /** Cancelled: what the summary query says once the batch ends so. */
   cancelled = false;
   /** The running watchers, each with the items (index -> job id) it was asked about. */
@@ -352,12 +348,11 @@ class Batch {
   private dirty = 0;
   private timer?: { due: number; scope: CancellationScope };
 
-  constructor(options: ParsedBatchInput, carried: BatchState | undefined, leased: boolean) {
+  constructor(options: ParsedBatchInput, carried: BatchState | undefined) {
     this.o = options;
-    this.lease = leased && options.job.submitLease !== false ? options.job.submitLease : undefined;
+    this.lease = options.job.submitLease !== false ? options.job.submitLease : undefined;
     this.polling = { ...BATCH_POLLING, ...options.job.polling };
-    // Only a budget changes the commands; asked only then, so batches without one record no marker.
-    this.budget = options.budget !== undefined && patched('batch-budget') ? options.budget : undefined;
+    this.budget = options.budget;
     this.s = carried ?? {
       batchKey: '',
       manifestKey: '',
@@ -551,15 +546,13 @@ class Batch {
    * How many more items the budget lets start: as many as fit when every job under way, and each
    * new one, is expected to cost what the finished runs cost on average ("would pass", not "has
    * passed": a window of jobs in flight can no longer overshoot it). Before any run has an estimate
-   * there is nothing to go by. Batches from before 'batch-budget-projected' stop at "reached" only.
+   * there is nothing to go by.
    */
   private budgetRoom(): number {
     if (this.budget === undefined) return Number.POSITIVE_INFINITY;
     const cost = this.cost();
     if (cost.amount >= this.budget) return 0;
     if (cost.items === 0) return Number.POSITIVE_INFINITY;
-    this.projected ??= patched('batch-budget-projected');
-    if (!this.projected) return Number.POSITIVE_INFINITY;
     const mean = cost.amount / cost.items;
     return Math.max(0, Math.floor((this.budget - cost.amount) / mean) - this.underWay());
   }
@@ -719,12 +712,9 @@ class Batch {
     }
     if ('rejected' in result) {
       const tries = entry.tries + 1;
-      if (result.rejected.retryable && tries < SUBMIT_RETRY.maximumAttempts) {
-        const backoff = Math.min(
-          SUBMIT_RETRY.initialIntervalMs * SUBMIT_RETRY.backoffCoefficient ** (tries - 1),
-          SUBMIT_RETRY.maximumIntervalMs,
-        );
-        s.queue.push({ ...entry, tries, at: Date.now() + backoff });
+      const delay = submitRetryDelayMs(result.rejected, tries);
+      if (delay !== undefined) {
+        s.queue.push({ ...entry, tries, at: Date.now() + delay });
         return;
       }
       this.end('rejected', {
@@ -772,7 +762,7 @@ class Batch {
     for (const u of due) {
       if (u.ls !== undefined) {
         // No orphan reported within its lease and the webhook window: none can still run.
-        if (!s.stopping && resubmitAfterLease(this.o.job, u.n, () => patched('batch-lease-resubmit-room'))) {
+        if (!s.stopping && resubmitAfterLease(this.o.job, u.n)) {
           s.resubmittedAfterLease = (s.resubmittedAfterLease ?? 0) + 1;
           s.queue.push({ i: u.i, n: u.n, a: u.a, tries: 0, ...earlier(u.c) });
         } else
@@ -847,8 +837,6 @@ class Batch {
         (item) => item.retryAt === undefined && !this.watched.has(item.i),
       );
       if (uncovered.length === 0) return;
-      // A second watcher is a change of commands: batches recorded before it had one at a time.
-      if (this.watchers.size > 0 && !patched('batch-watchers')) return;
       this.startWatcher(uncovered);
     }
   }
@@ -977,9 +965,7 @@ class Batch {
       delete item.xr;
       return this.byIndex.get(item.i) === item;
     };
-    // Batches from before 'batch-lease-heartbeat' waited a minute for a dead worker's heartbeat.
-    const heartbeatMs = patched('batch-lease-heartbeat') ? leaseAttemptMs(shortest) : 60_000;
-    leaseActivities(longest, heartbeatMs)
+    leaseActivities(longest, leaseAttemptMs(shortest))
       .extendBatchLeases({ endpointId: this.o.endpointId, items })
       .then(
         ({ results }) => {
@@ -997,7 +983,7 @@ class Batch {
         },
         (error: unknown) => {
           // A worker that died mid-extension: whatever lease still runs is tried again at once.
-          const retry = heartbeatMs < 60_000 && activityOutcome(error)?.source === 'timeout';
+          const retry = activityOutcome(error)?.source === 'timeout';
           const now = Date.now();
           for (const item of due) {
             if (!settle(item)) continue;

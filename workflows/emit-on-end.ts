@@ -3,18 +3,10 @@
  * (`emitOnEnd` in its input), `{ id: <workflow id>:<run id>:end, type, data: summary }`. The id makes
  * a repeat (a retried activity, a replayed end) a duplicate the receiving automation drops.
  *
- * A new command at the very end of the job and batch workflows: guarded by patched('emit-on-end'),
- * asked only when the option is set, so histories recorded before it (or without it) replay as
- * they were. A failed emit is logged, never the end of the work that emits it.
+ * One command at the very end of the job and batch workflows, only when the option is set. A failed
+ * emit is logged, never the end of the work that emits it.
  */
-import {
-  ApplicationFailure,
-  ContinueAsNew,
-  log,
-  patched,
-  proxyActivities,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ApplicationFailure, ContinueAsNew, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automation';
 import { type EmitOnEnd, type JsonValue, MAX_EVENT_BYTES } from '../contracts/automation-input';
 
@@ -61,7 +53,7 @@ export async function emitOnEnd(
   type: 'job.completed' | 'job.failed' | 'batch.completed' | 'batch.failed',
   data: Record<string, unknown>,
 ): Promise<void> {
-  if (!target || !patched('emit-on-end')) return;
+  if (!target) return;
   const { workflowId, runId } = workflowInfo();
   const event = {
     id: `${workflowId}:${runId}:end`,

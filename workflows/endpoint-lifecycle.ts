@@ -11,7 +11,6 @@ import {
   executeChild,
   log,
   ParentClosePolicy,
-  patched,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
@@ -129,8 +128,7 @@ interface EphemeralWork {
 
 /**
  * The batch form, and the `jobs` form whenever it maps onto a batch (jobsAsBatch), run as one batch
- * workflow; other `jobs` as child job workflows. Workflows started before the engine ('ephemeral-
- * batch') replay with their child job workflows.
+ * workflow; other `jobs` as child job workflows.
  */
 async function runWork(
   request: EphemeralEndpointRequest,
@@ -139,7 +137,7 @@ async function runWork(
 ): Promise<EphemeralWork> {
   track.enter('running-jobs');
   const batch = request.batch ?? jobsAsBatch(request);
-  if (batch !== undefined && patched('ephemeral-batch')) {
+  if (batch !== undefined) {
     return { results: [], batch: await runEphemeralBatch(batch, endpointId, request.jobTaskQueue) };
   }
   return { results: await runJobs(request, request.jobs ?? [], endpointId) };

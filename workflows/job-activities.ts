@@ -28,14 +28,6 @@ export const workerActivities = proxyActivities<JobActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 20 },
 });
 
-/** Backoff of the workflow's own retries of a submit that certainly was not sent. */
-export const SUBMIT_RETRY = {
-  maximumAttempts: 8,
-  initialIntervalMs: 1_000,
-  backoffCoefficient: 2,
-  maximumIntervalMs: 60_000,
-};
-
 // One HTTP call's worst case: the client's connect + headers + body timeouts and its 429 budget.
 const HTTP_CALL_MS = 90_000;
 

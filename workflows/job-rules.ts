@@ -25,6 +25,34 @@ export interface JobRuleOptions {
   maxLeaseResubmits: number;
 }
 
+/** Backoff of the workflows' own retries of a submit that certainly was not sent. */
+export const SUBMIT_RETRY = {
+  maximumAttempts: 8,
+  initialIntervalMs: 1_000,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 60_000,
+};
+
+/** A submit the service certainly did not act on: whether it may be sent again, and when. */
+export interface SubmitRejection {
+  retryable: boolean;
+  /** The service's Retry-After (a 429), in ms. */
+  retryAfterMs?: number;
+}
+
+/**
+ * After `triesSoFar` tries of a submit, the last one rejected: the pause before the next try (the
+ * backoff, or the service's Retry-After when longer), or undefined when it is not tried again.
+ */
+export function submitRetryDelayMs(rejection: SubmitRejection, triesSoFar: number): number | undefined {
+  if (!rejection.retryable || triesSoFar >= SUBMIT_RETRY.maximumAttempts) return undefined;
+  const backoff = Math.min(
+    SUBMIT_RETRY.initialIntervalMs * SUBMIT_RETRY.backoffCoefficient ** (triesSoFar - 1),
+    SUBMIT_RETRY.maximumIntervalMs,
+  );
+  return Math.max(backoff, rejection.retryAfterMs ?? 0);
+}
+
 /** The backoff before the next /retry, after `retriesSoFar` retries. */
 export function retryBackoffMs(retry: JobRetryOptions, retriesSoFar: number): number {
   const { initialInterval, backoffCoefficient, maximumInterval } = retry;
@@ -106,17 +134,10 @@ export function onExpired(options: JobRuleOptions, submissionsSoFar: number): Re
 /**
  * After an uncertain submit under a lease that no orphan answered within the lease and the webhook
  * window: send again while submissions are left, counting maxLeaseResubmits on top of
- * maxSubmissions, since such a resend cannot make a second live job (see submit-lease.ts). Before
- * 'lease-resubmit-room' only maxSubmissions counted: `roomBeyondMax` says whether the extra room
- * applies.
+ * maxSubmissions, since such a resend cannot make a second live job (see contracts/submit-lease.ts).
  */
-export function resubmitAfterLease(
-  options: JobRuleOptions,
-  submissionsSoFar: number,
-  roomBeyondMax: () => boolean,
-): boolean {
-  if (submissionsSoFar < options.maxSubmissions) return true;
-  return submissionsSoFar < options.maxSubmissions + options.maxLeaseResubmits && roomBeyondMax();
+export function resubmitAfterLease(options: JobRuleOptions, submissionsSoFar: number): boolean {
+  return submissionsSoFar < options.maxSubmissions + options.maxLeaseResubmits;
 }
 
 /**

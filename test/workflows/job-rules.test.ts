@@ -10,6 +10,7 @@ import {
   resubmitAfterLease,
   resultsExpireAt,
   retryBackoffMs,
+  submitRetryDelayMs,
   ttlDeadline,
   whyGone,
 } from '../../workflows/job-rules';
@@ -82,19 +83,30 @@ describe('job rules', () => {
     });
   });
 
-  it('after a lease no orphan answered, sends again past maxSubmissions by maxLeaseResubmits (patched)', () => {
-    const yes = () => true;
-    const no = () => false;
-    expect(resubmitAfterLease(rules(), 2, no)).toBe(true);
-    // maxSubmissions (3) spent: only the extra room, and only where the patch applies.
-    expect(resubmitAfterLease(rules(), 3, yes)).toBe(true);
-    expect(resubmitAfterLease(rules(), 3, no)).toBe(false);
-    expect(resubmitAfterLease(rules(), 7, yes)).toBe(true);
-    expect(resubmitAfterLease(rules(), 8, yes)).toBe(false);
-    expect(resubmitAfterLease(rules({ maxLeaseResubmits: 0 }), 3, yes)).toBe(false);
-    // The patch is asked only when the old rule would have refused.
-    let asked = 0;
-    resubmitAfterLease(rules(), 1, () => ++asked > 0);
-    expect(asked).toBe(0);
+  it('after a lease no orphan answered, sends again past maxSubmissions by maxLeaseResubmits', () => {
+    expect(resubmitAfterLease(rules(), 2)).toBe(true);
+    // maxSubmissions (3) spent: only the extra room of maxLeaseResubmits (5) is left.
+    expect(resubmitAfterLease(rules(), 3)).toBe(true);
+    expect(resubmitAfterLease(rules(), 7)).toBe(true);
+    expect(resubmitAfterLease(rules(), 8)).toBe(false);
+    expect(resubmitAfterLease(rules({ maxLeaseResubmits: 0 }), 3)).toBe(false);
+  });
+});
+
+describe('submitRetryDelayMs: a refused submit, for the job workflow and the batch alike', () => {
+  it.each([
+    // [retryable, Retry-After ms, tries so far, pause before the next try]
+    [true, undefined, 1, 1_000],
+    [true, undefined, 2, 2_000],
+    [true, undefined, 7, 60_000],
+    [true, 90_000, 1, 90_000],
+    [true, 500, 3, 4_000],
+    [true, undefined, 8, undefined],
+    [true, 90_000, 8, undefined],
+    [false, undefined, 1, undefined],
+    [false, 5_000, 1, undefined],
+  ])('retryable %s, Retry-After %s, after %s tries: %s', (retryable, retryAfterMs, tries, expected) => {
+    const rejection = { retryable, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+    expect(submitRetryDelayMs(rejection, tries)).toBe(expected);
   });
 });
