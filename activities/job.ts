@@ -61,6 +61,8 @@ import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
 
+export type { SubmitResult } from '../contracts/job-types';
+
 /** Heartbeats every second while `fn` runs (the SDK throttles what it sends to the server). */
 async function whileBeating<T>(fn: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
