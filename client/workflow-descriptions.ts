@@ -4,15 +4,14 @@
  * `staticDetails` of the start options and of schedule actions). Pure: rendered from the input
  * the facade has already checked, so a test reads them without a server.
  */
-import type { BatchInput } from '../workflows/batch-input';
-import { parseBatchInput } from '../workflows/batch-input';
+import { type BatchInput, parseBatchInput } from '../contracts/batch-input';
 import type {
   EphemeralEndpointInput,
   ProvisionEndpointInput,
   TeardownEndpointInput,
   UpdateEndpointInput,
-} from '../workflows/endpoint-input';
-import { type JobWorkflowInput, parseJobWorkflowInput } from '../workflows/job-input';
+} from '../contracts/endpoint-input';
+import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
 import {
   code,
   formatBytes,
@@ -20,7 +19,7 @@ import {
   formatDuration,
   formatMoney,
   markdownTable,
-} from '../workflows/progress-markdown';
+} from '../contracts/progress-markdown';
 
 /** The two texts a workflow start (or a schedule's action) carries for the UI. */
 export interface WorkflowDescription {

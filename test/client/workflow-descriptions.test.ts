@@ -9,7 +9,7 @@ import {
   describeEndpointStep,
   describeJob,
 } from '../../client/workflow-descriptions';
-import { formatCount, formatDuration, markdownTable } from '../../workflows/progress-markdown';
+import { formatCount, formatDuration, markdownTable } from '../../contracts/progress-markdown';
 
 describe('workflow descriptions', () => {
   it('a job names its endpoint, input size, ttl and retry policy', () => {
