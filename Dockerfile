@@ -10,6 +10,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts/build.mjs ./scripts/
 COPY api ./api
+COPY contracts ./contracts
 COPY activities ./activities
 COPY workflows ./workflows
 COPY worker ./worker
