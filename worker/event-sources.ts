@@ -176,7 +176,9 @@ export const eventSourceSchema = z
   })
   .superRefine(checkSource);
 
-export type EventSourceInput = z.input<typeof eventSourceSchema>;
+export type EventSourceInput = Omit<z.input<typeof eventSourceSchema>, 'automations'> & {
+  automations: Record<string, EventMappingInput | EventTransform>;
+};
 
 /**
  * A source as EVENT_SOURCES declares it: secrets are read from the variable `secretsEnv` names

@@ -11,6 +11,16 @@ export {
   type WorkerConfig,
   type WorkerHealthConfig,
 } from './config';
+export { memoryReplayGuard, type ReplayGuard, type ReplayState } from './event-replay';
+export {
+  defineEventSource,
+  type EventMappingInput,
+  type EventSource,
+  type EventSourceInput,
+  type EventTransform,
+  type EventTransformInput,
+  type EventTransformOutput,
+} from './event-sources';
 export {
   buildWebhookGateway,
   startWebhookGateway,
