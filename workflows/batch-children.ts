@@ -417,7 +417,7 @@ export async function runChildBatch(
         const { items: _items, ...rest } = o;
         // The items are in the store now: the next run reads the manifest, never the inline list.
         const next = { ...rest, items: { manifest: { key: s.manifestKey } } } as BatchInput;
-        return continueAsNew<typeof serverlessBatch>(next, s);
+        return continueAsNew<typeof serverlessBatch>({ ...next, carried: { children: s } });
       }
       const seen = dirty;
       await condition(() => dirty !== seen);

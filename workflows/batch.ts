@@ -276,11 +276,18 @@ function createdBeforeTimeout(error: unknown): Map<number, Created> {
   return out;
 }
 
-export async function serverlessBatch(
-  input: BatchInput,
-  carried?: BatchState | ChildBatchState,
-): Promise<BatchSummary> {
-  const parsed = parseBatchInput(input);
+/**
+ * The batch workflow's one argument: the caller's input and, from the second run on, the state the
+ * run before carried through continue-as-new (as Temporal's batch-sliding-window sample carries it).
+ * Callers never set `carried`: the client starts a batch with a BatchInput.
+ */
+export type BatchRunInput = BatchInput & {
+  carried?: { activities: BatchState } | { children: ChildBatchState };
+};
+
+export async function serverlessBatch(input: BatchRunInput): Promise<BatchSummary> {
+  const { carried, ...callerInput } = input;
+  const parsed = parseBatchInput(callerInput);
   if (!parsed.ok) {
     throw ApplicationFailure.create({
       type: BATCH_FAILURE.badRequest,
@@ -293,8 +300,8 @@ export async function serverlessBatch(
   try {
     const summary =
       o.mode === 'children'
-        ? await runChildBatch(o, carried as ChildBatchState | undefined)
-        : await runActivityBatch(o, carried as BatchState | undefined);
+        ? await runChildBatch(o, carried && 'children' in carried ? carried.children : undefined)
+        : await runActivityBatch(o, carried && 'activities' in carried ? carried.activities : undefined);
     await emitOnEnd(o.emitOnEnd, 'batch.completed', { ...summary });
     return summary;
   } catch (error) {
@@ -523,7 +530,7 @@ class Batch {
     this.s.events += workflowInfo().historyLength;
     this.s.runs += 1;
     // The items are in the store now: the next run starts from the manifest, never the inline list.
-    return continueAsNew<typeof serverlessBatch>(this.input(), this.s);
+    return continueAsNew<typeof serverlessBatch>({ ...this.input(), carried: { activities: this.s } });
   }
 
   private input(): BatchInput {
