@@ -16,6 +16,7 @@ import {
 import { firstIssue } from '../contracts/input-rules';
 import type { automationWorkflow } from '../workflows/automation';
 import { automationEventSignal } from '../workflows/automation-definitions';
+import { automationKeyKey, automationNameKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeAutomation } from './workflow-descriptions';
 
@@ -66,6 +67,11 @@ export async function sendEvent(
       taskQueue,
       args: [{ name, key: checkedKey }],
       ...describeAutomation(name, checkedKey),
+      // So the UI's list and visibility queries find automations by name and key (automationListQuery).
+      typedSearchAttributes: [
+        { key: automationNameKey, value: name },
+        { key: automationKeyKey, value: checkedKey },
+      ],
       signal: automationEventSignal,
       signalArgs: [parsed.event],
     },

@@ -9,4 +9,5 @@ export * from './endpoints';
 export * from './event-signature';
 export * from './jobs';
 export * from './schedules';
+export * from './visibility-queries';
 export * from './workflow-result';

@@ -26,6 +26,7 @@ import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
 import type { serverlessJob } from '../workflows/job';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
+import { queryLiteral, runningClause, startedByClause } from './visibility-queries';
 import { describeJob } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 
@@ -230,32 +231,26 @@ const filterSchema = z.strictObject({
     .optional(),
   /** Only running (or only closed) workflows. */
   running: z.boolean().optional(),
+  /** The workflow id of the batch (mode 'children'), automation or ephemeral run that started the jobs. */
+  startedBy: z.string().min(1).optional(),
 });
 
 export type JobFilter = z.input<typeof filterSchema>;
 
-// Values become string literals of the visibility query: anything that could end the literal is refused.
-function literal(field: string, value: string): string {
-  const unsafe = [...value].some(
-    (char) => char === '"' || char === "'" || char === '\\' || char.charCodeAt(0) < 0x20,
-  );
-  if (unsafe) throw new ValidationError(field, 'must not contain quotes, backslashes or control characters');
-  return `"${value}"`;
-}
+const literal = queryLiteral;
 
 /** The visibility query for a filter (for `temporal workflow list --query` too). */
 export function jobListQuery(filter: JobFilter = {}): string {
   const parsed = filterSchema.safeParse(filter);
   if (!parsed.success) throw validationError(parsed.error, 'filter');
-  const { endpointId, jobId, status, running } = parsed.data;
+  const { endpointId, jobId, status, running, startedBy } = parsed.data;
   const clauses = [`WorkflowType = "serverlessJob"`];
   if (endpointId !== undefined)
     clauses.push(`${endpointIdKey.name} = ${literal('filter.endpointId', endpointId)}`);
   if (jobId !== undefined) clauses.push(`${jobIdKey.name} = ${literal('filter.jobId', jobId)}`);
   if (status !== undefined) clauses.push(`${jobStatusKey.name} = ${literal('filter.status', status)}`);
-  if (running !== undefined)
-    clauses.push(running ? `ExecutionStatus = "Running"` : `ExecutionStatus != "Running"`);
-  return clauses.join(' AND ');
+  if (startedBy !== undefined) clauses.push(startedByClause(startedBy));
+  return [...clauses, ...runningClause(running)].join(' AND ');
 }
 
 export interface JobListing {

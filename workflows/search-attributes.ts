@@ -11,4 +11,20 @@ export const jobIdKey = defineSearchAttributeKey('ServerlessJobId', SearchAttrib
 /** The remote job's last known status (IN_QUEUE, IN_PROGRESS, COMPLETED, ...). */
 export const jobStatusKey = defineSearchAttributeKey('ServerlessJobStatus', SearchAttributeType.KEYWORD);
 
-export const searchAttributeKeys = [endpointIdKey, jobIdKey, jobStatusKey];
+/** An automation's name and key (set when the first event starts it), to list automations by either. */
+export const automationNameKey = defineSearchAttributeKey(
+  'ServerlessAutomationName',
+  SearchAttributeType.KEYWORD,
+);
+export const automationKeyKey = defineSearchAttributeKey(
+  'ServerlessAutomationKey',
+  SearchAttributeType.KEYWORD,
+);
+
+export const searchAttributeKeys = [
+  endpointIdKey,
+  jobIdKey,
+  jobStatusKey,
+  automationNameKey,
+  automationKeyKey,
+];
