@@ -26,7 +26,8 @@ import {
   startBatch,
 } from './batches';
 import { parseInteger, parseJsonObject } from './cli-input';
-import { createBatchProgressBar, followBatchProgress } from './progress-bar';
+import { createBatchProgressBar } from './progress-bar';
+import { watchBatch } from './watch';
 
 export interface BatchCliContext {
   out: (text: string) => void;
@@ -75,13 +76,14 @@ export function readItems(flag: string, raw: string): JobRequestInput[] {
     });
 }
 
-async function watchProgress(
-  ctx: BatchCliContext,
-  workflowId: string,
-  until: Promise<unknown>,
-): Promise<void> {
+/** Draws the batch's progress (watchBatch: each change) until it has ended. */
+async function watchProgress(ctx: BatchCliContext, workflowId: string): Promise<void> {
   const bar = createBatchProgressBar(ctx.err, { isTTY: ctx.errIsTTY === true });
-  await followBatchProgress(async () => getBatchProgress(await ctx.connect(), workflowId), bar, until);
+  try {
+    for await (const progress of watchBatch(await ctx.connect(), workflowId)) bar.update(progress);
+  } finally {
+    bar.stop();
+  }
 }
 
 export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
@@ -91,7 +93,9 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
   async function summaryOrFailure(workflowId: string) {
     const client = await ctx.connect();
     const result = awaitBatch(client, workflowId);
-    await watchProgress(ctx, workflowId, result);
+    // Its failure is read below, after the watch: until then it must not count as unhandled.
+    result.catch(() => undefined);
+    await watchProgress(ctx, workflowId);
     try {
       return await result;
     } catch (error) {

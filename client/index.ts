@@ -10,4 +10,5 @@ export * from './event-signature';
 export * from './jobs';
 export * from './schedules';
 export * from './visibility-queries';
+export * from './watch';
 export * from './workflow-result';

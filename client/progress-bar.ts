@@ -6,6 +6,7 @@
 import { Writable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
 import type { BatchProgress } from '../contracts/batch-input';
+import { watchSnapshots } from './watch';
 
 export interface BatchProgressBar {
   update(progress: BatchProgress): void;
@@ -111,16 +112,9 @@ export async function followBatchProgress(
   void settled.then(() => {
     ended = true;
   });
-  const show = async () => {
-    const progress = await read().catch(() => undefined);
-    if (progress) bar.update(progress);
-  };
+  const source = { read, ended: async () => ended, endedSignal: settled };
   try {
-    while (!ended) {
-      await show();
-      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, everyMs))]);
-    }
-    await show();
+    for await (const progress of watchSnapshots(source, { intervalMs: everyMs })) bar.update(progress);
   } finally {
     bar.stop();
   }

@@ -25,6 +25,7 @@ import {
   type Planned,
   withAutomations as withAutomationsOn,
 } from './automation-harness';
+import { addSearchAttributes } from './batch-harness';
 
 quietRuntime();
 
@@ -33,6 +34,8 @@ describe('automation workflow', () => {
   let bundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
     sharedEnv = await timeSkippingEnv();
+    // sendEvent sets the automation's name and key as search attributes at start.
+    await addSearchAttributes(sharedEnv);
     bundle = await bundleAutomationWorkflows();
   });
   afterAll(async () => {
@@ -217,6 +220,7 @@ describe('automation workflow', () => {
     // A server of its own: time skipped here must not wake the other tests' workflows, whose
     // workers are gone (the server then holds the skip).
     const env = await timeSkippingEnv();
+    await addSearchAttributes(env);
     try {
       await withAutomations(
         [jobAutomation('idle', planned, { idleTimeout: '2 minutes', dedupeWindow: '1 minute' })],
