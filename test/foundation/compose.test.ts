@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { provisionedServers } from '../../scripts/servers';
+import { searchAttributeKeys } from '../../workflows/search-attributes';
 
 // docker-compose.yml cannot run here (no Docker engine); the real Compose CLI validates it offline.
 const composeFile = path.join(__dirname, '../../docker-compose.yml');
@@ -98,6 +99,18 @@ describe('docker-compose.yml', () => {
         'WEBHOOK_SECRET',
       ]),
     );
+  });
+
+  it('registers every search attribute the library writes, with its type', () => {
+    const result = composeConfig(composeFile, serviceEnv, ['config', '--format', 'json']);
+    expect(result.stderr).toBe('');
+    const { services } = JSON.parse(result.stdout) as {
+      services: Record<string, { command?: string[] }>;
+    };
+    const setup = (services['temporal-setup']?.command ?? []).join(' ').replace(/\s+/g, ' ');
+    const typeNames: Record<string, string> = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList' };
+    for (const key of searchAttributeKeys)
+      expect(setup).toContain(`--name ${key.name} --type ${typeNames[key.type] ?? key.type}`);
   });
 
   it('would catch a broken field: the validator names it', () => {
