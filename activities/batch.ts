@@ -37,8 +37,14 @@ import {
 } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
 import { type Polling, submitRequestSchema } from '../contracts/job-types';
-import { intervalAfter, JOB_UNCHANGED } from '../contracts/job-wait-policy';
+import {
+  INLINE_BUDGET_MS,
+  INLINE_MAX_INTERVAL_MS,
+  intervalAfter,
+  JOB_UNCHANGED,
+} from '../contracts/job-wait-policy';
 import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../contracts/submit-lease';
+import type { BatchJobReports } from './batch-job-reports';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
@@ -65,9 +71,23 @@ export interface BatchActivityDeps {
   metrics?: LibraryMetrics;
   /** Estimates a finished run's cost (activities/cost-estimator.ts); absent: no estimates. */
   estimateCost?: EstimateCost;
+  /** What the webhook gateway in this process heard of batch jobs; absent: the watchers only poll. */
+  batchJobReports?: BatchJobReports;
 }
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+/** Webhooks count as heard in this process while one reported an end within this. */
+const REPORTS_ACTIVE_MS = 10_000;
+/**
+ * With the gateway in this process, a watcher tries again within a twentieth of its age and at
+ * least this far apart (never later than the polling schedule), looking at the jobs reported ended.
+ */
+const REPORTED_RETRY_MS = 500;
+const REPORTED_RETRY_SHARE = 1 / 20;
+/** ...and between the looks of one fuller answer, this far apart. */
+const REPORTED_HOLD_MS = 250;
+/** While webhooks are heard here, a look at every job (a lost webhook's safety net) at least this far apart. */
+const FULL_LOOK_MIN_MS = 5_000;
 
 function context() {
   const { info } = Context.current();
@@ -314,6 +334,23 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const { info, runId } = context();
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
+      const reports = deps.batchJobReports;
+      reports?.watching(input.items.map((item) => item[1]));
+      // With the gateway here, an attempt looks at the jobs reported ended; at every job on the
+      // polling schedule, and only every few seconds while webhooks are heard (a lost one, or one
+      // that went to another process). Stateless across attempts: the first try of each period.
+      const age = Date.now() - info.scheduledTimestampMs;
+      const retryAfter = (elapsed: number) => {
+        const scheduled = intervalAfter(elapsed, input.polling);
+        if (!reports) return scheduled;
+        return Math.round(Math.min(scheduled, Math.max(REPORTED_RETRY_MS, elapsed * REPORTED_RETRY_SHARE)));
+      };
+      const heard = reports?.active(REPORTS_ACTIVE_MS) === true;
+      const fullLookDue = (elapsed: number) =>
+        !reports ||
+        elapsed % Math.max(intervalAfter(elapsed, input.polling), heard ? FULL_LOOK_MIN_MS : 0) <
+          retryAfter(elapsed);
+      let full = info.attempt === 1 ? !heard : fullLookDue(age);
       // One listener per status call in flight on this one signal.
       setMaxListeners(2 * input.items.length + 10, signal);
       const inlineMaxBytes = input.inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES;
@@ -321,6 +358,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const changes: ItemChange[] = [];
       const lines: string[] = [];
       const started = Date.now();
+      let firstChangeAt: number | undefined;
       let running = 0;
       let currency: string | undefined;
       let completed = 0;
@@ -331,8 +369,9 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         for (;;) {
           running = 0;
           let errors = 0;
+          const looked = [...pending.values()].filter((item) => full || reports?.hasEnded(item[1]));
           await Promise.all(
-            [...pending.values()].map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
+            looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
               let status: Awaited<ReturnType<typeof client.jobs.status>>;
               try {
                 status = await client.jobs.status(input.endpointId, jobId, { signal });
@@ -401,13 +440,22 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             }),
           );
           if (signal.aborted) throw new CancelledFailure('activity cancelled');
-          if (changes.length === 0 && errors > 0 && errors === input.items.length) {
+          if (changes.length === 0 && errors > 0 && errors === looked.length) {
             throw ApplicationFailure.retryable('no job status could be read', 'StatusUnavailable');
           }
           const enough = changes.length >= input.returnAfter || pending.size === 0;
-          if (changes.length > 0 && (enough || Date.now() - started >= input.holdMs)) break;
+          if (changes.length > 0) firstChangeAt ??= Date.now();
+          if (changes.length > 0 && (enough || Date.now() - (firstChangeAt ?? 0) >= input.holdMs)) break;
           if (changes.length === 0) {
-            const delay = intervalAfter(Date.now() - info.scheduledTimestampMs, input.polling);
+            const now = Date.now();
+            const delay = retryAfter(now - info.scheduledTimestampMs);
+            // As the job's wait does: a short interval is waited inside the attempt (a retry's round
+            // trip through the server would cost more), within the attempt's inline budget.
+            if (delay < INLINE_MAX_INTERVAL_MS && now + delay - started <= INLINE_BUDGET_MS) {
+              await ctx.sleep(delay);
+              full = fullLookDue(Date.now() - info.scheduledTimestampMs);
+              continue;
+            }
             throw ApplicationFailure.create({
               type: JOB_UNCHANGED,
               message: `none of ${input.items.length} jobs finished; next look in ${delay} ms`,
@@ -417,7 +465,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               details: [{ watched: input.items.length, running }],
             });
           }
-          await ctx.sleep(Math.min(input.polling.initialIntervalMs, 1_000));
+          await ctx.sleep(heard ? REPORTED_HOLD_MS : Math.min(input.polling.initialIntervalMs, 1_000));
+          full = !heard;
         }
       } finally {
         clearInterval(alive);

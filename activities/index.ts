@@ -9,6 +9,7 @@ export {
   type RunPlan,
 } from './automation';
 export { type BatchActivities, type BatchActivityDeps, createBatchActivities } from './batch';
+export { type BatchJobReports, createBatchJobReports } from './batch-job-reports';
 export { type BatchStore, createLocalBatchStore } from './batch-store';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';

@@ -17,7 +17,9 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { z } from 'zod';
+import type { BatchJobReports } from '../activities/batch-job-reports';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
+import { terminalStatuses } from '../api/schemas/job';
 import { batchWantsHintQuery } from '../workflows/batch-definitions';
 import { jobWebhookSignal } from '../workflows/definitions';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
@@ -76,6 +78,8 @@ export interface WebhookGatewayOptions {
   metrics?: LibraryMetrics;
   /** Signed events in at `POST /events/{automation}` (worker/event-ingress.ts); absent: no such route. */
   events?: EventIngressOptions;
+  /** Shared with the batch watchers of the worker in this process (activities/batch-job-reports.ts). */
+  batchJobReports?: BatchJobReports;
 }
 
 export interface WebhookGateway {
@@ -94,7 +98,13 @@ async function deliver(
   body: WebhookBody,
   timeoutMs: number,
   item?: number,
+  reports?: BatchJobReports,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
+  if (item !== undefined && reports) {
+    // A watcher here looks at it now; and a job a watcher here follows is no orphan: no query.
+    if ((terminalStatuses as readonly string[]).includes(body.status)) reports.ended(body.id);
+    if (reports.isWatched(body.id)) return { outcome: 'not-needed' };
+  }
   if (item !== undefined) {
     // A batch's job: a query (no history event) first, and a signal only for a possible orphan.
     const deadline = Date.now() + timeoutMs;
@@ -222,6 +232,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         body,
         signalTimeoutMs,
         item === undefined ? undefined : Number(item),
+        options.batchJobReports,
       );
       const fields = { workflowId, jobId: body.id, status: body.status, outcome };
       if (outcome === 'temporal-unavailable') {

@@ -10,8 +10,10 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import {
   type AutomationActivityDeps,
   type AutomationDefinition,
+  type BatchActivityDeps,
   createAutomationActivities,
   createBatchActivities,
+  createBatchJobReports,
   createEndpointActivities,
   createJobActivities,
   createStackCheckActivities,
@@ -36,7 +38,8 @@ import { webhookUrlFactory } from './webhook-token';
  * sinks, size caps) for an embedding program such as the demo.
  */
 export type ActivityDeps = JobActivityDeps &
-  Pick<AutomationActivityDeps, 'automations' | 'temporalClient' | 'taskQueue'> & {
+  Pick<AutomationActivityDeps, 'automations' | 'temporalClient' | 'taskQueue'> &
+  Pick<BatchActivityDeps, 'batchJobReports'> & {
     client: ServiceClient;
     resultStoreDir: string;
   };
@@ -221,10 +224,13 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     cleanups.push({ what: 'Temporal connection', close: () => connected.close() });
 
     // Before the worker: a worker that was created must also be run before the connection can close.
+    // The gateway here tells this worker's batch watchers what it hears (no query for their jobs).
+    const batchJobReports = config.webhook.port === undefined ? undefined : createBatchJobReports();
     const gateway =
       config.webhook.port === undefined
         ? undefined
         : await startWebhookGateway({
+            ...(batchJobReports ? { batchJobReports } : {}),
             client: new Client({ connection: connected, namespace }),
             host: config.webhook.host,
             port: config.webhook.port,
@@ -246,6 +252,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       ...options.activityOptions,
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),
+      ...(batchJobReports ? { batchJobReports } : {}),
       resultStoreDir: config.resultStoreDir,
       automations: options.automations ?? [],
       // Automations signal workflows (end events) and look runs up by id.

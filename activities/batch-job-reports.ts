@@ -1,0 +1,46 @@
+/**
+ * What the webhook gateway beside a worker hears of batch jobs, for the batch watchers in the same
+ * process (worker/run-worker.ts hands one instance to both):
+ * - the jobs a watcher here follows: a webhook for one of them needs no question to its batch (the
+ *   batch knows the job; only an orphan of an uncertain submit needs a signal), so the gateway
+ *   answers it without a query, which would cost the worker a workflow activation per job;
+ * - the jobs whose webhook reported an end: a watcher looks at those at once, between the full
+ *   looks at every job it follows, so a finished job is seen within a short retry of its webhook
+ *   rather than on the polling schedule, with about one /status per job.
+ * Process-local and bounded. Where the webhook reaches another process (a gateway of its own, a
+ * second worker behind one URL), nothing is known here and the watchers poll as they would without
+ * webhooks: this only ever makes them look sooner, never later.
+ */
+import { LRUCache } from 'lru-cache';
+
+export interface BatchJobReports {
+  /** A watcher of this process follows these jobs. */
+  watching(jobIds: Iterable<string>): void;
+  isWatched(jobId: string): boolean;
+  /** A webhook said this job reached an end (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
+  ended(jobId: string): void;
+  hasEnded(jobId: string): boolean;
+  /** Whether any end was reported within `withinMs`: webhooks reach this process. */
+  active(withinMs: number): boolean;
+}
+
+/** Enough for the jobs in flight of many large batches; a forgotten entry only costs a poll. */
+const REMEMBERED = 200_000;
+
+export function createBatchJobReports(now: () => number = Date.now): BatchJobReports {
+  const watched = new LRUCache<string, true>({ max: REMEMBERED });
+  const ends = new LRUCache<string, true>({ max: REMEMBERED });
+  let lastEnd = Number.NEGATIVE_INFINITY;
+  return {
+    watching(jobIds) {
+      for (const jobId of jobIds) watched.set(jobId, true);
+    },
+    isWatched: (jobId) => watched.has(jobId),
+    ended(jobId) {
+      ends.set(jobId, true);
+      lastEnd = now();
+    },
+    hasEnded: (jobId) => ends.has(jobId),
+    active: (withinMs) => now() - lastEnd <= withinMs,
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * The batch watcher with the webhook reports of its process (activities/batch-job-reports.ts):
+ * while webhooks reach the process it looks at the jobs reported ended and leaves the others to a
+ * later full look; without reports it looks at every job, as before.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { createBatchActivities } from '../../activities/batch';
+import { createBatchJobReports } from '../../activities/batch-job-reports';
+import type { WatchedItem } from '../../contracts/batch-input';
+import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
+import { activityEnv, rejection, type StubClient, stubClient } from './job-stub';
+
+const polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
+const items: WatchedItem[] = [
+  [0, 'job-a', 'IN_QUEUE', 1, 0],
+  [1, 'job-b', 'IN_QUEUE', 1, 0],
+];
+const watch = { endpointId: 'ep-1', batchKey: 'batch-1', items, polling, returnAfter: 1, holdMs: 0 };
+
+describe('batch job reports', () => {
+  it('remembers watched and ended jobs, and whether an end was reported lately', () => {
+    let now = 1_000;
+    const reports = createBatchJobReports(() => now);
+    expect(reports.active(10_000)).toBe(false);
+    reports.watching(['job-a']);
+    reports.ended('job-b');
+    expect([reports.isWatched('job-a'), reports.isWatched('job-b')]).toEqual([true, false]);
+    expect([reports.hasEnded('job-a'), reports.hasEnded('job-b')]).toEqual([false, true]);
+    now += 10_000;
+    expect(reports.active(10_000)).toBe(true);
+    now += 1;
+    expect(reports.active(10_000)).toBe(false);
+  });
+});
+
+describe('watchBatchJobs with webhook reports', () => {
+  let stub: StubClient;
+  let dir: string;
+  beforeEach(() => {
+    stub = stubClient();
+    dir = mkdtempSync(path.join(tmpdir(), 'batch-watch-reports-'));
+  });
+
+  it('looks only at the job reported ended, and tells the workflow it finished', async () => {
+    const reports = createBatchJobReports();
+    reports.ended('job-b');
+    stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
+    const activities = createBatchActivities({
+      client: stub.client,
+      resultStoreDir: dir,
+      batchJobReports: reports,
+    });
+    const { changes } = await activityEnv({ scheduledTimestampMs: Date.now() }).call(
+      activities.watchBatchJobs,
+      watch,
+    );
+    expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
+    // Both jobs are now known as watched here: their webhooks need no query to the batch.
+    expect([reports.isWatched('job-a'), reports.isWatched('job-b')]).toEqual([true, true]);
+  });
+
+  it('with no report for its jobs, sends nothing (waiting inline in short steps) and tries again soon', async () => {
+    const reports = createBatchJobReports();
+    reports.ended('job-of-another-batch');
+    const activities = createBatchActivities({
+      client: stub.client,
+      resultStoreDir: dir,
+      batchJobReports: reports,
+    });
+    const error = await rejection(
+      activityEnv({ scheduledTimestampMs: Date.now() }).call(activities.watchBatchJobs, watch),
+    );
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
+    expect((error as ApplicationFailure).nextRetryDelay).toBe(500);
+    expect(stub.named('status')).toEqual([]);
+  });
+
+  it('before any webhook is heard here, its first try looks at every job', async () => {
+    stub.answer('status', { id: 'job-a', status: 'IN_PROGRESS' });
+    const reports = createBatchJobReports();
+    const activities = createBatchActivities({
+      client: stub.client,
+      resultStoreDir: dir,
+      batchJobReports: reports,
+    });
+    const error = await rejection(
+      activityEnv({ scheduledTimestampMs: Date.now() }).call(activities.watchBatchJobs, watch),
+    );
+    expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
+    expect(
+      stub
+        .named('status')
+        .slice(0, 2)
+        .map((args) => args[1]),
+    ).toEqual(['job-a', 'job-b']);
+  });
+
+  it('without reports (no webhooks here), looks at every job', async () => {
+    stub.answer('status', { id: 'job-a', status: 'IN_PROGRESS' });
+    const activities = createBatchActivities({ client: stub.client, resultStoreDir: dir });
+    const error = await rejection(
+      activityEnv({ scheduledTimestampMs: Date.now() }).call(activities.watchBatchJobs, watch),
+    );
+    expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
+  });
+});
