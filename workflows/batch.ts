@@ -110,15 +110,21 @@ export type { BatchInput, BatchProgress, BatchSummary } from '../contracts/batch
 const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
 /** Submits that may run at once: one sending while the next is scheduled keeps the limiter busy. */
 const PARALLEL_SUBMITS = 2;
-/** A watcher holds its answer this long while more jobs finish (fewer, fuller answers). */
-const WATCH_HOLD_MS = 2_000;
+/**
+ * A watcher holds its answer this long after its first finished job, while more finish (fewer,
+ * fuller answers), or until a tenth of its jobs did: each place it frees waits for the answer.
+ */
+const WATCH_HOLD_MS = 500;
+const WATCH_RETURN_SHARE = 10;
 /**
  * Watchers that may run at once, each on the jobs no other one covers. A watcher looks only at the
  * jobs it was started with and is retried with the same list while none of them finishes, so jobs
  * submitted after it started get a watcher of their own rather than waiting for an older job to
- * finish (an hour, if those are hour-long). Between looks a watcher holds no worker slot.
+ * finish (an hour, if those are hour-long). Between looks a watcher holds no worker slot (a look
+ * due within a second is waited for inside the attempt, for at most 5 s, as a job's wait does). Enough
+ * for a window of several pages: a page's jobs otherwise wait for an older watcher to answer.
  */
-const MAX_WATCHERS = 4;
+const MAX_WATCHERS = 8;
 const MAX_PENDING_HINTS = 1_000;
 const RECORD_CHUNK = 2_000;
 const RETRY_GRID_MS = 1_000;
@@ -619,8 +625,9 @@ class Batch {
       const ready = s.queue.filter((q) => q.at === undefined || q.at <= now).length;
       const waiting = ready + (s.total - s.cursor);
       if (waiting === 0 || free <= 0) return;
-      // Not a page per freed slot: wait for a useful page unless nothing else is under way.
-      const useful = Math.min(this.o.pageSize, Math.max(1, Math.floor(s.maxConcurrency / 4)), waiting);
+      // Not a page per freed slot: wait for a useful page (a sixteenth of the window: every place
+      // left empty meanwhile is a service worker idle) unless nothing else is under way.
+      const useful = Math.min(this.o.pageSize, Math.max(1, Math.floor(s.maxConcurrency / 16)), waiting);
       if (free < useful && (this.submitsRunning > 0 || s.inflight.length > 0)) return;
       const size = Math.min(this.o.pageSize, free, waiting, this.budgetRoom());
       if (size <= 0) return;
@@ -865,7 +872,7 @@ class Batch {
           batchKey: this.s.batchKey,
           items,
           polling: this.polling,
-          returnAfter: Math.max(1, Math.floor(items.length / 4)),
+          returnAfter: Math.max(1, Math.floor(items.length / WATCH_RETURN_SHARE)),
           holdMs: WATCH_HOLD_MS,
           ...(this.o.job.outputInlineMaxBytes === undefined
             ? {}
