@@ -58,8 +58,8 @@ import {
 
 export interface BatchActivityDeps {
   client: Pick<ServiceClient, 'jobs'>;
-  /** The webhook URL for a workflow; absent: jobs are polled only. */
-  webhookUrlFor?: (workflowId: string) => string;
+  /** A batch job's webhook URL: it names the item, and its token expires a margin after the job's ttl. */
+  webhookUrlFor?: (workflowId: string, options?: { item?: number; ttlMs?: number }) => string;
   /** Manifests and results; default: a local store in `<resultStoreDir>/batches`. */
   batchStore?: BatchStore;
   /** Large outputs; default: the local result store in resultStoreDir. */
@@ -224,7 +224,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const startedAt = Date.now();
       const { workflowId } = context();
       const lines = await store.readLines(input.manifestKey, input.indexes);
-      const webhook = input.webhook === false ? undefined : deps.webhookUrlFor?.(workflowId);
+      const webhookUrlFor = input.webhook === false ? undefined : deps.webhookUrlFor;
+      const webhook = webhookUrlFor !== undefined;
       // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
       // from the timeout and only the rest of the page counts as uncertain.
       const created: Array<{ i: number; id: string; ttl?: number; lease?: number }> = [];
@@ -241,14 +242,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               rejected: { type: 'BadRequest', message: (error as Error).message, retryable: false },
             };
           }
-          // The item rides in the URL so that an orphan of an uncertain submit names its item.
-          const armed = webhook ? { ...request, webhook: `${webhook}&item=${i}` } : request;
           const ttl = request.policy?.ttl;
+          // The item rides in the URL (bound by its token) so that an orphan of an uncertain submit names its item.
+          const armed = webhookUrlFor
+            ? {
+                ...request,
+                webhook: webhookUrlFor(workflowId, { item: i, ttlMs: ttl ?? JOB_LIMITS.ttlDefaultMs }),
+              }
+            : request;
           const lease =
             input.submitLease === undefined
               ? undefined
               : leaseRequest(input.submitLease, 'async', ttl ?? JOB_LIMITS.ttlDefaultMs);
-          const leaseTtl = leaseApplies(lease, webhook !== undefined) ? lease.ttlMs : undefined;
+          const leaseTtl = leaseApplies(lease, webhook) ? lease.ttlMs : undefined;
           const leased = leaseTtl === undefined ? {} : { lease: leaseTtl };
           const body =
             leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
@@ -308,7 +314,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             return {
               i,
               uncertain: message,
-              armed: webhook !== undefined,
+              armed: webhook,
               ...leased,
               ...(ttl === undefined ? {} : { ttl }),
             };

@@ -79,7 +79,8 @@ export interface JobActivityDeps {
   /** Only `jobs` is used, so a stub with that one member is enough in tests. */
   client: Pick<ServiceClient, 'jobs'>;
   /** The webhook URL for a workflow; absent: jobs are polled only. */
-  webhookUrlFor?: (workflowId: string) => string;
+  /** The webhook URL for a workflow's job of this ttl (its token expires a margin after it); absent: jobs are polled only. */
+  webhookUrlFor?: (workflowId: string, options?: { ttlMs?: number }) => string;
   /** Where large outputs go; default: a local directory store at resultStoreDir. */
   resultStore?: ResultStore;
   /** Default `.results` under the working directory. */
@@ -224,7 +225,8 @@ export function createJobActivities(deps: JobActivityDeps) {
     const request = ref ? await requestAt(ref) : given;
     parsed(submitRequestSchema, request, 'request');
     const body = request as z.input<typeof submitRequestSchema>;
-    const webhook = deps.webhookUrlFor?.(currentWorkflowId());
+    const ttlMs = (body as { policy?: { ttl?: number } }).policy?.ttl;
+    const webhook = deps.webhookUrlFor?.(currentWorkflowId(), ttlMs === undefined ? {} : { ttlMs });
     return webhook
       ? { body: { ...body, webhook } as typeof body, webhookArmed: true }
       : { body, webhookArmed: false };

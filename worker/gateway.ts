@@ -4,7 +4,8 @@
  * workflow confirms with /status, and polls anyway), so the gateway's one job is to pass it on
  * quickly and safely:
  *
- * - the token in the URL must be the HMAC of the workflow id (else 401, nothing signalled);
+ * - the token in the URL must be the HMAC of the workflow id, the batch item and the expiry, and
+ *   not expired (worker/webhook-token.ts; else 401, nothing signalled);
  * - the body must look like a job's /status body, `id` and `status` at least (else 400);
  * - only `{ jobId, status }` goes into the signal: the output could be megabytes of history;
  * - a workflow that is closed or unknown is still a 200: a late or duplicated call is harmless,
@@ -61,6 +62,8 @@ const querySchema = z.object({
     .string()
     .regex(/^\d{1,9}$/)
     .optional(),
+  /** When the token expires (unix seconds): covered by the token (worker/webhook-token.ts). */
+  exp: z.string().regex(/^\d{1,12}$/),
 });
 
 export interface WebhookGatewayOptions {
@@ -200,7 +203,10 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         if (
           !params.success ||
           !query.success ||
-          !verifyWebhookToken(secrets, params.data.workflowId, query.data.token)
+          !verifyWebhookToken(secrets, params.data.workflowId, query.data.token, {
+            ...(query.data.item === undefined ? {} : { item: Number(query.data.item) }),
+            expiresAt: Number(query.data.exp),
+          })
         ) {
           request.log.warn(
             {

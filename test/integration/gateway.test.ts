@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
-import { signWebhookToken, webhookUrlFor } from '../../worker/webhook-token';
+import { signWebhookToken, webhookExpiry, webhookUrlFor } from '../../worker/webhook-token';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import { receivedWebhooksQuery, webhookReceiver } from '../support/workflows/webhook-receiver';
 import { captureLines } from '../worker/capture';
@@ -110,7 +110,8 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
     const handle = await startReceiver();
     const { workflowId } = handle;
     const victim = await startReceiver();
-    const good = signWebhookToken(SECRET, workflowId);
+    const exp = webhookExpiry(undefined);
+    const good = signWebhookToken(SECRET, workflowId, { expiresAt: exp });
     const base = `${gateway.url}/webhooks/${encodeURIComponent(workflowId)}`;
     const refused = [
       `${base}?token=${good.slice(0, -2)}xx`,
@@ -120,7 +121,12 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
       `${base}?tok=${good}`,
       urlFor(workflowId, OTHER_SECRET),
       // A valid token of one workflow does not open another's webhook.
-      `${gateway.url}/webhooks/${encodeURIComponent(victim.workflowId)}?token=${good}`,
+      `${gateway.url}/webhooks/${encodeURIComponent(victim.workflowId)}?token=${good}&exp=${exp}`,
+      // The expiry is covered by the token: a later one does not verify, nor does a token naming an item.
+      `${base}?token=${good}&exp=${exp + 3600}`,
+      `${base}?token=${good}&exp=${exp}&item=3`,
+      // An expired token, correctly signed, is refused.
+      `${base}?token=${signWebhookToken(SECRET, workflowId, { expiresAt: 1 })}&exp=1`,
     ];
     for (const url of refused) {
       const answer = await post(url, statusBody('job-forged'));
@@ -288,7 +294,7 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
 
   it('never logs a token or a secret', async () => {
     const handle = await startReceiver();
-    const token = signWebhookToken(SECRET, handle.workflowId);
+    const token = signWebhookToken(SECRET, handle.workflowId, { expiresAt: webhookExpiry(undefined) });
     await post(`${gateway.url}/no-such-route?token=${token}`, '{}');
     await post(`${gateway.url}/webhooks/${handle.workflowId}?token=${token}x`, statusBody('job-bad'));
     await post(urlFor(handle.workflowId), '{');

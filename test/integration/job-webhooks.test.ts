@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, getJobSnapshot } from '../../client/jobs';
-import { signWebhookToken, webhookUrlFor } from '../../worker/webhook-token';
+import { signWebhookToken, webhookExpiry, webhookUrlFor } from '../../worker/webhook-token';
 import {
   eventually,
   FAST_POLLING,
@@ -135,8 +135,17 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
     const base = `${gateway}/webhooks/${encodeURIComponent(workflowId)}`;
     const otherSecret = randomBytes(32).toString('base64url');
     expect(await post(`${base}?token=forged`, claim)).toBe(401);
-    expect(await post(`${base}?token=${signWebhookToken(otherSecret, workflowId)}`, claim)).toBe(401);
-    expect(await post(`${base}?token=${signWebhookToken(secret, `${workflowId}-other`)}`, claim)).toBe(401);
+    const exp = webhookExpiry(undefined);
+    const expiresAt = { expiresAt: exp };
+    expect(
+      await post(`${base}?token=${signWebhookToken(otherSecret, workflowId, expiresAt)}&exp=${exp}`, claim),
+    ).toBe(401);
+    expect(
+      await post(
+        `${base}?token=${signWebhookToken(secret, `${workflowId}-other`, expiresAt)}&exp=${exp}`,
+        claim,
+      ),
+    ).toBe(401);
     expect(await post(base, claim)).toBe(401);
     expect(await signals(workflowId)).toBe(0);
     expect((await stack.snapshotWhen(workflowId, () => true)).webhooks).toBe(0);

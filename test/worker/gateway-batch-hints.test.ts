@@ -7,7 +7,7 @@
 import type { Client } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
-import { webhookUrlFor } from '../../worker/webhook-token';
+import { webhookExpiry, webhookUrlFor } from '../../worker/webhook-token';
 import type { BatchHintAnswer } from '../../workflows/batch-definitions';
 
 const SECRET = 'webhook-secret-0123456789abcdefghijkl';
@@ -40,7 +40,7 @@ describe('gateway: a batch job webhook', () => {
 
   async function post(client: Client, item: number) {
     gateway = await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
-    const url = `${webhookUrlFor(gateway.url, SECRET, 'batch-1')}&item=${item}`;
+    const url = webhookUrlFor(gateway.url, SECRET, 'batch-1', { item, expiresAt: webhookExpiry(undefined) });
     const response = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

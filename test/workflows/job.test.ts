@@ -487,9 +487,12 @@ describe('job workflow: completion and waiting', () => {
       return historyText(await handle.fetchHistory());
     });
     // The request that went out did carry this workflow's webhook URL and its token...
-    const token = signWebhookToken(secret, wid);
     expect(sent).toHaveLength(1);
-    expect(sent[0]?.webhook).toBe(`https://hooks.example.test/webhooks/${wid}?token=${token}`);
+    const expiresAt = Number(new URL(sent[0]?.webhook ?? 'http://none').searchParams.get('exp'));
+    const token = signWebhookToken(secret, wid, { expiresAt });
+    expect(sent[0]?.webhook).toBe(
+      `https://hooks.example.test/webhooks/${wid}?token=${token}&exp=${expiresAt}`,
+    );
     // ...the decoded history holds the request as given, and none of the webhook.
     expect(history).toContain('"prompt":"hello"');
     expect(history).toContain('"webhookArmed":true');
