@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../client/cli';
 import { hmacSpecSchema, signAs } from '../../client/event-signature';
 import type { EventSink, IngressEvent } from '../../worker/event-ingress';
 import { jsonDepthExceeds } from '../../worker/event-json';
@@ -299,6 +300,129 @@ describe('event sources: each sender signs with its own library, the gateway ver
         field: 'body.repository.full_name',
       },
     });
+  });
+
+  it('the CLI signs as each scheme (event send --to), the secret read from a variable', async () => {
+    const cli = async (...args: string[]) => {
+      let out = '';
+      const code = await runCli(args, { out: (text) => (out += text), err: () => undefined }, async () => {
+        throw new Error('no Temporal connection with --to');
+      });
+      return { code, out };
+    };
+    process.env.CLI_TEST_SECRET = GITHUB_NEW;
+    process.env.CLI_TEST_STRIPE = STRIPE;
+    process.env.CLI_TEST_HMAC = HMAC;
+    try {
+      const push = pushBody('cli');
+      const github = await cli(
+        'event',
+        'send',
+        'deploys',
+        '--to',
+        gateway.url,
+        '--source',
+        'github',
+        '--scheme',
+        'github',
+        '--secret-env',
+        'CLI_TEST_SECRET',
+        '--id',
+        'cli-delivery',
+        '--header',
+        'x-github-event:push',
+        '--body',
+        push,
+      );
+      expect(github.code).toBe(0);
+      expect(delivered.at(-1)).toMatchObject({
+        key: 'acme/api',
+        event: { id: 'cli-delivery', type: 'push' },
+      });
+      const invoice = JSON.stringify({
+        id: 'evt_cli',
+        type: 'invoice.paid',
+        data: { object: { customer: 'cus_cli' } },
+      });
+      // The stripe source's tolerance is checked against the gateway's fixed clock: the CLI signs with
+      // the real time, so the answer is 401 stale, which shows the header was made and read as Stripe's.
+      const stripeAnswer = await cli(
+        'event',
+        'send',
+        'billing',
+        '--to',
+        gateway.url,
+        '--source',
+        'stripe',
+        '--scheme',
+        'stripe',
+        '--secret-env',
+        'CLI_TEST_STRIPE',
+        '--body',
+        invoice,
+      );
+      expect(stripeAnswer.code).toBe(1);
+      expect(JSON.parse(stripeAnswer.out).status).toBe(401);
+      expect(String(JSON.parse(stripeAnswer.out).answer.error)).toContain('more than 300 s');
+      const wrongSecret = await cli(
+        'event',
+        'send',
+        'deploys',
+        '--to',
+        gateway.url,
+        '--source',
+        'github',
+        '--scheme',
+        'github',
+        '--secret-env',
+        'CLI_TEST_HMAC',
+        '--id',
+        'cli-forged',
+        '--body',
+        push,
+      );
+      expect(JSON.parse(wrongSecret.out)).toEqual({
+        status: 401,
+        answer: { error: 'signature does not match' },
+      });
+      // Bad input is exit 2, before anything is sent: an unknown scheme, a variable that is not set.
+      expect(
+        (
+          await cli(
+            'event',
+            'send',
+            'deploys',
+            '--to',
+            gateway.url,
+            '--scheme',
+            'nope',
+            '--secret-env',
+            'CLI_TEST_HMAC',
+            '--body',
+            '{}',
+          )
+        ).code,
+      ).toBe(2);
+      expect(
+        (
+          await cli(
+            'event',
+            'send',
+            'deploys',
+            '--to',
+            gateway.url,
+            '--secret-env',
+            'CLI_TEST_UNSET',
+            '--body',
+            '{}',
+          )
+        ).code,
+      ).toBe(2);
+    } finally {
+      delete process.env.CLI_TEST_SECRET;
+      delete process.env.CLI_TEST_STRIPE;
+      delete process.env.CLI_TEST_HMAC;
+    }
   });
 
   it('logs no secret, token or signature', () => {
