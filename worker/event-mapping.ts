@@ -36,13 +36,15 @@ export function valueAt(path: string, body: unknown, headers: EventTransformInpu
   return value;
 }
 
-/** A text read from a path: strings as they are, finite numbers written out (ids, numeric keys). */
-function textAt(path: string, body: unknown, headers: EventTransformInput['headers']): string | undefined {
-  const value = valueAt(path, body, headers);
+/** A value as a key or id: strings as they are, finite numbers written out (numeric ids). */
+function asText(value: unknown): string | undefined {
   if (typeof value === 'string' && value.length > 0) return value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return undefined;
 }
+
+const textAt = (path: string, body: unknown, headers: EventTransformInput['headers']) =>
+  asText(valueAt(path, body, headers));
 
 /** The headers a transform sees: single values, lower-case names, no credential header. */
 export function transformHeaders(
@@ -102,15 +104,9 @@ function byTransform(transform: EventTransform, input: EventTransformInput): Map
   const parsed = transformOutputSchema.safeParse(output);
   if (!parsed.success) return { failed: `the transform's ${firstIssue(parsed.error).field} is invalid` };
   const { key, id, type, data } = parsed.data;
-  const text = (value: unknown) =>
-    typeof value === 'string' && value.length > 0
-      ? value
-      : typeof value === 'number' && Number.isFinite(value)
-        ? String(value)
-        : undefined;
   return {
-    key: text(key),
-    id: text(id),
+    key: asText(key),
+    id: asText(id),
     ...(type ? { type } : {}),
     data: data === undefined ? null : data,
     keyFrom: 'transform.key',
