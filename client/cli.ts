@@ -28,20 +28,22 @@ import {
   type TemporalConnectionInput,
 } from './connection';
 import {
+  DEFAULT_TASK_QUEUE,
+  getLifecyclePhase,
+  startProvisionEndpoint,
+  startTeardownEndpoint,
+  startUpdateEndpoint,
+} from './endpoints';
+import {
   awaitJob,
   cancelJob,
-  DEFAULT_TASK_QUEUE,
   extendJobTtl,
   getJobSnapshot,
-  getLifecyclePhase,
   type JobWorkflowInput,
   jobFailureOf,
   listJobs,
   startJob,
-  startProvisionEndpoint,
-  startTeardownEndpoint,
-  startUpdateEndpoint,
-} from './index';
+} from './jobs';
 import { waitForResult } from './workflow-result';
 
 export interface CliIo {

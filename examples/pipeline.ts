@@ -16,6 +16,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
+import { automationWorkflowId } from '../contracts/automation-input';
+import { startEmulator } from '../emulator';
 import {
   awaitBatch,
   defineAutomation,
@@ -24,9 +26,7 @@ import {
   eventHeaders,
   scheduleBatch,
   triggerSchedule,
-} from '../client';
-import { automationWorkflowId } from '../contracts/automation-input';
-import { startEmulator } from '../emulator';
+} from '../index';
 import { ensureServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';

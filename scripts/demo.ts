@@ -16,6 +16,8 @@ import path from 'node:path';
 import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
+import { createBatchProgressBar, followBatchProgress } from '../client/progress-bar';
+import { startEmulator } from '../emulator';
 import {
   awaitBatch,
   awaitJob,
@@ -26,9 +28,7 @@ import {
   readBatchResults,
   startBatch,
   startJob,
-} from '../client';
-import { createBatchProgressBar, followBatchProgress } from '../client/progress-bar';
-import { startEmulator } from '../emulator';
+} from '../index';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';

@@ -35,5 +35,11 @@ export {
   type WorkerHealthState,
 } from './health';
 export { type CreateLoggerOptions, createLogger, type Logger } from './logger';
-export * from './run-worker';
+export {
+  type ActivityOptions,
+  prebuiltWorkflowBundlePath,
+  type RunWorkerOptions,
+  runWorker,
+  type WorkerReadyInfo,
+} from './run-worker';
 export { webhookUrlFactory, webhookUrlFor } from './webhook-token';

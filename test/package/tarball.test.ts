@@ -22,7 +22,10 @@ import { eventually } from '../support/integration';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(__dirname, '../..');
-const ENTRY_POINTS = ['api', 'client', 'worker', 'emulator', 'activities', 'workflows'] as const;
+/** The subpath entry points, beside the root (`durable-serverless`). */
+const SUBPATHS = ['api', 'worker', 'emulator', 'workflows'] as const;
+/** Every entry point as a consumer names it. */
+const ENTRY_POINTS = ['durable-serverless', ...SUBPATHS.map((entry) => `durable-serverless/${entry}`)];
 interface PackResult {
   filename: string;
   size: number;
@@ -71,20 +74,27 @@ describe('the npm package, installed from its tarball', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('holds dist/, the README, the licence and package.json, and nothing else', () => {
+  it('holds dist/, the README, the changelog, the licence and package.json, and nothing else', () => {
     const paths = pack.files.map((file) => file.path).sort();
     const outside = paths.filter(
       (name) =>
-        !/^dist\/.+\.(js|d\.ts)$/.test(name) && !['README.md', 'LICENSE', 'package.json'].includes(name),
+        !/^dist\/.+\.(js|d\.ts)$/.test(name) &&
+        !['README.md', 'CHANGELOG.md', 'LICENSE', 'package.json'].includes(name),
     );
     expect(outside).toEqual([]);
     expect(paths).toEqual(
-      expect.arrayContaining(['README.md', 'LICENSE', 'package.json', 'dist/workflow-bundle.js']),
+      expect.arrayContaining([
+        'README.md',
+        'CHANGELOG.md',
+        'LICENSE',
+        'package.json',
+        'dist/workflow-bundle.js',
+      ]),
     );
     expect(paths.filter((name) => /test|bench|fixture|\.ts$/.test(name.replace(/\.d\.ts$/, '')))).toEqual([]);
-    for (const entry of ENTRY_POINTS) {
-      expect(paths).toContain(`dist/${entry}/index.js`);
-      expect(paths).toContain(`dist/${entry}/index.d.ts`);
+    for (const entry of ['', ...SUBPATHS.map((subpath) => `${subpath}/`)]) {
+      expect(paths).toContain(`dist/${entry}index.js`);
+      expect(paths).toContain(`dist/${entry}index.d.ts`);
     }
     console.log(
       `[tarball] ${pack.filename}: ${(pack.size / 1024).toFixed(0)} KiB packed, ` +
@@ -100,12 +110,12 @@ describe('the npm package, installed from its tarball', () => {
 const require = createRequire(import.meta.url);
 const out = {};
 for (const entry of ${JSON.stringify(ENTRY_POINTS)}) {
-  const cjs = require('durable-serverless/' + entry);
-  const esm = await import('durable-serverless/' + entry);
+  const cjs = require(entry);
+  const esm = await import(entry);
   out[entry] = { cjs: Object.keys(cjs).sort(), esm: Object.keys(esm).filter((k) => !['default', 'module.exports', '__esModule'].includes(k)).sort() };
 }
-const { startJob, connectTemporalClient } = await import('durable-serverless/client');
-out.named = [typeof startJob, typeof connectTemporalClient];
+const { startJob, startBatch, scheduleBatch, sendEvent, connectTemporalClient } = await import('durable-serverless');
+out.named = [startJob, startBatch, scheduleBatch, sendEvent, connectTemporalClient].map((value) => typeof value);
 console.log(JSON.stringify(out));
 `,
     );
@@ -117,21 +127,37 @@ console.log(JSON.stringify(out));
       expect(loaded[entry]!.cjs.length, entry).toBeGreaterThan(2);
       expect(loaded[entry]!.esm, entry).toEqual(loaded[entry]!.cjs);
     }
-    expect(loaded.client!.cjs).toEqual(
-      expect.arrayContaining(['startJob', 'awaitJob', 'connectTemporalClient']),
+    const root = loaded['durable-serverless']!.cjs;
+    expect(root).toEqual(
+      expect.arrayContaining([
+        'startJob',
+        'awaitJob',
+        'startBatch',
+        'scheduleBatch',
+        'sendEvent',
+        'runWorker',
+        'loadWorkerConfig',
+        'connectTemporalClient',
+        'ValidationError',
+      ]),
     );
-    expect(loaded.worker!.cjs).toEqual(expect.arrayContaining(['runWorker', 'loadWorkerConfig']));
-    expect(loaded.named).toEqual(['function', 'function']);
+    // Helpers stay internal: the root lists its names, it does not re-export modules whole.
+    for (const internal of ['busyPauseMs', 'cronProblem', 'matchesAnySecret', 'checkSchedule'])
+      expect(root, internal).not.toContain(internal);
+    expect(loaded['durable-serverless/worker']!.cjs).toEqual(
+      expect.arrayContaining(['runWorker', 'loadWorkerConfig', 'startWebhookGateway']),
+    );
+    expect(loaded.named).toEqual(['function', 'function', 'function', 'function', 'function']);
     // tsx stays a development tool: the installed tree has none.
     expect(existsSync(path.join(consumer, 'node_modules', 'tsx'))).toBe(false);
   });
 
   it('its types resolve for tsc: nodenext (a .cts and an .mts file) and node10', async () => {
     const usage = `import { createServiceClient, type JobStatusValue } from 'durable-serverless/api';
-import { startJob, connectTemporalClient, type TemporalConnectionConfig } from 'durable-serverless/client';
-import { runWorker, loadWorkerConfig, type WorkerConfig } from 'durable-serverless/worker';
+import { startJob, startBatch, scheduleBatch, sendEvent, connectTemporalClient, runWorker, loadWorkerConfig,
+  type TemporalConnectionConfig, type WorkerConfig } from 'durable-serverless';
+import { startWebhookGateway } from 'durable-serverless/worker';
 import { startEmulator, type Emulator } from 'durable-serverless/emulator';
-import { createJobActivities } from 'durable-serverless/activities';
 import { serverlessJob } from 'durable-serverless/workflows';
 export const config: TemporalConnectionConfig = { address: 'temporal:7233', namespace: 'default' };
 // @ts-expect-error: an address is a string (this line fails if the types fell back to any)
@@ -145,7 +171,8 @@ export async function use(env: NodeJS.ProcessEnv): Promise<string> {
   await runWorker({});
   const status: JobStatusValue = 'COMPLETED';
   return [handle.workflowId, worker.temporal.address, emulator.apiUrl, status, typeof createServiceClient,
-    typeof createJobActivities, typeof serverlessJob, typeof runWorker].join();
+    typeof startBatch, typeof scheduleBatch, typeof sendEvent, typeof startWebhookGateway, typeof serverlessJob,
+    typeof runWorker].join();
 }
 `;
     writeFileSync(path.join(consumer, 'usage.cts'), usage);
