@@ -11,6 +11,7 @@
  * release.
  *
  * @packageDocumentation
+ * @module durable-serverless
  */
 
 // Where outputs and batch results live.
@@ -61,6 +62,7 @@ export {
   setBatchConcurrency,
   startBatch,
   validateBatchInput,
+  type WriteBatchManifestOptions,
   writeBatchManifest,
 } from './client/batches';
 // Connecting to Temporal.
@@ -150,13 +152,11 @@ export {
   type OverlapPolicy,
   pauseSchedule,
   SCHEDULE_KINDS,
-  type ScheduleBatchInput,
   type ScheduleDetails,
   type ScheduledRun,
-  type ScheduleEphemeralRunInput,
-  type ScheduleJobInput,
   type ScheduleKind,
   type ScheduleListing,
+  type ScheduleOptions,
   type SchedulePoliciesInput,
   type ScheduleSpecInput,
   type ScheduleUpdate,

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
         const started = performance.now();
         for (const [i, id] of ids.entries()) {
           const at = Date.now();
-          await sendEvent(env.client, name, 'k', { id, data: { i } }, { taskQueue });
+          await sendEvent(env.client, { id, data: { i } }, { automation: name, key: 'k', taskQueue });
           if (!seen.has(id)) sentAt.push(at);
           seen.add(id);
         }

@@ -309,9 +309,8 @@ async function main(): Promise<void> {
     const manifestKey = `bench-scale-${ITEMS}.jsonl`;
     const written = Date.now();
     await writeBatchManifest(
-      resultDir,
-      manifestKey,
       Array.from({ length: ITEMS }, (_, i) => ({ input: { sleepMs: SERVICE_MS, output: { i } } })),
+      { store: resultDir, key: manifestKey },
     );
     const floorS = Math.max(0, ITEMS - 1_000) / 100 / (CLIENT_LIMITS === 'scaled' ? TIME_SCALE : 1);
     say(

@@ -270,7 +270,11 @@ async function downstream(env: TestWorkflowEnvironment, part: 3 | 4): Promise<vo
       Array.from({ length: 16 }, async () => {
         while (next < HISTORY_EVENTS) {
           const i = next++;
-          await sendEvent(client, 'history', 'one-key', { id: `h-${i}`, data: { i } }, { taskQueue });
+          await sendEvent(
+            client,
+            { id: `h-${i}`, data: { i } },
+            { automation: 'history', key: 'one-key', taskQueue },
+          );
         }
       }),
     );

@@ -57,10 +57,9 @@ async function main() {
   };
   try {
     const id = `bench-trigger-${Date.now()}`;
-    await scheduleJob(client, {
+    await scheduleJob(client, input, {
       scheduleId: id,
       spec: { intervals: [{ every: '1 day' }] },
-      input,
       taskQueue,
       paused: true,
       policies: { overlap: 'ALLOW_ALL' },
@@ -89,10 +88,9 @@ async function main() {
     await deleteSchedule(client, id);
 
     const bid = `bench-backfill-${Date.now()}`;
-    await scheduleJob(client, {
+    await scheduleJob(client, input, {
       scheduleId: bid,
       spec: { intervals: [{ every: '1 minute' }] },
-      input,
       taskQueue,
       paused: true,
     });

@@ -35,6 +35,10 @@ export {
 } from '../contracts/automation-input';
 
 const sendOptionsSchema = z.strictObject({
+  /** The automation's name (defineAutomation's `name`). */
+  automation: automationNameSchema,
+  /** Which of its instances: events of one key are batched and run together. */
+  key: automationKeySchema,
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
 });
 export type SendEventOptions = z.input<typeof sendOptionsSchema>;
@@ -46,19 +50,15 @@ function check<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
   throw new ValidationError(issue.field, issue.rule);
 }
 
-/** Sends one event to the automation `automation` for `key`. */
+/** Sends one event to the automation `options.automation` for `options.key`. */
 export async function sendEvent(
   client: Client,
-  automation: string,
-  key: string,
   event: AutomationEventInput,
-  options: SendEventOptions = {},
+  options: SendEventOptions,
 ): Promise<{ workflowId: string; runId?: string }> {
-  const name = check(automationNameSchema, automation, 'automation');
-  const checkedKey = check(automationKeySchema, key, 'key');
+  const { automation: name, key: checkedKey, taskQueue } = check(sendOptionsSchema, options, '');
   const parsed = parseAutomationEvent(event);
   if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
-  const { taskQueue } = check(sendOptionsSchema, options, 'options');
   const workflowId = automationWorkflowId(name, checkedKey);
   const handle = await client.workflow.signalWithStart<typeof automationWorkflow, [typeof parsed.event]>(
     'automationWorkflow',

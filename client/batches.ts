@@ -254,12 +254,19 @@ export async function* readBatchResults(
   }
 }
 
+export interface WriteBatchManifestOptions {
+  /** Where the batch's worker reads it: its RESULT_STORE_DIR, or a batch store. */
+  store: BatchStoreOption;
+  /** The manifest's key in the store, for `items: { manifest: { key } }`. */
+  key: string;
+}
+
 /** Writes job requests as a manifest under `key`, for `items: { manifest: { key } }`. */
 export async function writeBatchManifest(
-  store: BatchStoreOption,
-  key: string,
   requests: Iterable<JobRequestInput>,
+  options: WriteBatchManifestOptions,
 ): Promise<{ key: string; count: number }> {
+  const { store, key } = options;
   if (!storeKeySchema.safeParse(key).success)
     throw new ValidationError('key', 'must be a relative path of letters, digits, . _ - segments');
   const lines: string[] = [];

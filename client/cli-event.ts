@@ -203,7 +203,9 @@ export function addEventCommands(program: Command, ctx: EventCliContext): void {
       check(automationKeySchema, flags.key, '--key');
       const parsed = parseAutomationEvent(event);
       if (!parsed.ok) throw new ValidationError(flagOf(parsed.field), parsed.rule);
-      const sent = await sendEvent(await ctx.connect(), automation, flags.key, parsed.event, {
+      const sent = await sendEvent(await ctx.connect(), parsed.event, {
+        automation,
+        key: flags.key,
         taskQueue: ctx.taskQueue(),
       });
       ctx.out(`${JSON.stringify(sent, null, 2)}\n`);

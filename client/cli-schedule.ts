@@ -173,10 +173,10 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       const spec = specOf(flags);
       if (!spec) throw new ValidationError('--cron', 'give --cron, --interval or --spec');
       const policies = policiesOf(flags);
+      const input = inputOf(kind, flags) as never;
       const options = {
         scheduleId,
         spec,
-        input: inputOf(kind, flags) as never,
         taskQueue: ctx.taskQueue(),
         paused: flags.paused === true,
         ...(Object.keys(policies).length > 0 ? { policies } : {}),
@@ -184,8 +184,8 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       };
       const create = { job: scheduleJob, batch: scheduleBatch, ephemeral: scheduleEphemeralRun }[kind];
       // Checked before connecting: a bad spec never reaches Temporal (nor waits for it).
-      await namingFlags(async () => checkSchedule(kind, options));
-      await create(await ctx.connect(), options);
+      await namingFlags(async () => checkSchedule(kind, input, options));
+      await create(await ctx.connect(), input, options);
       print({ scheduleId, kind, created: true });
     });
 

@@ -207,9 +207,9 @@ export function buildProgram(
     .command('result')
     .description("wait for a job's result")
     .argument('<workflow-id>')
-    .option('--resolve-output <dir>', "read a large output from the worker's result store directory")
-    .action(async (workflowId: string, flags: { resolveOutput?: string }) => {
-      const options = flags.resolveOutput ? { resolveOutput: flags.resolveOutput } : {};
+    .option('--store <dir>', "read a large output from the worker's result store (its RESULT_STORE_DIR)")
+    .action(async (workflowId: string, flags: { store?: string }) => {
+      const options = flags.store ? { store: flags.store } : {};
       print(io, await awaitJob(await connect(), workflowId, options));
     });
 

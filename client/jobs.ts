@@ -116,13 +116,23 @@ export async function startJob(
   }
 }
 
-export interface AwaitJobOptions {
+const awaitOptionsSchema = z.strictObject({
   /**
-   * Replace an `outputRef` by the output itself, read from this store (or a local directory store
-   * at this path: the worker's RESULT_STORE_DIR). Without it, a large output stays a reference.
+   * Replace an `outputRef` by the output itself, read from this store (or the local store of the
+   * worker's RESULT_STORE_DIR, given as a path). Without it, a large output stays a reference.
    */
-  resolveOutput?: ResultStore | string;
+  store: z
+    .union([z.string().min(1, { error: 'must not be empty' }), z.custom<ResultStore>(isResultStore)], {
+      error: "must be a result store or the worker's RESULT_STORE_DIR",
+    })
+    .optional(),
+});
+
+function isResultStore(value: unknown): value is ResultStore {
+  return typeof (value as Partial<ResultStore> | null)?.get === 'function';
 }
+
+export type AwaitJobOptions = z.input<typeof awaitOptionsSchema>;
 
 /** The result of a job; a failed job throws WorkflowFailedError (see jobFailureOf). */
 export async function awaitJob(
@@ -130,13 +140,13 @@ export async function awaitJob(
   job: string | JobHandle,
   options: AwaitJobOptions = {},
 ): Promise<JobResult> {
+  const parsed = awaitOptionsSchema.safeParse(options);
+  if (!parsed.success) throw validationError(parsed.error, 'options');
   const handle = typeof job === 'string' ? client.workflow.getHandle<typeof serverlessJob>(job) : job;
   const result = await waitForResult(handle);
-  if (!result.outputRef || options.resolveOutput === undefined) return result;
+  if (!result.outputRef || parsed.data.store === undefined) return result;
   const store =
-    typeof options.resolveOutput === 'string'
-      ? createLocalResultStore(options.resolveOutput)
-      : options.resolveOutput;
+    typeof parsed.data.store === 'string' ? createLocalResultStore(parsed.data.store) : parsed.data.store;
   const { outputRef, ...rest } = result;
   return { ...rest, output: await store.get(resultRefSchema.parse(outputRef)) };
 }
@@ -147,9 +157,9 @@ export async function runJob(
   input: JobWorkflowInput,
   options: StartJobOptions & AwaitJobOptions,
 ): Promise<JobResult> {
-  const { resolveOutput, ...start } = options;
+  const { store, ...start } = options;
   const handle = await startJob(client, input, start);
-  return awaitJob(client, handle, resolveOutput === undefined ? {} : { resolveOutput });
+  return awaitJob(client, handle, store === undefined ? {} : { store });
 }
 
 /** A job workflow's failure, typed: `type` is one of JOB_FAILURE or a service error kind. */

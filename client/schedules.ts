@@ -80,10 +80,8 @@ const scheduleOptionsSchema = z.strictObject({
   input: z.unknown(),
 });
 
-type CommonScheduleInput = Omit<z.input<typeof scheduleOptionsSchema>, 'input'>;
-export type ScheduleJobInput = CommonScheduleInput & { input: JobWorkflowInput };
-export type ScheduleBatchInput = CommonScheduleInput & { input: BatchInput };
-export type ScheduleEphemeralRunInput = CommonScheduleInput & { input: EphemeralEndpointInput };
+/** The schedule's id, timetable and policies: everything but the workflow input of its runs. */
+export type ScheduleOptions = Omit<z.input<typeof scheduleOptionsSchema>, 'input'>;
 
 function parse<S extends z.ZodType>(schema: S, value: unknown, root: string): z.output<S> {
   const result = schema.safeParse(value);
@@ -143,13 +141,18 @@ export function scheduledRunWorkflowId(scheduleId: string, at: Date): string {
  * Everything scheduleJob/Batch/EphemeralRun check, without sending: for callers (the CLI) that
  * must refuse bad input before they even connect.
  */
-export function checkSchedule(kind: ScheduleKind, input: unknown) {
-  const options = parse(scheduleOptionsSchema, input, '');
-  return { options, args: actionArgs(kind, options.input) };
+export function checkSchedule(kind: ScheduleKind, input: unknown, options: ScheduleOptions) {
+  const parsed = parse(scheduleOptionsSchema, { ...options, input }, '');
+  return { options: parsed, args: actionArgs(kind, parsed.input) };
 }
 
-async function createSchedule(client: Client, kind: ScheduleKind, raw: unknown): Promise<ScheduleHandle> {
-  const { options, args } = checkSchedule(kind, raw);
+async function createSchedule(
+  client: Client,
+  kind: ScheduleKind,
+  input: unknown,
+  raw: ScheduleOptions,
+): Promise<ScheduleHandle> {
+  const { options, args } = checkSchedule(kind, input, raw);
   return client.schedule.create({
     scheduleId: options.scheduleId,
     spec: toTemporalSpec(options.spec),
@@ -170,22 +173,34 @@ async function createSchedule(client: Client, kind: ScheduleKind, raw: unknown):
   });
 }
 
-/** A schedule of job workflows. A schedule id already in use throws ScheduleAlreadyRunning. */
-export function scheduleJob(client: Client, input: ScheduleJobInput): Promise<ScheduleHandle> {
-  return createSchedule(client, 'job', input);
+/**
+ * A schedule of job workflows, each run with `input` (as startJob takes it). A schedule id already
+ * in use throws ScheduleAlreadyRunning.
+ */
+export function scheduleJob(
+  client: Client,
+  input: JobWorkflowInput,
+  options: ScheduleOptions,
+): Promise<ScheduleHandle> {
+  return createSchedule(client, 'job', input, options);
 }
 
 /** A schedule of batches: each run is one batch of the same items (inline or a manifest). */
-export function scheduleBatch(client: Client, input: ScheduleBatchInput): Promise<ScheduleHandle> {
-  return createSchedule(client, 'batch', input);
+export function scheduleBatch(
+  client: Client,
+  input: BatchInput,
+  options: ScheduleOptions,
+): Promise<ScheduleHandle> {
+  return createSchedule(client, 'batch', input, options);
 }
 
 /** A schedule of ephemeral-endpoint runs: each provisions an endpoint, runs the jobs, tears it down. */
 export function scheduleEphemeralRun(
   client: Client,
-  input: ScheduleEphemeralRunInput,
+  input: EphemeralEndpointInput,
+  options: ScheduleOptions,
 ): Promise<ScheduleHandle> {
-  return createSchedule(client, 'ephemeral', input);
+  return createSchedule(client, 'ephemeral', input, options);
 }
 
 const handleOf = (client: Client, scheduleId: string): ScheduleHandle =>

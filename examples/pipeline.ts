@@ -142,18 +142,21 @@ async function main(): Promise<void> {
 
     // 1. The nightly fan-out, kept by a Temporal Schedule; its end is an event (chaining).
     const scheduleId = `nightly-renders-${process.pid}`;
-    await scheduleBatch(client, {
-      scheduleId,
-      input: {
+    await scheduleBatch(
+      client,
+      {
         endpointId,
         items: { inline: Array.from({ length: 20 }, (_, i) => render(`scene-${i}`, 240)) },
         maxConcurrency: 10,
         emitOnEnd: { automation: 'nightly-report', key: 'renders' },
       },
-      spec: { cron: ['0 2 * * *'], timezone: 'Europe/Paris' },
-      policies: { overlap: 'SKIP', catchupWindow: '1 hour' },
-      taskQueue,
-    });
+      {
+        scheduleId,
+        spec: { cron: ['0 2 * * *'], timezone: 'Europe/Paris' },
+        policies: { overlap: 'SKIP', catchupWindow: '1 hour' },
+        taskQueue,
+      },
+    );
     const next = (await describeSchedule(client, scheduleId)).nextActionTimes[0];
     say(`1. schedule ${scheduleId}: next run ${next?.toISOString()} (02:00 Europe/Paris); triggering it now`);
     await triggerSchedule(client, scheduleId);

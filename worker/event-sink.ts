@@ -20,7 +20,11 @@ export function temporalEventSink(
   const timeoutMs = options.timeoutMs ?? DEFAULT_EVENT_SIGNAL_TIMEOUT_MS;
   return async (automation, key, event) => {
     await client.withDeadline(Date.now() + timeoutMs, () =>
-      sendEvent(client, automation, key, event, options.taskQueue ? { taskQueue: options.taskQueue } : {}),
+      sendEvent(client, event, {
+        automation,
+        key,
+        ...(options.taskQueue ? { taskQueue: options.taskQueue } : {}),
+      }),
     );
   };
 }

@@ -49,6 +49,12 @@ function recordingClient() {
 const job = { endpointId: 'ep-1', request: { input: { prompt: 'hi' } } };
 const base = { scheduleId: 'nightly', spec: { cron: ['0 2 * * *'] }, input: job };
 
+/** The workflow input and the schedule's options of a case, as the schedule functions take them. */
+function split(whole: Record<string, unknown>): [never, never] {
+  const { input, ...options } = whole;
+  return [input as never, options as never];
+}
+
 async function refusal(promise: Promise<unknown>): Promise<{ field: string; rule: string }> {
   const error = await promise.then(
     () => undefined,
@@ -93,7 +99,7 @@ describe('schedule validation', () => {
     [{ ...base, input: 'not an object' }, 'input', /./],
   ])('job schedule %#: names %s', async (input, field, rule) => {
     const { client, calls } = recordingClient();
-    const refused = await refusal(scheduleJob(client, input as never));
+    const refused = await refusal(scheduleJob(client, ...split(input)));
     expect(refused.field).toBe(field);
     expect(refused.rule).toMatch(rule);
     expect(calls).toEqual([]);
@@ -102,7 +108,7 @@ describe('schedule validation', () => {
   it("checks a batch's input with the batch validator (an inline item's field named)", async () => {
     const { client, calls } = recordingClient();
     const input = { endpointId: 'ep-1', items: { inline: [{ input: {} }, { nope: 1 }] } };
-    const refused = await refusal(scheduleBatch(client, { ...base, input } as never));
+    const refused = await refusal(scheduleBatch(client, ...split({ ...base, input })));
     const direct = (() => {
       try {
         validateBatchInput(input as never);
@@ -117,7 +123,7 @@ describe('schedule validation', () => {
   it("checks an ephemeral run's input with the ephemeral schema", async () => {
     const { client, calls } = recordingClient();
     const input = { endpoint: { templateId: 't', gpuIds: 'AMPERE_16' }, jobs: [] };
-    const refused = await refusal(scheduleEphemeralRun(client, { ...base, input } as never));
+    const refused = await refusal(scheduleEphemeralRun(client, ...split({ ...base, input })));
     expect(refused).toEqual({ field: 'input.jobs', rule: 'must not be empty' });
     expect(calls).toEqual([]);
   });
@@ -139,8 +145,8 @@ describe('schedule validation', () => {
 
   it('sends a valid job schedule: crons as cronExpressions, the schedule id as the run id prefix', async () => {
     const { client, calls } = recordingClient();
-    await scheduleJob(client, {
-      ...base,
+    await scheduleJob(client, job, {
+      scheduleId: base.scheduleId,
       spec: { cron: ['CRON_TZ=Europe/Paris 0 2 * * MON-FRI # weekdays'], jitter: '5m', timezone: 'UTC' },
       policies: { overlap: 'BUFFER_ONE', catchupWindow: '1h', pauseOnFailure: true },
       paused: true,

@@ -106,20 +106,16 @@ describe('automations on the emulator', () => {
       sends.map((id, i) =>
         sendEvent(
           stack.client,
-          'per-event',
-          'tenant-a',
           { id, type: 'order.created', data: { i } },
-          { taskQueue: stack.taskQueue },
+          { automation: 'per-event', key: 'tenant-a', taskQueue: stack.taskQueue },
         ),
       ),
     );
     for (const id of sends) {
       await sendEvent(
         stack.client,
-        'grouped',
-        'tenant-a',
         { id, data: { id } },
-        { taskQueue: stack.taskQueue },
+        { automation: 'grouped', key: 'tenant-a', taskQueue: stack.taskQueue },
       );
     }
     const perEvent = await when('per-event', 'tenant-a', (s) => s.counters.runsCompleted === 20);
@@ -141,10 +137,8 @@ describe('automations on the emulator', () => {
     for (const id of ['a', 'b', 'c']) {
       await sendEvent(
         stack.client,
-        'first-step',
-        'pipeline-1',
         { id, data: { id } },
-        { taskQueue: stack.taskQueue },
+        { automation: 'first-step', key: 'pipeline-1', taskQueue: stack.taskQueue },
       );
     }
     const first = await when('first-step', 'pipeline-1', (s) => s.counters.runsCompleted === 1);
@@ -176,21 +170,31 @@ describe('automations on the emulator', () => {
 
   it('refuses a bad event before sending anything, naming the field', async () => {
     await expect(
-      sendEvent(stack.client, 'per-event', 'tenant-b', { id: '' }, { taskQueue: stack.taskQueue }),
+      sendEvent(
+        stack.client,
+        { id: '' },
+        { automation: 'per-event', key: 'tenant-b', taskQueue: stack.taskQueue },
+      ),
     ).rejects.toMatchObject({ name: 'ValidationError', field: 'event.id' });
     await expect(
-      sendEvent(stack.client, 'bad name', 'tenant-b', { id: 'x' }, { taskQueue: stack.taskQueue }),
+      sendEvent(
+        stack.client,
+        { id: 'x' },
+        { automation: 'bad name', key: 'tenant-b', taskQueue: stack.taskQueue },
+      ),
     ).rejects.toMatchObject({ name: 'ValidationError', field: 'automation' });
     await expect(
-      sendEvent(stack.client, 'per-event', 'tenant b', { id: 'x' }, { taskQueue: stack.taskQueue }),
+      sendEvent(
+        stack.client,
+        { id: 'x' },
+        { automation: 'per-event', key: 'tenant b', taskQueue: stack.taskQueue },
+      ),
     ).rejects.toMatchObject({ name: 'ValidationError', field: 'key' });
     await expect(
       sendEvent(
         stack.client,
-        'per-event',
-        'tenant-b',
         { id: 'x', data: 'y'.repeat(70_000) },
-        { taskQueue: stack.taskQueue },
+        { automation: 'per-event', key: 'tenant-b', taskQueue: stack.taskQueue },
       ),
     ).rejects.toMatchObject({ name: 'ValidationError', field: 'event.data' });
     await expect(stateOf('per-event', 'tenant-b')()).rejects.toThrow();

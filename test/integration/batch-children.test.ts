@@ -45,7 +45,7 @@ describe('batch engine, child mode, on the emulator', () => {
     const once = inline.filter((_, i) => failsOnce(i)).length;
     const batchId = `batch-children-${Date.now()}`;
     const dir = stack.workerEnv.RESULT_STORE_DIR as string;
-    const manifest = await writeBatchManifest(dir, `manifests/${batchId}.jsonl`, inline);
+    const manifest = await writeBatchManifest(inline, { store: dir, key: `manifests/${batchId}.jsonl` });
     const handle = await startBatch(
       stack.client,
       {
@@ -107,9 +107,8 @@ describe('batch engine, child mode, on the emulator', () => {
     const dir = stack.workerEnv.RESULT_STORE_DIR as string;
     const batchId = `batch-children-cancel-${Date.now()}`;
     const manifest = await writeBatchManifest(
-      dir,
-      `manifests/${batchId}.jsonl`,
       Array.from({ length: 20 }, (_, i) => ({ input: { sleepMs: 3_600_000, output: { i } } })),
+      { store: dir, key: `manifests/${batchId}.jsonl` },
     );
     const handle = await startBatch(
       stack.client,

@@ -303,7 +303,7 @@ describe('the CLI', () => {
     expect((await cli('job', 'result', id)).code).toBe(1);
   });
 
-  it('job result --resolve-output: reads a large output back from the result store', async () => {
+  it('job result --store: reads a large output back from the result store', async () => {
     const id = uniqueTaskQueue('cli-large');
     const large = 'x'.repeat(5_000);
     const started = await cli(
@@ -326,7 +326,7 @@ describe('the CLI', () => {
     expect(started.json()).not.toHaveProperty('output');
     expect(started.json().outputRef).toMatchObject({ kind: 'serverless-result-ref' });
 
-    const resolved = await cli('job', 'result', id, '--resolve-output', path.join(workdir, 'results'));
+    const resolved = await cli('job', 'result', id, '--store', path.join(workdir, 'results'));
     expect(resolved.code).toBe(0);
     expect(resolved.json().output).toEqual({ large });
     expect(resolved.json()).not.toHaveProperty('outputRef');

@@ -131,7 +131,7 @@ describe('job client facade', () => {
       const workflowId = uniqueTaskQueue('ref');
       const handle = await startJob(env.client, input(), { workflowId, taskQueue });
       expect((await awaitJob(env.client, handle)).outputRef).toEqual(outputRef);
-      const resolved = await awaitJob(env.client, handle, { resolveOutput: dir });
+      const resolved = await awaitJob(env.client, handle, { store: dir });
       expect(resolved.output).toEqual(big);
       expect(resolved).not.toHaveProperty('outputRef');
     });

@@ -150,7 +150,7 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
     expect(result.outputRef?.bytes).toBeGreaterThan(256_000);
 
     const resolved = await awaitJob(stack.client, handle, {
-      resolveOutput: stack.workerEnv.RESULT_STORE_DIR,
+      store: stack.workerEnv.RESULT_STORE_DIR,
     });
     const output = resolved.output as Array<{ output_tokens: number; text: string[] }>;
     expect(output).toHaveLength(5_000);

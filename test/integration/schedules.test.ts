@@ -66,10 +66,9 @@ describe('schedules on the dev server', () => {
 
   it('creates a schedule, shows its next times in its zone, and a triggered run completes', async () => {
     const id = newId('job');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput({ ran: 'now' }), {
       scheduleId: id,
       spec: { cron: ['0 3 * * *'], timezone: 'Europe/Paris' },
-      input: jobInput({ ran: 'now' }),
       taskQueue: stack.taskQueue,
       note: 'nightly at 3 in Paris',
       memo: { owner: 'tests' },
@@ -118,10 +117,9 @@ describe('schedules on the dev server', () => {
 
   it('pauses and unpauses with a note', async () => {
     const id = newId('pause');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput(1), {
       scheduleId: id,
       spec: { intervals: [{ every: '1 day' }] },
-      input: jobInput(1),
       taskQueue: stack.taskQueue,
       paused: true,
     });
@@ -134,10 +132,9 @@ describe('schedules on the dev server', () => {
 
   it('pauses itself when a run fails, with pauseOnFailure', async () => {
     const id = newId('fails');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput(null, { fail: 'broken on purpose' }), {
       scheduleId: id,
       spec: { intervals: [{ every: '1 day' }] },
-      input: jobInput(null, { fail: 'broken on purpose' }),
       taskQueue: stack.taskQueue,
       policies: { pauseOnFailure: true },
     });
@@ -148,10 +145,9 @@ describe('schedules on the dev server', () => {
 
   it('backfills a past window: one run per time, ids carrying the times, never a time whose run exists unless rerun', async () => {
     const id = newId('backfill');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput({ backfilled: true }, { sleepMs: 1_000 }), {
       scheduleId: id,
       spec: { intervals: [{ every: '1 minute' }] },
-      input: jobInput({ backfilled: true }, { sleepMs: 1_000 }),
       taskQueue: stack.taskQueue,
       // Paused: only the backfills (and the triggers below) start runs.
       paused: true,
@@ -220,10 +216,9 @@ describe('schedules on the dev server', () => {
 
   it('honours SKIP: a trigger while a run goes on starts nothing', async () => {
     const id = newId('skip');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput('once', { sleepMs: 1_000 }), {
       scheduleId: id,
       spec: { intervals: [{ every: '1 day' }] },
-      input: jobInput('once', { sleepMs: 1_000 }),
       taskQueue: stack.taskQueue,
       policies: { overlap: 'SKIP' },
     });
@@ -244,10 +239,9 @@ describe('schedules on the dev server', () => {
 
   it('updates the spec and the input; the next run takes the new input', async () => {
     const id = newId('update');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput('old'), {
       scheduleId: id,
       spec: { cron: ['0 3 * * *'] },
-      input: jobInput('old'),
       taskQueue: stack.taskQueue,
     });
     await updateSchedule(stack.client, id, {
@@ -270,16 +264,19 @@ describe('schedules on the dev server', () => {
 
   it('runs a scheduled batch', async () => {
     const id = newId('batch');
-    await scheduleBatch(stack.client, {
-      scheduleId: id,
-      spec: { cron: ['@daily'] },
-      input: {
+    await scheduleBatch(
+      stack.client,
+      {
         endpointId,
         items: { inline: [1, 2, 3].map((n) => ({ input: { output: n } })) },
         job: { polling: FAST_POLLING, submitLease: false },
       },
-      taskQueue: stack.taskQueue,
-    });
+      {
+        scheduleId: id,
+        spec: { cron: ['@daily'] },
+        taskQueue: stack.taskQueue,
+      },
+    );
     expect((await describeSchedule(stack.client, id)).kind).toBe('batch');
     await triggerSchedule(stack.client, id);
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
@@ -291,16 +288,19 @@ describe('schedules on the dev server', () => {
 
   it('runs a scheduled ephemeral endpoint: provisioned, its job run, torn down', async () => {
     const id = newId('ephemeral');
-    await scheduleEphemeralRun(stack.client, {
-      scheduleId: id,
-      spec: { cron: ['@weekly'] },
-      input: {
+    await scheduleEphemeralRun(
+      stack.client,
+      {
         endpoint: { templateId: 'scripted', gpuIds: 'AMPERE_16', workersMax: 1 },
         jobs: [{ input: { request: { input: { output: 'eph' } }, mode: 'sync' } }],
         teardown: { pollInterval: 200 },
       },
-      taskQueue: stack.taskQueue,
-    });
+      {
+        scheduleId: id,
+        spec: { cron: ['@weekly'] },
+        taskQueue: stack.taskQueue,
+      },
+    );
     await triggerSchedule(stack.client, id);
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
     const result = await stack.client.workflow
@@ -331,10 +331,9 @@ describe('schedules on the dev server', () => {
     ];
     for (const [k, cron] of forms.entries()) {
       const id = newId(`cron-${k}`);
-      await scheduleJob(stack.client, {
+      await scheduleJob(stack.client, jobInput(1), {
         scheduleId: id,
         spec: { cron: [cron] },
-        input: jobInput(1),
         taskQueue: stack.taskQueue,
         paused: true,
       });
@@ -350,10 +349,9 @@ describe('schedules on the dev server', () => {
 
   it('deletes a schedule', async () => {
     const id = newId('delete');
-    await scheduleJob(stack.client, {
+    await scheduleJob(stack.client, jobInput(1), {
       scheduleId: id,
       spec: { cron: ['@hourly'] },
-      input: jobInput(1),
       taskQueue: stack.taskQueue,
     });
     await deleteSchedule(stack.client, id);

@@ -114,7 +114,11 @@ export function withAutomations<T>(
       queue,
       client: env.client,
       send: async (name, event) => {
-        await sendEvent(env.client, name, 'k1', event as AutomationEvent, { taskQueue: queue });
+        await sendEvent(env.client, event as AutomationEvent, {
+          automation: name,
+          key: 'k1',
+          taskQueue: queue,
+        });
       },
       state,
       until: (name, ok) => waitFor(() => state(name), ok, `automation ${name}'s state`),
