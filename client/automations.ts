@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import {
   type AutomationEventInput,
+  type AutomationState,
   automationKeySchema,
   automationNameSchema,
   automationWorkflowId,
@@ -15,7 +16,7 @@ import {
 } from '../contracts/automation-input';
 import { firstIssue } from '../contracts/input-rules';
 import type { automationWorkflow } from '../workflows/automation';
-import { automationEventSignal } from '../workflows/automation-definitions';
+import { automationEventSignal, automationStateQuery } from '../workflows/automation-definitions';
 import { automationKeyKey, automationNameKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeAutomation } from './workflow-descriptions';
@@ -78,6 +79,23 @@ export async function sendEvent(
   );
   return { workflowId, runId: handle.signaledRunId };
 }
+const targetSchema = z.strictObject({
+  automation: automationNameSchema,
+  key: automationKeySchema,
+});
+export type AutomationTarget = z.input<typeof targetSchema>;
+
+/**
+ * The automation's state for one key: events received, pending and in flight, runs started and
+ * completed. It throws when no workflow runs for that key (no event was ever sent to it).
+ */
+export async function getAutomationState(client: Client, target: AutomationTarget): Promise<AutomationState> {
+  const { automation, key } = check(targetSchema, target, '');
+  return client.workflow
+    .getHandle<typeof automationWorkflow>(automationWorkflowId(automation, key))
+    .query(automationStateQuery);
+}
+
 export {
   type AutomationDefinition,
   type AutomationRunContext,

@@ -1,16 +1,17 @@
 /**
- * The README's example pipeline, run the way a newcomer runs it: a child process that starts its
- * own dev server, emulator, worker and gateway, runs a scheduled batch whose end starts an
- * automation, posts signed events to another automation, and exits.
+ * The example pipeline, run the way a newcomer runs it (`npm run examples -- pipeline`): a child
+ * process that starts a dev server and the emulator, then the example, which runs its own worker,
+ * a scheduled batch whose end starts an automation, and exits.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../support/built';
 
 function runExample(): Promise<{ code: number | null; output: string }> {
   const root = path.resolve(__dirname, '../..');
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/pipeline.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/run-examples.ts', 'pipeline'], {
       cwd: root,
       env: process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -23,21 +24,18 @@ function runExample(): Promise<{ code: number | null; output: string }> {
   });
 }
 
-describe('npm run example:pipeline', () => {
-  it('runs the nightly batch by its schedule, chains the report, and batches signed events into jobs', async () => {
+describe('npm run examples -- pipeline', () => {
+  // The examples import the package by name: Node resolves it to dist/.
+  beforeAll(() => ensureBuilt('pipeline'), 600_000);
+
+  it('runs the nightly batch by its schedule and chains the report', async () => {
     const { code, output } = await runExample();
     expect(output).toMatch(/1\. schedule \S+: next run \d{4}-\d\d-\d\dT0[01]:00:00\.000Z/);
     expect(output).toMatch(/1\. scheduled batch \S+: 20 of 20 renders completed, 20 submissions/);
     expect(output).toContain(
       "2. chained: the batch's end event started nightly-report: 1 event, 1 job completed",
     );
-    expect(output).toContain(
-      '3. 14 events posted: answers 200 200 200 200 200 200 200 200 200 200 200 200 200 401',
-    );
-    expect(output).toMatch(
-      /3\. orders: 12 distinct events in \d+ batches of up to 5; the service ran 33 jobs in all/,
-    );
-    expect(output).toContain('[pipeline] done');
+    expect(output).toContain('[examples] pipeline: ok');
     expect(code).toBe(0);
   }, 240_000);
 });
