@@ -7,7 +7,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the package's own prepare script would build before the sources are copied.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json index.ts ./
 COPY scripts/build.mjs ./scripts/
 COPY api ./api
 COPY contracts ./contracts
