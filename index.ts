@@ -78,7 +78,6 @@ export {
   type TemporalConnectionConfig,
   type TemporalConnectionInput,
 } from './client/connection';
-
 // Costs.
 export {
   type BatchCostReport,
@@ -170,6 +169,15 @@ export {
   unpauseSchedule,
   updateSchedule,
 } from './client/schedules';
+export {
+  type AutomationFilter,
+  automationListQuery,
+  type BatchFilter,
+  batchListQuery,
+  scheduleRunsQuery,
+} from './client/visibility-queries';
+// Following work as it runs, and finding it.
+export { type WatchOptions, watchBatch, watchJob } from './client/watch';
 // The worker and its configuration.
 export {
   type GatewayConfig,
