@@ -187,6 +187,7 @@ export {
   type WorkerConfig,
   type WorkerHealthConfig,
 } from './worker/config';
+export { defineEventSource, type EventSource, type EventSourceInput } from './worker/event-sources';
 export {
   type ActivityOptions,
   prebuiltWorkflowBundlePath,
