@@ -37,6 +37,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   sleep,
   TimeoutFailure,
@@ -61,6 +62,7 @@ import {
   type SubmitItemResult,
   type WatchedItem,
 } from '../contracts/batch-input';
+import { batchCurrentDetails } from '../contracts/current-details';
 import type { Polling } from '../contracts/job-types';
 import {
   extensionTtl,
@@ -486,6 +488,8 @@ class Batch {
         this.startWatch();
         this.startRecord();
       }
+      // The UI's current details: no history event, so every turn may refresh them.
+      setCurrentDetails(batchCurrentDetails(this.progress(), now));
       if (this.finished()) return this.finish();
       const seen = this.dirty;
       this.wakeAt(this.nextDue());

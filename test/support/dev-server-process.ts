@@ -33,11 +33,15 @@ export interface DevServerProcessOptions {
   dynamicConfig?: Record<string, unknown>;
   /** State in memory instead of the SQLite file: faster, but a restart finds nothing. */
   inMemory?: boolean;
+  /** Serve the web UI too (at `uiUrl`), for a browser test; headless otherwise. */
+  ui?: boolean;
 }
 
 export interface DevServerProcess {
   /** host:port of its frontend, the same across restarts. */
   address: string;
+  /** The web UI (`http://127.0.0.1:PORT`), when started with `ui`. */
+  uiUrl?: string;
   /** Its Prometheus metrics (`http://127.0.0.1:PORT/metrics`), the same across restarts. */
   metricsUrl: string;
   /** The SQLite file that holds its state. */
@@ -71,7 +75,7 @@ export async function startDevServerProcess(
     );
   const dir = mkdtempSync(path.join(tmpdir(), `dev-server-${name}-`));
   const dbFile = path.join(dir, 'temporal.sqlite');
-  const [port, httpPort, metricsPort] = (await freePorts(3)) as [number, number, number];
+  const [port, httpPort, metricsPort, uiPort] = (await freePorts(4)) as [number, number, number, number];
   const address = `127.0.0.1:${port}`;
   const args = [
     'server',
@@ -85,7 +89,7 @@ export async function startDevServerProcess(
     String(httpPort),
     '--metrics-port',
     String(metricsPort),
-    '--headless',
+    ...(options.ui ? ['--ui-port', String(uiPort)] : ['--headless']),
     '--log-level',
     'error',
     // Registered again at every start: the CLI accepts attributes that already exist.
@@ -130,6 +134,7 @@ export async function startDevServerProcess(
   return {
     address,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    ...(options.ui ? { uiUrl: `http://127.0.0.1:${uiPort}` } : {}),
     dbFile,
     child: () => child,
     kill,

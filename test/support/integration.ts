@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { AutomationDefinition } from '../../activities/automation';
@@ -136,6 +136,8 @@ export interface JobStackOptions {
   worker?: boolean;
   /** The automations the in-process worker registers. */
   automations?: AutomationDefinition[];
+  /** A Temporal server of the file's own (host:port) instead of the shared dev server. */
+  temporalAddress?: string;
 }
 
 export interface JobStack {
@@ -183,7 +185,9 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     graphqlUrl: emulator.graphqlUrl,
     restUrl: emulator.restUrl,
   });
-  const env: TestWorkflowEnvironment = await devServerEnv();
+  const env: TestWorkflowEnvironment = options.temporalAddress
+    ? await TestWorkflowEnvironment.createFromExistingServer({ address: options.temporalAddress })
+    : await devServerEnv();
   const taskQueue = uniqueTaskQueue(options.name);
   const resultDir = mkdtempSync(path.join(tmpdir(), `${options.name}-`));
 
@@ -191,7 +195,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
   let gatewayUrl: string | undefined;
   const workerEnv: Record<string, string> = {
     ...serviceEnv(emulator, apiKey),
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_ADDRESS: options.temporalAddress ?? inject('temporalAddress'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     RESULT_STORE_DIR: resultDir,
     // Pollers of jobs that never change (a hung job whose workflow ended) are cut short at the end.
