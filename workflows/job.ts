@@ -30,6 +30,7 @@ import {
   condition,
   isCancellation,
   log,
+  setCurrentDetails,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -37,6 +38,7 @@ import {
 } from '@temporalio/workflow';
 import type { JobStatusValue } from '../api/schemas/job';
 import { addRunCosts, type CostEstimate } from '../contracts/cost';
+import { jobCurrentDetails } from '../contracts/current-details';
 import { type JobWorkflowInput, type ParsedJobInput, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import type { JobObservation, StreamSink, SubmitResult, WaitResult } from '../contracts/job-types';
@@ -250,6 +252,8 @@ function noteStray(run: Run, jobId: string): void {
 // State
 
 function syncSearchAttributes(run: Run): void {
+  // The UI's current details change at the same moments (they cost no history event).
+  setCurrentDetails(jobCurrentDetails(run.s));
   if (!run.job.options.searchAttributes) return;
   const current = workflowInfo().typedSearchAttributes;
   const updates: SearchAttributeUpdatePair[] = [];
