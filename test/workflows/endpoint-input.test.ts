@@ -145,6 +145,8 @@ describe('endpoint facade: what it starts', () => {
           workflowId: 'endpoint-provision:my "endpoint"',
           workflowIdConflictPolicy: 'USE_EXISTING',
           args: [{ ...valid, name: 'my "endpoint"' }],
+          staticSummary: 'Provision endpoint my "endpoint" from template tpl',
+          staticDetails: expect.stringContaining('| Step | provision |'),
         },
       },
     ]);
