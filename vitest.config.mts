@@ -51,6 +51,9 @@ export default defineConfig({
           // Mostly waiting on servers, jobs and timers, so more files at once than there are
           // cores; every test synchronises on events, never on how fast the machine is.
           maxWorkers: 3,
+          // Hang protection only, never a measure: a test here may spawn the CLI several times
+          // and wait on visibility, which on a loaded 2-core machine takes well over a minute.
+          testTimeout: 180_000,
           include: ['test/{integration,package,e2e}/**/*.test.ts'],
           globalSetup: ['test/support/bundle-cache-setup.ts', 'test/support/global-setup.ts'],
         },

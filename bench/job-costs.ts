@@ -15,7 +15,7 @@
  * - the 1-hour jobs run at time scale S with that schedule divided by S (through the workflow's
  *   `polling` option), so that looks fall at the same service times as they would in production.
  *   One difference does not scale: a wait looks inline (within one attempt, for at most 5 s) while
- *   the next interval is under INLINE_MAX_INTERVAL_MS (1 s, activities/job-wait-policy.ts), and the
+ *   the next interval is under INLINE_MAX_INTERVAL_MS (1 s, contracts/job-wait-policy.ts), and the
  *   scaled schedule is under it while production's is under S seconds. At S = 30 (production's
  *   30 s maximum becomes 1 s) that is only the schedule's growth: its first minute of service time
  *   is one task of several looks, where production makes one task per look. A larger S would make

@@ -4,7 +4,7 @@
  * start`, another workflow). Field rules come from api/ so the client and the workflow never
  * disagree about what the service accepts.
  *
- * Bundled into workflow code: only zod, api/schemas, input-rules and the pure activities/job-types may be
+ * Bundled into workflow code: only zod, api/schemas, input-rules and the pure contracts/job-types may be
  * imported here.
  */
 import { z } from 'zod';

@@ -5,7 +5,6 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import type { Pricing } from '../activities/cost';
 import { parsePricing as parsePricingTable } from '../activities/cost-estimator';
 import { baseUrl, loadServiceConfig, type ServiceConfig } from '../api/config';
 import { ConfigError, ValidationError } from '../api/errors';
@@ -16,6 +15,7 @@ import {
   type TemporalConnectionConfig,
 } from '../client/connection';
 import { eventSecretRule, eventSecretSchema } from '../client/event-signature';
+import type { Pricing } from '../contracts/cost';
 import {
   DEFAULT_EVENT_MAX_BODY_BYTES,
   DEFAULT_EVENT_MAX_DEPTH,
@@ -372,7 +372,7 @@ export interface ObservabilityConfig {
   metrics?: { port: number; host: string; endpointLabels?: Record<string, string> };
   /** Where the Temporal SDK's Rust core serves its Prometheus metrics; absent: not exported. */
   temporalMetricsBind?: string;
-  /** The price table for cost estimates (activities/cost.ts); absent: no estimates. */
+  /** The price table for cost estimates (contracts/cost.ts); absent: no estimates. */
   pricing?: Pricing;
   /** OTEL_TRACES: print spans to the console (an embedding program can pass its own exporter instead). */
   traces?: 'console';

@@ -30,7 +30,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
-import { type AutomationEvent, MAX_EVENT_BYTES } from '../workflows/automation-input';
+import { type AutomationEvent, MAX_EVENT_BYTES } from '../contracts/automation-input';
 import { bodyText, DEFAULT_EVENT_MAX_DEPTH, JSON_BODY_MESSAGES, parseJsonBody } from './event-json';
 import { mapEvent, transformHeaders } from './event-mapping';
 import {

@@ -14,8 +14,8 @@ import {
   automationKeySchema,
   MAX_EVENT_BYTES,
   parseAutomationEvent,
-} from '../workflows/automation-input';
-import { firstIssue } from '../workflows/input-rules';
+} from '../contracts/automation-input';
+import { firstIssue } from '../contracts/input-rules';
 import type { EventPaths, EventTransform, EventTransformInput } from './event-sources';
 import { schemeDefaults } from './event-sources';
 

@@ -21,8 +21,8 @@ import {
   type HmacSpec,
   hmacSpecSchema,
 } from '../client/event-signature';
-import { automationNameSchema } from '../workflows/automation-input';
-import { firstIssue } from '../workflows/input-rules';
+import { automationNameSchema } from '../contracts/automation-input';
+import { firstIssue } from '../contracts/input-rules';
 
 export const DEFAULT_SOURCE_NAME = 'default';
 export const DEFAULT_SOURCE_TOLERANCE_SECONDS = 300;

@@ -15,12 +15,12 @@ import {
 } from '../../activities/automation';
 import type { BatchStore } from '../../activities/batch-store';
 import { sendEvent } from '../../client/automations';
-import { automationStateQuery } from '../../workflows/automation-definitions';
 import {
   type AutomationEvent,
   type AutomationState,
   automationWorkflowId,
-} from '../../workflows/automation-input';
+} from '../../contracts/automation-input';
+import { automationStateQuery } from '../../workflows/automation-definitions';
 import { bundleWorkflows, withWorker } from '../support/workflow-harness';
 import { waitFor } from './wait-for';
 

@@ -9,14 +9,14 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
+import { type BatchInput, type BatchSummary, parseBatchInput } from '../../contracts/batch-input';
+import { parseJobWorkflowInput } from '../../contracts/job-input';
 import {
   batchProgressQuery,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
 } from '../../workflows/batch-definitions';
-import { type BatchInput, type BatchSummary, parseBatchInput } from '../../workflows/batch-input';
-import { parseJobWorkflowInput } from '../../workflows/job-input';
 import { historyText } from '../support/history';
 import { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 import { fakeChildren } from './batch-children-fake';

@@ -11,14 +11,14 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
 import { type BatchActivities, createBatchActivities } from '../../activities/batch';
 import type { BatchStore } from '../../activities/batch-store';
-import type { serverlessBatch } from '../../workflows/batch';
 import type {
   BatchInput,
   BatchResultLine,
   ItemChange,
   SubmitItemResult,
   WatchedItem,
-} from '../../workflows/batch-input';
+} from '../../contracts/batch-input';
+import type { serverlessBatch } from '../../workflows/batch';
 import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';

@@ -11,13 +11,13 @@ import { Context } from '@temporalio/activity';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBatchStore } from '../../activities/batch-store';
 import { redriveBatch } from '../../client/batches';
+import type { BatchInput, BatchSummary } from '../../contracts/batch-input';
 import {
   batchProgressQuery,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
 } from '../../workflows/batch-definitions';
-import type { BatchInput, BatchSummary } from '../../workflows/batch-input';
 import {
   addSearchAttributes,
   batchSuite,

@@ -9,13 +9,13 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
+import type { EphemeralBatch } from '../../contracts/endpoint-input';
 import { batchProgressQuery } from '../../workflows/batch-definitions';
 import {
   EPHEMERAL_FAILURE,
   type EphemeralBatchFailure,
   endpointLifecycleQuery,
 } from '../../workflows/endpoint-definitions';
-import type { EphemeralBatch } from '../../workflows/endpoint-input';
 import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint-lifecycle';
 import { fakeEndpointService } from '../support/endpoint-fakes';
 import { bundleWorkflows, failureOf, quietRuntime, withWorker } from '../support/workflow-harness';

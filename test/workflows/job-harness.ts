@@ -9,7 +9,7 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
-import type { JobObservation, StreamResult, WaitResult } from '../../activities/job-types';
+import type { JobObservation, StreamResult, WaitResult } from '../../contracts/job-types';
 import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
 import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';

@@ -1,5 +1,5 @@
 /**
- * Submitting under a lease (workflows/submit-lease.ts) on the time-skipping server, every branch:
+ * Submitting under a lease (contracts/submit-lease.ts) on the time-skipping server, every branch:
  * the extension succeeds; it fails until the lease ends (the job is gone: submitted again); after
  * an uncertain submit an orphan reports during the lease (adopted, then extended) or none does
  * (submitted again once the lease and the webhook window are over); and the lease turned off.
@@ -10,10 +10,10 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FetchJobStatusInput } from '../../activities/job-types';
+import type { JobWorkflowInput } from '../../contracts/job-input';
+import type { FetchJobStatusInput } from '../../contracts/job-types';
+import { WEBHOOK_MARGIN_MS, WEBHOOK_RETRY_WINDOW_MS } from '../../contracts/submit-lease';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
-import type { JobWorkflowInput } from '../../workflows/job-input';
-import { WEBHOOK_MARGIN_MS, WEBHOOK_RETRY_WINDOW_MS } from '../../workflows/submit-lease';
 import {
   bundleJobWorkflow,
   DAY_MS,

@@ -11,8 +11,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobStatusValue } from '../../api/schemas/job';
+import type { JobWorkflowInput } from '../../contracts/job-input';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../../workflows/definitions';
-import type { JobWorkflowInput } from '../../workflows/job-input';
 import { jobIdKey } from '../../workflows/search-attributes';
 import {
   bundleJobWorkflow,

@@ -9,8 +9,8 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobWorkflowInput } from '../../contracts/job-input';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
-import type { JobWorkflowInput } from '../../workflows/job-input';
 import {
   bundleJobWorkflow,
   failureOf,

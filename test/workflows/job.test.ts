@@ -11,10 +11,10 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobActivities } from '../../activities/job';
 import type { ServiceClient } from '../../api/client';
+import type { JobWorkflowInput } from '../../contracts/job-input';
 import { signWebhookToken, webhookUrlFactory } from '../../worker/webhook-token';
 import type { JobResult } from '../../workflows/definitions';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
-import type { JobWorkflowInput } from '../../workflows/job-input';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/search-attributes';
 import { historyText } from '../support/history';
 import {
