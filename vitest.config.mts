@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * `npm test` runs three tiers, each started only with what it needs:
@@ -12,6 +13,27 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * The tiers run one after another (sequence.groupOrder), each with as many files at once as suits
  * it (vitest's default on 2 cores is one file at a time).
  */
+/**
+ * The files that wait longest on real timers (leases of 10 s and more, in real time), in the order
+ * they start. Started first, they run beside the rest of their tier instead of after it: on a fresh
+ * clone vitest has no durations yet and would start them wherever their size puts them.
+ */
+const LONGEST_FIRST = ['test/integration/job-lease.test.ts', 'test/integration/batch-lease.test.ts'];
+
+class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (spec: TestSpecification) => {
+      const index = LONGEST_FIRST.findIndex((file) => spec.moduleId.endsWith(file));
+      return index < 0 ? LONGEST_FIRST.length : index;
+    };
+    // A stable sort: within a tier, every other file keeps vitest's own order.
+    return (await super.sort(files)).sort(
+      (a, b) =>
+        a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder || rank(a) - rank(b),
+    );
+  }
+}
+
 const shared = {
   // Temporal's native bridge is known to crash inside worker threads: one process per file.
   pool: 'forks' as const,
@@ -23,6 +45,7 @@ const shared = {
 export default defineConfig({
   test: {
     ...shared,
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         extends: true,
@@ -50,7 +73,7 @@ export default defineConfig({
           sequence: { groupOrder: 2 },
           // Mostly waiting on servers, jobs and timers, so more files at once than there are
           // cores; every test synchronises on events, never on how fast the machine is.
-          maxWorkers: 3,
+          maxWorkers: 4,
           // Hang protection only, never a measure: a test here may spawn the CLI several times
           // and wait on visibility, which on a loaded 2-core machine takes well over a minute.
           testTimeout: 180_000,
