@@ -22,9 +22,14 @@ import { temporalEventSink } from '../../worker/event-sink';
 import { defineEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
-import { runWorker } from '../../worker/run-worker';
 import { automationStateQuery } from '../../workflows/automation-definitions';
-import { eventually, FAST_POLLING, quietTemporalRuntime, serviceEnv } from '../support/integration';
+import {
+  eventually,
+  FAST_POLLING,
+  quietTemporalRuntime,
+  runWorkerUntilReady,
+  serviceEnv,
+} from '../support/integration';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
 describe('event sources into automations (dev server, emulator, real worker)', () => {
@@ -100,24 +105,16 @@ describe('event sources into automations (dev server, emulator, real worker)', (
         },
       ]),
     });
-    let ready!: (url: string | undefined) => void;
-    const isReady = new Promise<string | undefined>((resolve) => {
-      ready = resolve;
-    });
     const automations = [jobPerEvent(deploys), jobPerEvent(billing)];
-    running = runWorker(config, {
+    const started = await runWorkerUntilReady(config, {
       signal: controller.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey, githubSecret, stripeSecret, teamToken] }),
       publicUrlFromGateway: true,
       automations,
       eventSources: [stripe, team],
-      onReady: (info) => ready(info.gatewayUrl),
     });
-    running.catch(() => undefined);
-    const url = await Promise.race([
-      isReady,
-      running.then(() => Promise.reject(new Error('worker stopped'))),
-    ]);
+    running = started.running;
+    const url = started.info.gatewayUrl;
     if (!url) throw new Error('no gateway beside the worker');
     gatewayUrl = url;
     // A second replica with a replay guard of its own: a replay through it is dropped by the automation.

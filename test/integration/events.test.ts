@@ -23,10 +23,15 @@ import { temporalEventSink } from '../../worker/event-sink';
 import { nativeEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
-import { runWorker } from '../../worker/run-worker';
 import { automationStateQuery } from '../../workflows/automation-definitions';
 import { historyText } from '../support/history';
-import { eventually, FAST_POLLING, quietTemporalRuntime, serviceEnv } from '../support/integration';
+import {
+  eventually,
+  FAST_POLLING,
+  quietTemporalRuntime,
+  runWorkerUntilReady,
+  serviceEnv,
+} from '../support/integration';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
@@ -89,11 +94,7 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
       WEBHOOK_PORT: '0',
       EVENT_SIGNING_SECRETS: eventSecret,
     });
-    let ready!: (url: string | undefined) => void;
-    const isReady = new Promise<string | undefined>((resolve) => {
-      ready = resolve;
-    });
-    running = runWorker(config, {
+    const started = await runWorkerUntilReady(config, {
       signal: controller.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey, eventSecret] }),
       publicUrlFromGateway: true,
@@ -112,13 +113,9 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
           }),
         }),
       ],
-      onReady: (info) => ready(info.gatewayUrl),
     });
-    running.catch(() => undefined);
-    const url = await Promise.race([
-      isReady,
-      running.then(() => Promise.reject(new Error('worker stopped'))),
-    ]);
+    running = started.running;
+    const url = started.info.gatewayUrl;
     if (!url) throw new Error('no gateway beside the worker');
     gatewayUrl = url;
     // A second gateway, as a replica behind a load balancer would be: a replay cache of its own.

@@ -20,9 +20,9 @@ import { getJobSnapshot, type JobHandle, type LiveJobSnapshot, startJob } from '
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import { DEFAULT_LEASE_MS } from '../../contracts/submit-lease';
 import { type Emulator, type EndpointFields, startEmulator } from '../../emulator';
-import { loadWorkerConfig } from '../../worker/config';
+import { loadWorkerConfig, type WorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
-import { runWorker } from '../../worker/run-worker';
+import { type RunWorkerOptions, runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { describeCheck, pollUntil } from './poll';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
@@ -168,6 +168,27 @@ export interface JobStack {
   close(): Promise<void>;
 }
 
+/**
+ * Runs a worker (runWorker) and resolves once it is ready, with what it reported; rejects if it
+ * stops first. `running` settles when the worker has stopped (abort `options.signal` to stop it).
+ */
+export async function runWorkerUntilReady(
+  config: WorkerConfig,
+  options: Omit<RunWorkerOptions, 'onReady'>,
+): Promise<{ info: WorkerReadyInfo; running: Promise<void> }> {
+  let ready!: (info: WorkerReadyInfo) => void;
+  const isReady = new Promise<WorkerReadyInfo>((resolve) => {
+    ready = resolve;
+  });
+  const running = runWorker(config, { ...options, onReady: ready });
+  running.catch(() => undefined); // awaited by the caller when it stops the worker
+  const info = await Promise.race([
+    isReady,
+    running.then(() => Promise.reject(new Error('the worker stopped before it was ready'))),
+  ]);
+  return { info, running };
+}
+
 /** Status polls fast enough that a test never waits on the schedule made for hour-long jobs. */
 export const FAST_POLLING = { initialIntervalMs: 100, maxIntervalMs: 250, backoffCoefficient: 1.5 };
 
@@ -212,24 +233,16 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
   let running: Promise<void> = Promise.resolve();
   if (options.worker !== false) {
     const config = loadWorkerConfig(workerEnv, repoRoot);
-    let ready!: () => void;
-    const isReady = new Promise<void>((resolve) => {
-      ready = resolve;
-    });
-    running = runWorker(config, {
+    const started = await runWorkerUntilReady(config, {
       signal: controller.signal,
       // The library's workflows bundled once for the whole run, as a built worker loads its bundle.
       workflowBundlePath: await workflowBundleFile(LIBRARY_WORKFLOWS),
       logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
       publicUrlFromGateway: options.webhooks === true,
       ...(options.automations ? { automations: options.automations } : {}),
-      onReady: (info) => {
-        gatewayUrl = info.gatewayUrl;
-        ready();
-      },
     });
-    running.catch(() => undefined); // awaited in close(); a failure before ready is raised below
-    await Promise.race([isReady, running.then(() => Promise.reject(new Error('the worker stopped early')))]);
+    running = started.running;
+    gatewayUrl = started.info.gatewayUrl;
   }
 
   let jobs = 0;
