@@ -53,7 +53,9 @@ export default defineConfig({
           name: 'unit',
           sequence: { groupOrder: 0 },
           maxWorkers: 2,
-          include: ['test/{api,activities,client,emulator,foundation,observability,worker}/**/*.test.ts'],
+          include: [
+            'test/{api,activities,client,emulator,engine,foundation,observability,worker}/**/*.test.ts',
+          ],
         },
       },
       {

@@ -44,6 +44,11 @@ export const costEstimateSchema = z.object({
 });
 export type CostEstimate = z.infer<typeof costEstimateSchema>;
 
+/** Estimates are rounded to a millionth, so that a sum never differs from its parts' sum by float noise. */
+export function roundCost(amount: number): number {
+  return Math.round(amount * 1e6) / 1e6;
+}
+
 export interface Discount {
   /** The price is multiplied by it: 0.8 means 20% off. */
   factor: number;
@@ -85,7 +90,7 @@ export function estimateRunCost(input: {
   const amount = seconds * price * (discount?.factor ?? 1);
   return {
     // Rounded to a millionth of the unit: the float noise of the product says nothing.
-    amount: Math.round(amount * 1e6) / 1e6,
+    amount: roundCost(amount),
     currency: input.pricing.currency,
     tier: input.tier,
     seconds,
@@ -101,7 +106,7 @@ export function addRunCosts(earlier: CostEstimate | undefined, latest: CostEstim
   if (!earlier) return latest;
   return {
     ...latest,
-    amount: Math.round((earlier.amount + latest.amount) * 1e6) / 1e6,
+    amount: roundCost(earlier.amount + latest.amount),
     seconds: earlier.seconds + latest.seconds,
   };
 }

@@ -93,7 +93,4 @@ export function resultsRefs(batchKey: string): Pick<BatchSummary, 'results' | 'f
   return { results: ref, failuresRef: { ...ref, only: 'failures' } };
 }
 
-/** Rounded like each estimate: float noise would make a sum differ from the lines' sum. */
-export function roundCost(amount: number): number {
-  return Math.round(amount * 1e6) / 1e6;
-}
+export { roundCost } from '../contracts/cost';

@@ -1,0 +1,545 @@
+/**
+ * The per-item engine: what happens to one remote job, from its first submit to its end, as one
+ * pure state machine. `stepItem(item, event, rules)` takes an item's state and something that
+ * happened to it (a submit's answer, a status seen, a lease's extension, a due time reached) and
+ * returns the item's next state, the counters the event moves and any one-off command.
+ *
+ * The job workflow drives it for one item; the batch drives it for many and turns the phases into
+ * page-sized activities. What an item needs next is its phase:
+ * - `queued`: submit it (not before `notBefore`);
+ * - `uncertain`: its submit may have made a job whose id never came; wait until `waitUntil` for the
+ *   orphan's webhook (adopt it: `orphan-reported`), then `wait-over`;
+ * - `running`: watch it; while `lease` is set, extend its ttl (contracts/submit-lease.ts);
+ * - `retry-due`: at `retryAt`, `retry-time` checks it can still be retried, then /retry;
+ * - `ended`: its outcome, with the facts its result line or failure carries.
+ *
+ * No clock, no Temporal: times come in the events, so the job workflow, the batch and the unit
+ * tests get the same answers from the same inputs. The numbers (backoffs, deadlines, retention)
+ * are the rules of job-rules.ts and contracts/submit-lease.ts.
+ */
+import type { JobStatusValue } from '../api/schemas/job';
+import { roundCost } from '../contracts/cost';
+import { extensionTtl, orphanWaitUntil } from '../contracts/submit-lease';
+import {
+  afterTerminal,
+  goneBeforeRetry,
+  type JobRuleOptions,
+  onExpired,
+  onUncertainSubmit,
+  type RetryableStatus,
+  resubmitAfterLease,
+  resultsExpireAt,
+  type SubmitKind,
+  type SubmitRejection,
+  submitRetryDelayMs,
+  ttlDeadline,
+  whyGone,
+} from './job-rules';
+
+/** The caller's options for every item, plus how the driver groups its retries. */
+export interface ItemRules extends JobRuleOptions {
+  /** How long an uncertain submit (no lease) waits for its orphan's webhook. */
+  uncertainSubmitWait: number;
+  /** /run jobs keep results 30 min, /runsync jobs 1 min. */
+  submitKind: SubmitKind;
+  /** Retries fall due on multiples of this (the batch groups retries of close failures into one call). */
+  retryGridMs: number;
+}
+
+/** What every phase carries: which item, what it has tried and what it has cost so far. */
+interface ItemTally {
+  index: number;
+  /** Runs: jobs submitted or adopted, and /retry calls. */
+  attempts: number;
+  /** Submits that may have made a job (uncertain ones included). */
+  submissions: number;
+  /** /retry calls over the item's life. */
+  retries: number;
+  /** The estimated cost of its finished runs, when prices are known. */
+  cost?: number;
+}
+
+/** A submit under a lease: the job's ttl is the lease until its extension is settled. */
+export interface ItemLease {
+  ttlMs: number;
+  /** When the submit answered: the service started the lease no later than that. */
+  answeredAt: number;
+}
+
+export interface QueuedItem extends ItemTally {
+  phase: 'queued';
+  /** Certain (not sent) rejections of the submit in a row. */
+  rejectedTries: number;
+  notBefore?: number;
+}
+
+export interface UncertainItem extends ItemTally {
+  phase: 'uncertain';
+  sentAt: number;
+  waitUntil: number;
+  webhookArmed: boolean;
+  /** The caller's ttl, when the submit said it. */
+  ttlMs?: number;
+  lease?: ItemLease;
+}
+
+/** A job known by its id, from its submit (or adoption) to its terminal status. */
+interface KnownJob extends ItemTally {
+  jobId: string;
+  /** Workflow time of its submit (before the call: the earliest the service can have counted from). */
+  submittedAt: number;
+  /** The caller's ttl (the service's deadline once the lease is extended). */
+  ttlMs: number;
+  adopted: boolean;
+}
+
+export interface RunningItem extends KnownJob {
+  phase: 'running';
+  status: JobStatusValue;
+  /** Set while the lease is not extended; `unsettled`: tried, neither made nor refused. */
+  lease?: ItemLease & { unsettled?: boolean };
+}
+
+export interface RetryDueItem extends KnownJob {
+  phase: 'retry-due';
+  status: RetryableStatus;
+  finishedAt: number;
+  retryAt: number;
+}
+
+/** How an item ended: the batch's counters are named the same. */
+export type ItemOutcome =
+  | 'completed'
+  | 'failed'
+  | 'timedOut'
+  | 'expired'
+  | 'cancelled'
+  | 'uncertain'
+  | 'rejected';
+
+export interface EndedItem extends ItemTally {
+  phase: 'ended';
+  outcome: ItemOutcome;
+  /** The status its result line shows: the job's, or EXPIRED, UNCERTAIN, REJECTED. */
+  status: string;
+  /** Why it ended, in words (none for a completed item). */
+  reason?: string;
+  /** A rejection's failure type (BadRequest, RateLimited, ...), for the job's typed failure. */
+  failureType?: string;
+  /** Expired because its ttl passed or its results were deleted. */
+  expired?: 'ttl' | 'results';
+  jobId?: string;
+  submittedAt?: number;
+  endedAt: number;
+}
+
+export type ItemState = QueuedItem | UncertainItem | RunningItem | RetryDueItem | EndedItem;
+
+export type ItemEvent =
+  /** The submit made job `jobId`; `leaseTtlMs`: under that lease, `extended`: already extended. */
+  | {
+      kind: 'submitted';
+      jobId: string;
+      ttlMs: number;
+      sentAt: number;
+      answeredAt: number;
+      leaseTtlMs?: number;
+      extended?: boolean;
+    }
+  /** The service certainly did not act on the submit. */
+  | { kind: 'rejected'; rejection: SubmitRejection & { type: string; message: string }; now: number }
+  /** The submit may have made a job whose id never came. */
+  | {
+      kind: 'uncertain';
+      sentAt: number;
+      answeredAt: number;
+      webhookArmed: boolean;
+      ttlMs?: number;
+      leaseTtlMs?: number;
+    }
+  /** An orphan reported itself by webhook and was confirmed; `extendedTo`: the look extended it. */
+  | { kind: 'orphan-reported'; jobId: string; defaultTtlMs: number; extendedTo?: number }
+  /** An uncertain submit's wait ended with no orphan. */
+  | { kind: 'wait-over'; stopping: boolean }
+  | { kind: 'lease-extended'; ttlMs?: number }
+  | { kind: 'lease-unsettled' }
+  /** A non-terminal status. */
+  | { kind: 'observed'; status: JobStatusValue }
+  /** A terminal status; `cost`: this run's estimate. */
+  | {
+      kind: 'finished';
+      status: 'COMPLETED' | 'FAILED' | 'TIMED_OUT' | 'CANCELLED';
+      now: number;
+      cost?: number;
+      error?: string;
+    }
+  /** A 404 while following the job (or its lease's extension): the service no longer has it. */
+  | { kind: 'gone'; now: number; lastAliveAt?: number; stopping: boolean }
+  /** The ttl deadline came and the last look found the job unfinished (or found nothing). */
+  | { kind: 'deadline'; now: number; status?: JobStatusValue; stopping: boolean }
+  /** The ttl was extended by the caller (counted from submission). */
+  | { kind: 'ttl-extended'; ttlMs: number }
+  /** A retry's due time came. */
+  | { kind: 'retry-time'; now: number; stopping: boolean }
+  /** /retry answered: the job runs again. */
+  | { kind: 'retried'; status: JobStatusValue }
+  /** /retry answered 404. */
+  | { kind: 'retry-gone'; now: number; stopping: boolean }
+  /** /retry failed for good. */
+  | { kind: 'retry-failed'; now: number; error: string };
+
+/** Counters an event moves (the batch sums them; the job shows them). */
+export type ItemCount =
+  | 'submission'
+  | 'uncertainSubmit'
+  | 'uncertainAdopted'
+  | 'resubmittedAfterLease'
+  | 'leaseLapse'
+  | 'retry';
+
+export type ItemCommand =
+  /** Call /retry now. */
+  | { kind: 'retry' }
+  /** Cancel a job that is being replaced (it may still be queued or running). */
+  | { kind: 'cancel'; jobId: string };
+
+export interface ItemStep {
+  item: ItemState;
+  counts: ItemCount[];
+  commands: ItemCommand[];
+}
+
+/** A new item, before its first submit. */
+export function queuedItem(index: number): QueuedItem {
+  return { phase: 'queued', index, attempts: 0, submissions: 0, retries: 0, rejectedTries: 0 };
+}
+
+/** The moment the service deletes the job: its ttl (the lease's, until extended) from submission. */
+export function deadlineOf(item: RunningItem | RetryDueItem): number {
+  const lease = item.phase === 'running' ? item.lease : undefined;
+  return ttlDeadline(item.submittedAt, lease ? lease.ttlMs : item.ttlMs);
+}
+
+/** When the item next needs the driver without any event: a submit, a wait's end, a retry. */
+export function dueAt(item: ItemState): number | undefined {
+  if (item.phase === 'queued') return item.notBefore;
+  if (item.phase === 'uncertain') return item.waitUntil;
+  if (item.phase === 'retry-due') return item.retryAt;
+  return undefined;
+}
+
+export function stepItem(item: ItemState, event: ItemEvent, rules: ItemRules): ItemStep {
+  switch (item.phase) {
+    case 'queued':
+      return fromQueued(item, event, rules);
+    case 'uncertain':
+      return fromUncertain(item, event, rules);
+    case 'running':
+      return fromRunning(item, event, rules);
+    case 'retry-due':
+      return fromRetryDue(item, event, rules);
+    case 'ended':
+      return unexpected(item, event);
+  }
+}
+
+function step(item: ItemState, counts: ItemCount[] = [], commands: ItemCommand[] = []): ItemStep {
+  return { item, counts, commands };
+}
+
+/** An event that does not apply to the phase (a late answer about a job since replaced): ignored. */
+function unexpected(item: ItemState, _event: ItemEvent): ItemStep {
+  return step(item);
+}
+
+function tally(item: ItemState): ItemTally {
+  return {
+    index: item.index,
+    attempts: item.attempts,
+    submissions: item.submissions,
+    retries: item.retries,
+    ...(item.cost === undefined ? {} : { cost: item.cost }),
+  };
+}
+
+function requeue(item: ItemState): QueuedItem {
+  return { phase: 'queued', ...tally(item), rejectedTries: 0 };
+}
+
+function ended(
+  item: ItemState,
+  outcome: ItemOutcome,
+  status: string,
+  now: number,
+  extra: Partial<Pick<EndedItem, 'reason' | 'failureType' | 'expired'>> = {},
+): EndedItem {
+  const job = item.phase === 'running' || item.phase === 'retry-due' ? item : undefined;
+  return {
+    phase: 'ended',
+    ...tally(item),
+    outcome,
+    status,
+    ...extra,
+    ...(job ? { jobId: job.jobId, submittedAt: job.submittedAt } : {}),
+    endedAt: now,
+  };
+}
+
+// --- queued: its submit's answer
+
+function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemStep {
+  switch (event.kind) {
+    case 'submitted': {
+      const lease = event.leaseTtlMs;
+      const pending =
+        lease !== undefined && !event.extended && extensionTtl(lease, event.ttlMs) !== undefined;
+      const running: RunningItem = {
+        phase: 'running',
+        ...tally(item),
+        attempts: item.attempts + 1,
+        submissions: item.submissions + 1,
+        jobId: event.jobId,
+        status: 'IN_QUEUE',
+        submittedAt: event.sentAt,
+        ttlMs: event.ttlMs,
+        adopted: false,
+        ...(pending ? { lease: { ttlMs: lease, answeredAt: event.answeredAt } } : {}),
+      };
+      return step(running, ['submission']);
+    }
+    case 'rejected': {
+      const tries = item.rejectedTries + 1;
+      const delay = submitRetryDelayMs(event.rejection, tries);
+      if (delay !== undefined) return step({ ...item, rejectedTries: tries, notBefore: event.now + delay });
+      const { type, message } = event.rejection;
+      return step(ended(item, 'rejected', 'REJECTED', event.now, { reason: message, failureType: type }));
+    }
+    case 'uncertain': {
+      const lease = event.leaseTtlMs;
+      const waitUntil =
+        lease !== undefined
+          ? orphanWaitUntil(event.answeredAt, lease, event.webhookArmed)
+          : event.answeredAt + (event.webhookArmed ? rules.uncertainSubmitWait : 0);
+      const uncertain: UncertainItem = {
+        phase: 'uncertain',
+        ...tally(item),
+        submissions: item.submissions + 1,
+        sentAt: event.sentAt,
+        waitUntil,
+        webhookArmed: event.webhookArmed,
+        ...(event.ttlMs === undefined ? {} : { ttlMs: event.ttlMs }),
+        ...(lease === undefined ? {} : { lease: { ttlMs: lease, answeredAt: event.answeredAt } }),
+      };
+      return step(uncertain, ['submission', 'uncertainSubmit']);
+    }
+    default:
+      return unexpected(item, event);
+  }
+}
+
+// --- uncertain: an orphan reports itself, or the wait ends
+
+function fromUncertain(item: UncertainItem, event: ItemEvent, rules: ItemRules): ItemStep {
+  if (event.kind === 'orphan-reported') {
+    const ttlMs = event.extendedTo ?? item.ttlMs ?? event.defaultTtlMs;
+    const lease = item.lease;
+    const pending =
+      lease !== undefined && event.extendedTo === undefined && extensionTtl(lease.ttlMs, ttlMs) !== undefined;
+    const running: RunningItem = {
+      phase: 'running',
+      ...tally(item),
+      attempts: item.attempts + 1,
+      jobId: event.jobId,
+      status: 'IN_QUEUE',
+      submittedAt: item.sentAt,
+      ttlMs,
+      adopted: true,
+      ...(pending ? { lease: { ...lease } } : {}),
+    };
+    return step(running, ['uncertainAdopted']);
+  }
+  if (event.kind !== 'wait-over') return unexpected(item, event);
+  const now = item.waitUntil;
+  if (item.lease !== undefined) {
+    // No orphan reported within its lease and the webhook window: none can still run.
+    if (!event.stopping && resubmitAfterLease(rules, item.submissions)) {
+      return step(requeue(item), ['resubmittedAfterLease']);
+    }
+    const reason = event.stopping
+      ? 'the submit may have created a job whose id never arrived; the work stopped'
+      : `the submit was uncertain and maxSubmissions (${rules.maxSubmissions}) and maxLeaseResubmits ` +
+        `(${rules.maxLeaseResubmits}) are spent; no orphan of it can still run (its lease has run out)`;
+    return step(ended(item, 'uncertain', 'UNCERTAIN', now, { reason }));
+  }
+  const decision = onUncertainSubmit(rules, item.submissions);
+  if (decision.choice === 'resubmit' && !event.stopping) return step(requeue(item));
+  const why = decision.choice === 'fail' ? decision.why : 'the work stopped';
+  return step(
+    ended(item, 'uncertain', 'UNCERTAIN', now, {
+      reason: `the submit may have created a job whose id never arrived; ${why}`,
+    }),
+  );
+}
+
+// --- running: its lease, its statuses, its end
+
+function fromRunning(item: RunningItem, event: ItemEvent, rules: ItemRules): ItemStep {
+  switch (event.kind) {
+    case 'lease-extended': {
+      const { lease: _lease, ...rest } = item;
+      return step({ ...rest, ttlMs: event.ttlMs ?? item.ttlMs });
+    }
+    case 'lease-unsettled':
+      return item.lease ? step({ ...item, lease: { ...item.lease, unsettled: true } }) : step(item);
+    case 'ttl-extended':
+      return step({ ...item, ttlMs: event.ttlMs });
+    case 'observed':
+      return step({ ...item, status: event.status });
+    case 'finished':
+      return finished(item, event, rules);
+    case 'gone': {
+      if (item.lease !== undefined) return leaseLapsed(item, event.now, event.stopping, rules);
+      const why = whyGone(event.now, deadlineOf(item), item.ttlMs, event.lastAliveAt, rules.submitKind);
+      return expire(
+        item,
+        why,
+        why === 'ttl'
+          ? 'its ttl passed (the service answers 404)'
+          : 'the service no longer knows it (404): it finished unseen and its results expired',
+        event.now,
+        event.stopping,
+        rules,
+      );
+    }
+    case 'deadline': {
+      const what = event.status
+        ? `its ttl deadline came while it was ${event.status}`
+        : 'its ttl passed (the service answers 404)';
+      const expiring = expire(item, 'ttl', what, event.now, event.stopping, rules);
+      // Seen unfinished at its deadline: make sure it cannot run on beside its replacement.
+      if (event.status === undefined) return expiring;
+      return { ...expiring, commands: [{ kind: 'cancel', jobId: item.jobId }] };
+    }
+    default:
+      return unexpected(item, event);
+  }
+}
+
+function finished(
+  item: RunningItem,
+  event: Extract<ItemEvent, { kind: 'finished' }>,
+  rules: ItemRules,
+): ItemStep {
+  const withCost: RunningItem =
+    event.cost === undefined ? item : { ...item, cost: roundCost((item.cost ?? 0) + event.cost) };
+  const decision = afterTerminal(event.status, rules.retry, item.retries);
+  switch (decision.kind) {
+    case 'completed':
+      return step(ended(withCost, 'completed', 'COMPLETED', event.now));
+    case 'cancelled':
+      return step(
+        ended(withCost, 'cancelled', 'CANCELLED', event.now, { reason: 'cancelled outside this workflow' }),
+      );
+    case 'give-up':
+      return step(
+        ended(withCost, decision.status === 'FAILED' ? 'failed' : 'timedOut', decision.status, event.now, {
+          ...(event.error === undefined ? {} : { reason: event.error }),
+        }),
+      );
+    case 'retry': {
+      const { lease: _lease, status: _status, ...job } = withCost;
+      const grid = Math.max(1, rules.retryGridMs);
+      const retryAt = Math.ceil((event.now + decision.backoffMs) / grid) * grid;
+      return step({
+        ...job,
+        phase: 'retry-due',
+        status: event.status as RetryableStatus,
+        finishedAt: event.now,
+        retryAt,
+      });
+    }
+  }
+}
+
+/** The job's lease ran out unextended: the service deleted it, so submitting again is safe. */
+function leaseLapsed(item: RunningItem, now: number, stopping: boolean, rules: ItemRules): ItemStep {
+  if (item.submissions < rules.maxSubmissions && !stopping) return step(requeue(item), ['leaseLapse']);
+  const reason =
+    `its submit lease ran out before it could be extended, and maxSubmissions (${rules.maxSubmissions}) ` +
+    'is reached';
+  return step(ended(item, 'expired', 'EXPIRED', now, { reason, expired: 'ttl' }), ['leaseLapse']);
+}
+
+/** An expired job: submitted afresh, or the end, as the caller chose and the submissions allow. */
+function expire(
+  item: RunningItem | RetryDueItem,
+  why: 'ttl' | 'results',
+  reason: string,
+  now: number,
+  stopping: boolean,
+  rules: ItemRules,
+): ItemStep {
+  if (onExpired(rules, item.submissions) === 'resubmit' && !stopping) return step(requeue(item));
+  return step(ended(item, 'expired', 'EXPIRED', now, { reason, expired: why }));
+}
+
+// --- retry-due: the backoff is over
+
+function fromRetryDue(item: RetryDueItem, event: ItemEvent, rules: ItemRules): ItemStep {
+  switch (event.kind) {
+    case 'retry-time': {
+      const gone = goneBeforeRetry(
+        event.now,
+        deadlineOf(item),
+        resultsExpireAt(item.finishedAt, rules.submitKind),
+      );
+      if (gone === 'ttl')
+        return expire(
+          item,
+          'ttl',
+          'its ttl passed during the retry backoff',
+          event.now,
+          event.stopping,
+          rules,
+        );
+      if (gone === 'results')
+        return expire(
+          item,
+          'results',
+          'its results expired during the retry backoff',
+          event.now,
+          event.stopping,
+          rules,
+        );
+      return step(item, [], [{ kind: 'retry' }]);
+    }
+    case 'retried': {
+      const { finishedAt: _finishedAt, retryAt: _retryAt, ...job } = item;
+      const running: RunningItem = {
+        ...job,
+        phase: 'running',
+        status: event.status,
+        attempts: item.attempts + 1,
+        retries: item.retries + 1,
+      };
+      return step(running, ['retry']);
+    }
+    case 'retry-gone':
+      return expire(
+        item,
+        'results',
+        'the service no longer knows it (404 on /retry)',
+        event.now,
+        event.stopping,
+        rules,
+      );
+    case 'retry-failed':
+      return step(
+        ended(item, item.status === 'TIMED_OUT' ? 'timedOut' : 'failed', item.status, event.now, {
+          reason: `its /retry failed: ${event.error}`,
+        }),
+      );
+    default:
+      return unexpected(item, event);
+  }
+}
