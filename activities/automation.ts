@@ -24,6 +24,7 @@ import {
   runCost,
 } from '../contracts/automation-input';
 import { failedRunCost } from '../contracts/automation-run-cost';
+import { automationStartOptions } from '../contracts/automation-start';
 import { type BatchInput, parseBatchInput } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
@@ -225,6 +226,8 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
         workflowId: automationWorkflowId(input.automation, input.key),
         taskQueue,
         args: [{ name: input.automation, key: input.key }],
+        // As sendEvent starts one: the same summary, details and search attributes.
+        ...automationStartOptions(input.automation, input.key),
         signal: SIGNAL_NAMES.automationEvent,
         signalArgs: [parsed.event],
       });

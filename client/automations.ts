@@ -14,12 +14,11 @@ import {
   automationWorkflowId,
   parseAutomationEvent,
 } from '../contracts/automation-input';
+import { automationStartOptions } from '../contracts/automation-start';
 import { firstIssue } from '../contracts/input-rules';
 import type { automationWorkflow } from '../workflows/automation';
 import { automationEventSignal, automationStateQuery } from '../workflows/automation-definitions';
-import { automationKeyKey, automationNameKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
-import { describeAutomation } from './workflow-descriptions';
 
 export type {
   AutomationEvent,
@@ -67,12 +66,8 @@ export async function sendEvent(
       workflowId,
       taskQueue,
       args: [{ name, key: checkedKey }],
-      ...describeAutomation(name, checkedKey),
-      // So the UI's list and visibility queries find automations by name and key (automationListQuery).
-      typedSearchAttributes: [
-        { key: automationNameKey, value: name },
-        { key: automationKeyKey, value: checkedKey },
-      ],
+      // Summary, details, and the name and key for list queries (automationListQuery).
+      ...automationStartOptions(name, checkedKey),
       signal: automationEventSignal,
       signalArgs: [parsed.event],
     },

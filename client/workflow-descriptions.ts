@@ -4,6 +4,7 @@
  * `staticDetails` of the start options and of schedule actions). Pure: rendered from the input
  * the facade has already checked, so a test reads them without a server.
  */
+import type { WorkflowDescription } from '../contracts/automation-start';
 import { type BatchInput, parseBatchInput } from '../contracts/batch-input';
 import type {
   EphemeralEndpointInput,
@@ -21,11 +22,8 @@ import {
   markdownTable,
 } from '../contracts/progress-markdown';
 
-/** The two texts a workflow start (or a schedule's action) carries for the UI. */
-export interface WorkflowDescription {
-  staticSummary: string;
-  staticDetails: string;
-}
+// An automation's texts are built in contracts/, where the activity that starts one reads them too.
+export { describeAutomation, type WorkflowDescription } from '../contracts/automation-start';
 
 const jsonBytes = (value: unknown): number =>
   value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
@@ -114,25 +112,6 @@ export function describeBatch(input: BatchInput): WorkflowDescription {
         ['Budget', batch.budget !== undefined ? formatMoney(batch.budget) : 'none'],
         ['Item retry', retryText(batch.job.retry)],
         ['Ends with event to', batch.emitOnEnd ? code(batch.emitOnEnd.automation) : undefined],
-      ]),
-    ].join('\n'),
-  };
-}
-
-/**
- * An automation (one per name and key). Its flow controls are the worker's definition, which the
- * sender does not hold: the automation shows them in its current details once it has read them.
- */
-export function describeAutomation(name: string, key: string): WorkflowDescription {
-  return {
-    staticSummary: `Automation ${name} for key ${key}`,
-    staticDetails: [
-      '**Automation**',
-      '',
-      markdownTable([
-        ['Name', code(name)],
-        ['Key', code(key)],
-        ['Flow controls', "the worker's definition (shown in the current details)"],
       ]),
     ].join('\n'),
   };

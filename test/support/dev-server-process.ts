@@ -8,22 +8,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SearchAttributeType } from '@temporalio/common';
 import { freePorts } from '../../scripts/prod-temporal';
 import { provisionedServers } from '../../scripts/servers';
-import { searchAttributeKeys } from '../../workflows/search-attributes';
+import { searchAttributeFlags } from './search-attributes';
 import { untilServerAnswers } from './server-ready';
-
-/** The CLI's names of the search attribute types (`--search-attribute KEY=TYPE`). */
-const CLI_TYPES: Record<string, string> = {
-  [SearchAttributeType.TEXT]: 'Text',
-  [SearchAttributeType.KEYWORD]: 'Keyword',
-  [SearchAttributeType.INT]: 'Int',
-  [SearchAttributeType.DOUBLE]: 'Double',
-  [SearchAttributeType.BOOL]: 'Bool',
-  [SearchAttributeType.DATETIME]: 'Datetime',
-  [SearchAttributeType.KEYWORD_LIST]: 'KeywordList',
-};
 
 export interface DevServerProcessOptions {
   /**
@@ -93,7 +81,7 @@ export async function startDevServerProcess(
     '--log-level',
     'error',
     // Registered again at every start: the CLI accepts attributes that already exist.
-    ...searchAttributeKeys.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPES[key.type]}`]),
+    ...searchAttributeFlags(),
     ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
       '--dynamic-config-value',
       `${key}=${JSON.stringify(value)}`,

@@ -9,6 +9,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { inject } from 'vitest';
 import { freePorts } from '../../scripts/prod-temporal';
 import { provisionedServers } from '../../scripts/servers';
+import { registerSearchAttributes } from './search-attributes';
 import { untilServerAnswers } from './server-ready';
 
 /** Connects to the dev server started once for the run by global-setup.ts. */
@@ -30,7 +31,8 @@ type EnvironmentFactory = {
  * Starts a Java time-skipping server for one file. Its clock is shared by everything on it, so a
  * file's tests on one environment run one after another (vitest's default within a file). The
  * server is spawned here and waited for (SERVER_START_LIMIT_MS) rather than by the SDK, whose 5 s
- * start-up limit fails on a loaded machine; teardown stops it.
+ * start-up limit fails on a loaded machine; teardown stops it. The library's search attributes
+ * are registered on it (search-attributes.ts), as on every dev server the tests start.
  */
 export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const { testServer } = provisionedServers();
@@ -58,6 +60,7 @@ export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
       namespace: 'default',
       supportsTimeSkipping: true,
     });
+    await registerSearchAttributes(env);
     const closeConnections = env.teardown.bind(env);
     env.teardown = async () => {
       await closeConnections();

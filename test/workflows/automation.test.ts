@@ -25,7 +25,6 @@ import {
   type Planned,
   withAutomations as withAutomationsOn,
 } from './automation-harness';
-import { addSearchAttributes } from './batch-harness';
 
 quietRuntime();
 
@@ -33,9 +32,8 @@ describe('automation workflow', () => {
   let sharedEnv: TestWorkflowEnvironment;
   let bundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
+    // It registers the search attributes sendEvent sets (the automation's name and key).
     sharedEnv = await timeSkippingEnv();
-    // sendEvent sets the automation's name and key as search attributes at start.
-    await addSearchAttributes(sharedEnv);
     bundle = await bundleAutomationWorkflows();
   });
   afterAll(async () => {
@@ -220,7 +218,6 @@ describe('automation workflow', () => {
     // A server of its own: time skipped here must not wake the other tests' workflows, whose
     // workers are gone (the server then holds the skip).
     const env = await timeSkippingEnv();
-    await addSearchAttributes(env);
     try {
       await withAutomations(
         [jobAutomation('idle', planned, { idleTimeout: '2 minutes', dedupeWindow: '1 minute' })],

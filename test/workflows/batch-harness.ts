@@ -4,8 +4,7 @@
  * attempt)`; jobs that are `held` stay IN_PROGRESS until the test releases them.
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, ApplicationFailureCategory, SearchAttributeType } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
@@ -19,7 +18,6 @@ import type {
   WatchedItem,
 } from '../../contracts/batch-input';
 import type { serverlessBatch } from '../../workflows/batch';
-import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 
@@ -59,23 +57,10 @@ export function batchSuite(idPrefix: string, workflowsPath?: string) {
 }
 
 /**
- * The Java test server knows no custom search attributes until they are added (startBatch, and so
- * redriveBatch, sets the endpoint's).
+ * timeSkippingEnv registers the search attributes already (test/support/search-attributes.ts);
+ * this registers those a server lacks, so a call on such an environment changes nothing.
  */
-export async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
-  const { IndexedValueType } = temporal.api.enums.v1;
-  await env.connection.operatorService.addSearchAttributes({
-    namespace: 'default',
-    searchAttributes: Object.fromEntries(
-      searchAttributeKeys.map((key) => [
-        key.name,
-        key.type === SearchAttributeType.KEYWORD_LIST
-          ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
-          : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-      ]),
-    ),
-  });
-}
+export { registerSearchAttributes as addSearchAttributes } from '../support/search-attributes';
 
 /** What happens to an item's job on one attempt; `submit` overrides the submit's answer. */
 export type Fate =

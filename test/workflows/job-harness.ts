@@ -4,37 +4,21 @@
  * mocked job activities that script the remote job and record every call.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure, SearchAttributeType } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
 import type { JobObservation, StreamResult, WaitResult } from '../../contracts/job-types';
 import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
-import { searchAttributeKeys } from '../../workflows/search-attributes';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 import { waitFor } from './wait-for';
 
 export { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 
-const { IndexedValueType } = temporal.api.enums.v1;
-
-/** The Java test server knows no custom search attributes until they are added through its operator service. */
-export async function jobTestEnv(): Promise<TestWorkflowEnvironment> {
-  const env = await timeSkippingEnv();
-  await env.connection.operatorService.addSearchAttributes({
-    namespace: 'default',
-    searchAttributes: Object.fromEntries(
-      searchAttributeKeys.map((key) => [
-        key.name,
-        key.type === SearchAttributeType.KEYWORD_LIST
-          ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
-          : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-      ]),
-    ),
-  });
-  return env;
+/** The job tests' server: time-skipping, with the search attributes the job workflow sets. */
+export function jobTestEnv(): Promise<TestWorkflowEnvironment> {
+  return timeSkippingEnv();
 }
 
 export function bundleJobWorkflow(): Promise<WorkflowBundleWithSourceMap> {
