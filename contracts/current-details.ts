@@ -5,6 +5,7 @@
  * refresh them on every turn of its loop. Pure: the workflow bundle carries it, tests read it
  * without a server.
  */
+import type { AutomationControls, AutomationState } from './automation-input';
 import type { BatchProgress } from './batch-input';
 import type { JobSnapshot } from './job-snapshot';
 import { formatCount, formatDuration, formatInstant, formatMoney, markdownTable } from './progress-markdown';
@@ -67,4 +68,65 @@ export function jobCurrentDetails(snapshot: JobSnapshot): string {
     ],
     ['Job', 'Now'],
   );
+}
+
+function flowControlsText(controls: AutomationControls): string {
+  const parts = [
+    controls.debounce > 0 ? `debounce ${formatDuration(controls.debounce)}` : undefined,
+    controls.batch
+      ? `batches of up to ${formatCount(controls.batch.maxEvents)} events or ${formatDuration(controls.batch.maxWait)}`
+      : undefined,
+    `${formatCount(controls.concurrency)} run${controls.concurrency === 1 ? '' : 's'} at once`,
+    `repeats dropped for ${formatDuration(controls.dedupeWindow)}`,
+  ];
+  return parts.filter((part): part is string => part !== undefined).join(', ');
+}
+
+/**
+ * An automation: the events waiting (pending, grouped and waiting for a slot), the runs in flight,
+ * the runs started, completed and failed so far, cost and budget, and the worker's flow controls
+ * (which its static details cannot show: the sender does not hold them).
+ */
+export function automationCurrentDetails(state: AutomationState, controls: AutomationControls): string {
+  const { counters } = state;
+  const cost = counters.cost ?? 0;
+  const overBudget = controls.budget !== undefined && cost >= controls.budget;
+  const busy = state.inFlight + state.starting;
+  const waiting = state.pending + state.ready;
+  const condition = overBudget
+    ? busy > 0
+      ? 'budget reached: no new runs, waiting for the runs in flight'
+      : 'budget reached: no new runs'
+    : state.ready > 0 && busy >= controls.concurrency
+      ? 'at its concurrency: groups wait for a run to end'
+      : busy > 0 || waiting > 0
+        ? 'running'
+        : 'idle: waiting for events';
+  return [
+    `**${formatCount(state.pending)} pending event${state.pending === 1 ? '' : 's'}, ${formatCount(state.inFlight)} run${state.inFlight === 1 ? '' : 's'} in flight**`,
+    '',
+    markdownTable(
+      [
+        ['Pending events', formatCount(state.pending)],
+        ['Groups waiting for a run', formatCount(state.ready)],
+        ['Runs starting', state.starting > 0 ? formatCount(state.starting) : undefined],
+        ['Runs in flight', formatCount(state.inFlight)],
+        ['Runs started', formatCount(counters.runsStarted)],
+        ['Runs completed', formatCount(counters.runsCompleted)],
+        ['Runs failed', formatCount(counters.runsFailed)],
+        ['Groups skipped', counters.groupsSkipped > 0 ? formatCount(counters.groupsSkipped) : undefined],
+        ['Events received', formatCount(counters.received)],
+        ['Repeats dropped', formatCount(counters.duplicates)],
+        ['Invalid events', counters.invalid > 0 ? formatCount(counters.invalid) : undefined],
+        ['Cost so far', formatMoney(cost)],
+        [
+          'Budget left',
+          controls.budget === undefined ? undefined : formatMoney(Math.max(controls.budget - cost, 0)),
+        ],
+        ['Flow controls', flowControlsText(controls)],
+        ['State', condition],
+      ],
+      ['Automation', 'Now'],
+    ),
+  ].join('\n');
 }

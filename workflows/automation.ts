@@ -28,21 +28,31 @@ import {
   log,
   ParentClosePolicy,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automation';
 import {
+  awaitRunSummary,
+  groupDueSummary,
+  idleEndSummary,
+  planRunSummary,
+  readAutomationSummary,
+} from '../contracts/activity-summaries';
+import {
   AUTOMATION_BUDGET_EXCEEDED,
   type AutomationCarry,
   type AutomationCounters,
   type AutomationEvent,
+  type AutomationState,
   type AutomationWorkflowInput,
   parseAutomationEvent,
   runCost,
 } from '../contracts/automation-input';
 import { failedRunCost } from '../contracts/automation-run-cost';
+import { automationCurrentDetails } from '../contracts/current-details';
 import { automationEventSignal, automationStateQuery } from './automation-definitions';
 
 /** Ids remembered for de-duplication, at most (the carry must fit in one payload). */
@@ -105,8 +115,30 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
   const runPrefix = `${info.workflowId}:${info.firstExecutionRunId.slice(0, 8)}`;
   const continueAfter = input.continueAfterEvents ?? DEFAULT_CONTINUE_AFTER_EVENTS;
 
-  const controls = await describeAutomation(name);
+  const controls = await describeAutomation.executeWithOptions({ summary: readAutomationSummary(name) }, [
+    name,
+  ]);
   const { batch, debounce, concurrency, dedupeWindow } = controls;
+
+  function stateNow(): AutomationState {
+    return {
+      name,
+      key,
+      pending: pending.length,
+      ready: ready.length,
+      starting,
+      inFlight: inFlight.size,
+      remembered: seen.size,
+      counters: { ...counters },
+    };
+  }
+  /**
+   * The UI's current details, set wherever the state changes (an event, a run started or ended, a
+   * group formed): setting them costs no history event, and rendering them is a small table.
+   */
+  function showDetails(): void {
+    setCurrentDetails(automationCurrentDetails(stateNow(), controls));
+  }
 
   function prune(now: number): void {
     for (const [id, at] of seen) {
@@ -135,18 +167,10 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     pending.push(parsed.event);
     if (pending.length === 1) firstPendingAt = now;
     lastEventAt = now;
+    showDetails();
   });
 
-  setHandler(automationStateQuery, () => ({
-    name,
-    key,
-    pending: pending.length,
-    ready: ready.length,
-    starting,
-    inFlight: inFlight.size,
-    remembered: seen.size,
-    counters: { ...counters },
-  }));
+  setHandler(automationStateQuery, stateNow);
 
   function ended(workflowId: string, outcome: 'completed' | 'failed', cost = 0): void {
     if (!inFlight.delete(workflowId)) return;
@@ -154,12 +178,15 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     else counters.runsFailed++;
     if (cost > 0) counters.cost = (counters.cost ?? 0) + cost;
     version++;
+    showDetails();
   }
   for (const workflowId of inFlight.keys()) {
-    void awaitAutomationRun({ workflowId }).then(
-      (answer) => ended(workflowId, answer.outcome, answer.cost),
-      () => ended(workflowId, 'failed'),
-    );
+    void awaitAutomationRun
+      .executeWithOptions({ summary: awaitRunSummary(workflowId) }, [{ workflowId }])
+      .then(
+        (answer) => ended(workflowId, answer.outcome, answer.cost),
+        () => ended(workflowId, 'failed'),
+      );
   }
 
   const overBudget = () => controls.budget !== undefined && (counters.cost ?? 0) >= controls.budget;
@@ -243,7 +270,9 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     const runId = `${runPrefix}:${seq}`;
     let plan: Awaited<ReturnType<typeof planAutomationRun>>;
     try {
-      plan = await planAutomationRun({ name, key, runId, events });
+      plan = await planAutomationRun.executeWithOptions({ summary: planRunSummary(seq, events.length) }, [
+        { name, key, runId, events },
+      ]);
     } catch (error) {
       if (error instanceof Error && error.cause instanceof ApplicationFailure) {
         if (error.cause.type === 'AutomationNotRegistered') throw error.cause;
@@ -275,6 +304,7 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     }
     counters.runsStarted++;
     inFlight.set(runId, plan.kind);
+    showDetails();
     void result.then(
       (value) => ended(runId, 'completed', runCost(value)),
       (error: unknown) => ended(runId, 'failed', failedRunCost(error)),
@@ -299,8 +329,10 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
         .finally(() => {
           starting--;
           version++;
+          showDetails();
         });
     }
+    showDetails();
     if (starting === 0 && wantsContinue() && carryFits()) {
       await condition(allHandlersFinished);
       // Signals handled while waiting are in `pending` and travel in the carry.
@@ -310,7 +342,8 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
     if (pending.length === 0 && ready.length === 0 && inFlight.size === 0 && starting === 0) {
       const oldest = seen.values().next();
       const forgetIn = oldest.done ? 0 : oldest.value + dedupeWindow - now;
-      const woke = await condition(() => version !== at, Math.max(controls.idleTimeout, forgetIn, 1));
+      const idleMs = Math.max(controls.idleTimeout, forgetIn, 1);
+      const woke = await condition(() => version !== at, idleMs, { summary: idleEndSummary(now + idleMs) });
       if (!woke) {
         prune(Date.now());
         if (seen.size === 0) return counters;
@@ -331,6 +364,9 @@ export async function automationWorkflow(input: AutomationWorkflowInput): Promis
         (pending.length === 0 && ready.length === 0 && inFlight.size === 0 && starting === 0) ||
         (starting === 0 && handledThisRun >= continueAt));
     if (deadline === undefined) await condition(actionable);
-    else await condition(actionable, Math.max(deadline - now, 1));
+    else {
+      const dueMs = Math.max(deadline - now, 1);
+      await condition(actionable, dueMs, { summary: groupDueSummary(now + dueMs, pending.length) });
+    }
   }
 }

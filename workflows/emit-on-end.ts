@@ -8,6 +8,7 @@
  */
 import { ApplicationFailure, ContinueAsNew, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automation';
+import { emitEventSummary } from '../contracts/activity-summaries';
 import { type EmitOnEnd, type JsonValue, MAX_EVENT_BYTES } from '../contracts/automation-input';
 
 const { emitEvent } = proxyActivities<AutomationActivities>({
@@ -61,7 +62,10 @@ export async function emitOnEnd(
     data: bounded(data, { type: data.type ?? type, message: 'the summary was too large for an event' }),
   };
   try {
-    await emitEvent({ automation: target.automation, key: target.key ?? DEFAULT_EMIT_KEY, event });
+    const key = target.key ?? DEFAULT_EMIT_KEY;
+    await emitEvent.executeWithOptions({ summary: emitEventSummary(type, target.automation, key) }, [
+      { automation: target.automation, key, event },
+    ]);
   } catch (error) {
     log.warn('the end event was not sent', { automation: target.automation, error: String(error) });
   }

@@ -4,6 +4,12 @@
  */
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
+import {
+  createEndpointSummary,
+  findEndpointsSummary,
+  readEndpointSummary,
+  updateEndpointSummary,
+} from '../contracts/activity-summaries';
 import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
 import type {
   CreateEndpointRequest,
@@ -80,7 +86,9 @@ export async function provision(
 ): Promise<ProvisionResult> {
   track.enter('provisioning');
   track.endpoint(undefined, name);
-  const existing = await act.findEndpointsByName(name);
+  const existing = await act.findEndpointsByName.executeWithOptions({ summary: findEndpointsSummary(name) }, [
+    name,
+  ]);
   if (existing.length > 1) {
     throw ApplicationFailure.create({
       type: ENDPOINT_FAILURE.duplicateName,
@@ -99,7 +107,10 @@ export async function provision(
   const created = endpoint === undefined;
   if (!endpoint) {
     progress.createStarted = true;
-    endpoint = await act.createEndpoint(createRequest(request, name));
+    endpoint = await act.createEndpoint.executeWithOptions(
+      { summary: createEndpointSummary(name, request.templateId) },
+      [createRequest(request, name)],
+    );
   }
   progress.endpointId = endpoint.id;
   track.endpoint(endpoint.id, endpoint.name);
@@ -109,7 +120,10 @@ export async function provision(
   const reconciled = Object.keys(changes);
   if (reconciled.length > 0) {
     checkWorkers(endpoint, changes, '');
-    endpoint = await act.updateEndpoint(updateInput(endpoint, changes));
+    endpoint = await act.updateEndpoint.executeWithOptions(
+      { summary: updateEndpointSummary(endpoint.id, reconciled) },
+      [updateInput(endpoint, changes)],
+    );
   }
   return { endpointId: endpoint.id, name: endpoint.name, created, reconciled, endpoint };
 }
@@ -122,7 +136,9 @@ export async function update(
 ): Promise<Endpoint> {
   track.enter('updating');
   track.endpoint(endpointId);
-  const current = await act.readEndpoint(endpointId);
+  const current = await act.readEndpoint.executeWithOptions({ summary: readEndpointSummary(endpointId) }, [
+    endpointId,
+  ]);
   if (!current) {
     throw ApplicationFailure.create({
       type: ENDPOINT_FAILURE.notFound,
@@ -132,5 +148,8 @@ export async function update(
   }
   track.endpoint(endpointId, current.name);
   checkWorkers(current, changes, 'changes');
-  return act.updateEndpoint(updateInput(current, changes));
+  return act.updateEndpoint.executeWithOptions(
+    { summary: updateEndpointSummary(endpointId, Object.keys(withoutUndefined(changes))) },
+    [updateInput(current, changes)],
+  );
 }

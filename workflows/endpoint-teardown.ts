@@ -5,6 +5,17 @@
 import { ApplicationFailure, sleep } from '@temporalio/workflow';
 import type { Endpoint } from '../api/schemas/endpoint';
 import type { HealthResponse } from '../api/schemas/job';
+import {
+  cancelEndpointJobSummary,
+  deleteEndpointSummary,
+  deleteNetworkVolumeSummary,
+  endpointHealthSummary,
+  findEndpointsSummary,
+  healthPollSummary,
+  purgeQueueSummary,
+  readEndpointSummary,
+  scaleToZeroSummary,
+} from '../contracts/activity-summaries';
 import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
 import type { EndpointChanges, TeardownOptions } from '../contracts/endpoint-input';
 import { failureType, type Tracker, teardownAct, updateInput } from './endpoint-common';
@@ -30,28 +41,42 @@ async function unlessGone<T>(step: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-/** Polls /health until `done` holds or `timeoutMs` of workflow time passed; true when it held. */
+/**
+ * Polls /health until `done` holds or `timeoutMs` of workflow time passed; true when it held.
+ * `waitingFor` says what for in the activities' and timers' summaries ("workers to stop").
+ */
 async function watchHealth(
   endpointId: string,
   done: (health: HealthResponse) => boolean,
   timeoutMs: number,
   intervalMs: number,
+  waitingFor: string,
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   let interval = intervalMs;
   for (;;) {
-    const health = await unlessGone(() => teardownAct.endpointHealth(endpointId));
+    const health = await unlessGone(() =>
+      teardownAct.endpointHealth.executeWithOptions(
+        { summary: endpointHealthSummary(endpointId, waitingFor) },
+        [endpointId],
+      ),
+    );
     if (!health || done(health)) return true;
     const left = deadline - Date.now();
     if (left <= 0) return false;
-    await sleep(Math.min(interval, left));
+    const delay = Math.min(interval, left);
+    await sleep(delay, { summary: healthPollSummary(endpointId, delay, waitingFor) });
     interval = Math.min(interval * 2, Math.max(MAX_POLL_INTERVAL_MS, intervalMs));
   }
 }
 
 async function purge(endpointId: string, track: Tracker, result: TeardownResult): Promise<void> {
   track.enter('purging-queue');
-  const purged = await unlessGone(() => teardownAct.purgeEndpointQueue(endpointId));
+  const purged = await unlessGone(() =>
+    teardownAct.purgeEndpointQueue.executeWithOptions({ summary: purgeQueueSummary(endpointId) }, [
+      endpointId,
+    ]),
+  );
   result.purged += purged?.removed ?? 0;
 }
 
@@ -59,7 +84,14 @@ async function cancelJobs(endpointId: string, jobIds: string[], track: Tracker, 
   if (jobIds.length === 0) return;
   track.enter('cancelling-jobs');
   const answers = await Promise.all(
-    jobIds.map((jobId) => unlessGone(() => teardownAct.cancelEndpointJob(endpointId, jobId))),
+    jobIds.map((jobId) =>
+      unlessGone(() =>
+        teardownAct.cancelEndpointJob.executeWithOptions(
+          { summary: cancelEndpointJobSummary(endpointId, jobId) },
+          [endpointId, jobId],
+        ),
+      ),
+    ),
   );
   answers.forEach((answer, index) => {
     result.cancelled.push(answer ?? { jobId: jobIds[index]! });
@@ -90,6 +122,7 @@ async function handleJobs(
         (health) => health.jobs.inProgress === 0,
         jobs.timeout,
         options.pollInterval,
+        'its jobs to finish',
       );
       if (!result.jobsFinished) await cancelJobs(endpointId, jobs.jobIds, track, result);
       // With workersMax at 0 queued jobs can never start: remove them rather than leave them hanging.
@@ -111,7 +144,9 @@ async function removeEndpoint(
   for (let round = 1; ; round++) {
     track.enter('scaling-to-zero');
     const scaled = await unlessGone(() =>
-      teardownAct.updateEndpoint(updateInput(endpoint, { workersMin: 0, workersMax: 0 } as EndpointChanges)),
+      teardownAct.updateEndpoint.executeWithOptions({ summary: scaleToZeroSummary(endpoint.id) }, [
+        updateInput(endpoint, { workersMin: 0, workersMax: 0 } as EndpointChanges),
+      ]),
     );
     if (!scaled) return;
     if (round === 1) {
@@ -122,11 +157,14 @@ async function removeEndpoint(
         (health) => health.workers.running === 0,
         options.drainTimeout,
         options.pollInterval,
+        'its workers to stop',
       );
     }
     track.enter('deleting-endpoint');
     try {
-      await teardownAct.deleteEndpoint(endpoint.id);
+      await teardownAct.deleteEndpoint.executeWithOptions({ summary: deleteEndpointSummary(endpoint.id) }, [
+        endpoint.id,
+      ]);
       return;
     } catch (error) {
       if (failureType(error) !== ENDPOINT_FAILURE.notScaledDown || round >= DELETE_ROUNDS) throw error;
@@ -148,11 +186,17 @@ export async function teardown(
   let endpoints: Endpoint[] = [];
   if ('endpointId' in target) {
     track.endpoint(target.endpointId);
-    const endpoint = await teardownAct.readEndpoint(target.endpointId);
+    const endpoint = await teardownAct.readEndpoint.executeWithOptions(
+      { summary: readEndpointSummary(target.endpointId) },
+      [target.endpointId],
+    );
     if (endpoint) endpoints = [endpoint];
   } else if ('name' in target) {
     track.endpoint(undefined, target.name);
-    endpoints = await teardownAct.findEndpointsByName(target.name);
+    endpoints = await teardownAct.findEndpointsByName.executeWithOptions(
+      { summary: findEndpointsSummary(target.name) },
+      [target.name],
+    );
     if (endpoints.length > 1 && !target.allOfName) {
       throw ApplicationFailure.create({
         type: ENDPOINT_FAILURE.duplicateName,
@@ -181,7 +225,10 @@ export async function teardown(
   if (options.deleteNetworkVolume) {
     for (const volume of volumes) {
       track.enter('deleting-network-volume');
-      await teardownAct.deleteNetworkVolume(volume);
+      await teardownAct.deleteNetworkVolume.executeWithOptions(
+        { summary: deleteNetworkVolumeSummary(volume) },
+        [volume],
+      );
       result.networkVolumesDeleted.push(volume);
     }
   }

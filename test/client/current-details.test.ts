@@ -1,7 +1,12 @@
-/** The current details a batch and a job show in the Temporal UI, rendered from their snapshots. */
+/** The current details a batch, a job and an automation show in the Temporal UI, rendered from their snapshots. */
 import { describe, expect, it } from 'vitest';
+import type { AutomationControls, AutomationState } from '../../contracts/automation-input';
 import type { BatchProgress } from '../../contracts/batch-input';
-import { batchCurrentDetails, jobCurrentDetails } from '../../contracts/current-details';
+import {
+  automationCurrentDetails,
+  batchCurrentDetails,
+  jobCurrentDetails,
+} from '../../contracts/current-details';
 import type { JobSnapshot } from '../../contracts/job-snapshot';
 
 const counts = {
@@ -57,5 +62,66 @@ describe('current details', () => {
     expect(text).toContain('| Attempt | 2 |');
     expect(text).toContain('| Queue delay | 1.5 s |');
     expect(text).toContain('| Cost | 0.0021 USD |');
+  });
+
+  const controls: AutomationControls = {
+    dedupeWindow: 86_400_000,
+    debounce: 10_000,
+    batch: { maxEvents: 50, maxWait: 60_000 },
+    concurrency: 2,
+    budget: 5,
+    idleTimeout: 3_600_000,
+  };
+  const automation = (changes: Partial<AutomationState> = {}): AutomationState => ({
+    name: 'resize',
+    key: 'user-7',
+    pending: 12,
+    ready: 1,
+    starting: 0,
+    inFlight: 2,
+    remembered: 40,
+    counters: {
+      received: 42,
+      duplicates: 3,
+      runsStarted: 9,
+      runsCompleted: 6,
+      runsFailed: 1,
+      groupsSkipped: 0,
+      invalid: 0,
+      cost: 1.25,
+    },
+    ...changes,
+  });
+
+  it('an automation shows pending events, runs in flight, runs started, completed and failed, cost and its flow controls', () => {
+    const text = automationCurrentDetails(automation(), controls);
+    expect(text).toContain('**12 pending events, 2 runs in flight**');
+    expect(text).toContain('| Pending events | 12 |');
+    expect(text).toContain('| Groups waiting for a run | 1 |');
+    expect(text).toContain('| Runs in flight | 2 |');
+    expect(text).toContain('| Runs started | 9 |');
+    expect(text).toContain('| Runs completed | 6 |');
+    expect(text).toContain('| Runs failed | 1 |');
+    expect(text).toContain('| Repeats dropped | 3 |');
+    expect(text).toContain('| Cost so far | 1.25 |');
+    expect(text).toContain('| Budget left | 3.75 |');
+    expect(text).toContain(
+      '| Flow controls | debounce 10 s, batches of up to 50 events or 1 min, 2 runs at once, repeats dropped for 1 d |',
+    );
+    expect(text).toContain('| State | at its concurrency: groups wait for a run to end |');
+    // Rows with nothing to say are left out.
+    expect(text).not.toContain('Groups skipped');
+    expect(text).not.toContain('Runs starting');
+  });
+
+  it('an automation says when it is idle, and when its budget stops new runs', () => {
+    const idle = automation({ pending: 0, ready: 0, inFlight: 0 });
+    expect(automationCurrentDetails(idle, controls)).toContain('| State | idle: waiting for events |');
+    expect(automationCurrentDetails(idle, controls)).toContain('**0 pending events, 0 runs in flight**');
+    const spent = automation({ counters: { ...automation().counters, cost: 5 } });
+    expect(automationCurrentDetails(spent, controls)).toContain(
+      '| State | budget reached: no new runs, waiting for the runs in flight |',
+    );
+    expect(automationCurrentDetails(spent, controls)).toContain('| Budget left | 0.00 |');
   });
 });
