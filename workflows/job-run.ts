@@ -1,0 +1,263 @@
+/**
+ * The job workflow's state (one `Run`): what it knows of its job and how each fact the service
+ * reports updates it, the failure details and the result made from it, and the search attributes
+ * and UI details kept in step with it.
+ */
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import {
+  type ApplicationFailure,
+  type CancellationScope,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { addRunCosts, type CostEstimate } from '../contracts/cost';
+import { jobCurrentDetails } from '../contracts/current-details';
+import type { ParsedJobInput } from '../contracts/job-input';
+import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
+import type { JobObservation, StreamSink } from '../contracts/job-types';
+import type { LeaseRequest } from '../contracts/submit-lease';
+import { JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
+import { resultsExpireAt, type SubmitKind, ttlDeadline } from './job-rules';
+import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
+
+const TERMINAL: readonly string[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+
+/** A webhook's claim about a job: looked at with /status before it is believed. */
+export type Hint = { jobId: string; status: string };
+/** The job is gone: its ttl passed, or its results expired before a /retry could reach it. */
+export type Expired = { kind: 'expired'; why: 'ttl' | 'results'; message: string };
+
+export interface Run {
+  job: ParsedJobInput;
+  s: JobSnapshot;
+  /** The estimate of the runs before the last /retry, added to each later run's (s.cost). */
+  earlierCost?: CostEstimate;
+  /** Webhook hints not looked at yet, oldest first. */
+  hints: Hint[];
+  /** ttl values asked for by extendJobTtlSignal, not applied yet. */
+  ttlRequests: number[];
+  /** The lease submits ask for (contracts/submit-lease.ts); none when the caller wants no lease. */
+  lease?: LeaseRequest;
+  /** Workflow time when the current job was submitted (before the call: the earliest it can be). */
+  submittedAt: number;
+  deadline: number;
+  resultsExpireAt: number;
+  /** The COMPLETED observation, whose output the result carries. */
+  completed?: JobObservation;
+  stream?: { scope: CancellationScope; done: boolean };
+  sink?: StreamSink;
+}
+
+export const isTerminal = (status: string | undefined): boolean =>
+  status !== undefined && TERMINAL.includes(status);
+
+export const submitKind = (run: Run): SubmitKind => (run.job.options.mode === 'runsync' ? 'runsync' : 'run');
+
+/** The caller's bound on an output carried inline, as the activities take it (none: their default). */
+export function inlineLimit(run: Run): { inlineMaxBytes?: number } {
+  const limit = run.job.options.outputInlineMaxBytes;
+  return limit === undefined ? {} : { inlineMaxBytes: limit };
+}
+
+export function newRun(job: ParsedJobInput, startedAt: number): Run {
+  return {
+    job,
+    s: {
+      endpointId: job.options.endpointId,
+      mode: job.options.mode,
+      phase: 'submitting',
+      jobIds: [],
+      submissions: 0,
+      uncertainSubmits: 0,
+      uncertainAdopted: 0,
+      resubmittedAfterLease: 0,
+      leaseLapses: 0,
+      adopted: false,
+      attempts: 0,
+      retries: 0,
+      webhooks: 0,
+      strayJobIds: [],
+      timings: { startedAt },
+      ...(job.options.stream ? { stream: { chunks: 0 } } : {}),
+    },
+    hints: [],
+    ttlRequests: [],
+    submittedAt: startedAt,
+    deadline: Number.POSITIVE_INFINITY,
+    resultsExpireAt: Number.POSITIVE_INFINITY,
+  };
+}
+
+// --- failure details and the result
+
+/** The details of a failure before any run state exists (a bad input). */
+export function emptyDetails(endpointId: string): JobFailureDetails {
+  return { endpointId, jobIds: [], attempts: 0, retries: 0, submissions: 0, uncertainSubmits: 0 };
+}
+
+export function details(run: Run, extra: Partial<JobFailureDetails> = {}): JobFailureDetails {
+  const { s } = run;
+  return {
+    endpointId: s.endpointId,
+    ...(s.jobId ? { jobId: s.jobId } : {}),
+    jobIds: [...s.jobIds],
+    ...(s.status ? { status: s.status } : {}),
+    attempts: s.attempts,
+    retries: s.retries,
+    submissions: s.submissions,
+    uncertainSubmits: s.uncertainSubmits,
+    ...leaseCounts(run),
+    ...extra,
+  };
+}
+
+/** The lease's counts, only when something happened (results and details without a lease have none). */
+function leaseCounts(
+  run: Run,
+): Partial<Pick<JobResult, 'uncertainAdopted' | 'resubmittedAfterLease' | 'leaseLapses'>> {
+  const { uncertainAdopted, resubmittedAfterLease, leaseLapses } = run.s;
+  return {
+    ...(uncertainAdopted > 0 ? { uncertainAdopted } : {}),
+    ...(resubmittedAfterLease > 0 ? { resubmittedAfterLease } : {}),
+    ...(leaseLapses > 0 ? { leaseLapses } : {}),
+  };
+}
+
+/** The field and rule an activity's BadRequest named, for the workflow's own failure. */
+export function pickFieldRule(facts: Record<string, unknown>): Partial<JobFailureDetails> {
+  return typeof facts.field === 'string' && typeof facts.rule === 'string'
+    ? { field: facts.field, rule: facts.rule }
+    : {};
+}
+
+export function expired(run: Run, why: Expired['why'], what: string): Expired {
+  return {
+    kind: 'expired',
+    why,
+    message: `job ${run.s.jobId} on endpoint ${run.s.endpointId} expired: ${what}`,
+  };
+}
+
+export function finalFailure(run: Run, status: 'FAILED' | 'TIMED_OUT'): ApplicationFailure {
+  const { s } = run;
+  const tries = `after ${s.attempts} attempt(s) (${s.retries} retr${s.retries === 1 ? 'y' : 'ies'})`;
+  if (status === 'TIMED_OUT') {
+    return jobFailure(
+      JOB_FAILURE.timedOut,
+      `job ${s.jobId} on endpoint ${s.endpointId} ran past its executionTimeout ${tries}`,
+      details(run),
+    );
+  }
+  return jobFailure(
+    JOB_FAILURE.failed,
+    `job ${s.jobId} on endpoint ${s.endpointId} failed ${tries}: ${s.error ?? 'the service gave no error text'}`,
+    details(run, s.error === undefined ? {} : { error: s.error }),
+  );
+}
+
+export function resultOf(run: Run): JobResult {
+  const { s } = run;
+  const done = run.completed;
+  return {
+    endpointId: s.endpointId,
+    jobId: s.jobId as string,
+    status: 'COMPLETED',
+    ...(done?.outputRef
+      ? { outputRef: done.outputRef }
+      : done && 'output' in done
+        ? { output: done.output }
+        : {}),
+    ...(s.delayTime !== undefined ? { delayTime: s.delayTime } : {}),
+    ...(s.executionTime !== undefined ? { executionTime: s.executionTime } : {}),
+    ...(s.cost !== undefined ? { cost: s.cost } : {}),
+    attempts: s.attempts,
+    retries: s.retries,
+    submissions: s.submissions,
+    uncertainSubmits: s.uncertainSubmits,
+    ...leaseCounts(run),
+    jobIds: [...s.jobIds],
+    ...(s.stream ? { stream: { ...s.stream } } : {}),
+  };
+}
+
+// --- what the service reports
+
+export function syncSearchAttributes(run: Run): void {
+  // The UI's current details change at the same moments (they cost no history event).
+  setCurrentDetails(jobCurrentDetails(run.s));
+  if (!run.job.options.searchAttributes) return;
+  const current = workflowInfo().typedSearchAttributes;
+  const updates: SearchAttributeUpdatePair[] = [];
+  if (current.get(endpointIdKey) !== run.s.endpointId)
+    updates.push({ key: endpointIdKey, value: run.s.endpointId });
+  const ids = current.get(jobIdKey) ?? [];
+  if (run.s.jobIds.length > 0 && ids.join('\n') !== run.s.jobIds.join('\n')) {
+    updates.push({ key: jobIdKey, value: [...run.s.jobIds] });
+  }
+  if (run.s.status && current.get(jobStatusKey) !== run.s.status)
+    updates.push({ key: jobStatusKey, value: run.s.status });
+  if (updates.length > 0) upsertSearchAttributes(updates);
+}
+
+export function applyObservation(run: Run, observation: JobObservation): void {
+  const { s } = run;
+  const now = Date.now();
+  s.status = observation.status;
+  if (observation.delayTime !== undefined) s.delayTime = observation.delayTime;
+  if (observation.executionTime !== undefined) s.executionTime = observation.executionTime;
+  if (observation.cost !== undefined) s.cost = addRunCosts(run.earlierCost, observation.cost);
+  if (observation.progress !== undefined) s.progress = observation.progress;
+  if (observation.error !== undefined) s.error = observation.error;
+  if (observation.status === 'IN_PROGRESS' && s.timings.runningAt === undefined) s.timings.runningAt = now;
+  if (isTerminal(observation.status)) {
+    s.timings.finishedAt = now;
+    // An estimate: the job finished at most one polling interval before this; a /retry that comes
+    // too late anyway is answered 404, which means the same.
+    run.resultsExpireAt = resultsExpireAt(now, submitKind(run));
+    s.timings.resultsExpireAt = run.resultsExpireAt;
+  } else {
+    delete s.timings.finishedAt;
+    delete s.timings.resultsExpireAt;
+    run.resultsExpireAt = Number.POSITIVE_INFINITY;
+  }
+  if (observation.status === 'COMPLETED') run.completed = observation;
+  syncSearchAttributes(run);
+}
+
+export function setDeadline(run: Run, ttlMs: number): void {
+  run.deadline = ttlDeadline(run.submittedAt, ttlMs);
+  run.s.timings.ttlDeadline = run.deadline;
+}
+
+/**
+ * The workflow now follows this job (submitted by it, or adopted from an uncertain submit).
+ * `leaseTtlMs`: the job went out under a lease and its ttl is that until it is extended.
+ */
+export function ownJob(
+  run: Run,
+  observation: JobObservation,
+  submittedAt: number,
+  adopted: boolean,
+  leaseTtlMs?: number,
+): void {
+  const { s } = run;
+  s.jobId = observation.jobId;
+  if (!s.jobIds.includes(observation.jobId)) s.jobIds.push(observation.jobId);
+  s.adopted = adopted;
+  s.attempts += 1;
+  s.timings.submittedAt = submittedAt;
+  delete s.timings.runningAt;
+  delete s.progress;
+  run.submittedAt = submittedAt;
+  if (leaseTtlMs === undefined) delete s.leaseTtlMs;
+  else s.leaseTtlMs = leaseTtlMs;
+  setDeadline(run, leaseTtlMs ?? run.job.ttlMs);
+  applyObservation(run, observation);
+}
+
+/** The job now lives under the caller's ttl, counted from submission. */
+export function leaseExtended(run: Run, ttl: number): void {
+  delete run.s.leaseTtlMs;
+  setDeadline(run, ttl);
+}

@@ -1,0 +1,208 @@
+/**
+ * Waiting for the job: webhook and polling at once. Polling is one long heartbeating activity that
+ * returns only when the status changes; a webhook is a hint, confirmed with /status, after which
+ * the poller is cancelled. History grows by status changes, never by running time. Just before the
+ * ttl deadline the workflow stops waiting and looks once more.
+ */
+import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
+import type { JobStatusValue } from '../api/schemas/job';
+import type { JobObservation, WaitResult } from '../contracts/job-types';
+import { JOB_UNCHANGED } from '../contracts/job-wait-policy';
+import { shortActivities, waitActivities } from './job-activities';
+import { activityOutcome, JOB_FAILURE } from './job-failures';
+import { lastLookMarginMs, whyGone } from './job-rules';
+import {
+  applyObservation,
+  type Expired,
+  expired,
+  inlineLimit,
+  isTerminal,
+  type Run,
+  setDeadline,
+  submitKind,
+} from './job-run';
+import { noteStray } from './job-signals';
+
+/** How one stretch of waiting ended: the status changed, the deadline came, or the poller must start over. */
+type Segment = 'changed' | 'deadline' | 'restart' | Expired;
+
+/** The poller activity and, once it has ended, how. */
+interface Poller {
+  scope: CancellationScope;
+  settled?: { ok: true; value: WaitResult } | { ok: false; error: unknown };
+}
+
+/** Until the job is finished (undefined) or known to be gone. */
+export async function watchUntilTerminal(run: Run): Promise<Expired | undefined> {
+  while (!isTerminal(run.s.status)) {
+    run.s.phase = 'waiting';
+    // Stop looking a little before the service deletes the job: one last look must still find it.
+    const returnBy = run.deadline - lastLookMarginMs(run.job.ttlMs);
+    if (Date.now() >= returnBy) return lastLook(run);
+    const segment = await watchSegment(run, returnBy);
+    if (segment === 'deadline') return lastLook(run);
+    if (typeof segment === 'object') return segment;
+  }
+  return undefined;
+}
+
+/** At the deadline: a job that is not finished now will be deleted by the service. */
+async function lastLook(run: Run): Promise<Expired | undefined> {
+  const observation = await lookQuietly(run, run.s.jobId as string);
+  if (observation) {
+    applyObservation(run, observation);
+    if (isTerminal(observation.status)) return undefined;
+    return expired(run, 'ttl', `its ttl deadline came while it was ${observation.status}`);
+  }
+  return expired(run, 'ttl', 'its ttl passed (the service answers 404)');
+}
+
+/**
+ * One poller activity, raced against webhook hints, ttl requests and the deadline. Whatever comes
+ * first ends the segment; a poller still running is cancelled on the way out.
+ */
+async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
+  const jobId = run.s.jobId as string;
+  const poller = startPoller(run, jobId, returnBy);
+  let pollerAtDeadline = false;
+  // Webhook claims already checked against the status they were checked at.
+  const checked = new Set<string>();
+  try {
+    for (;;) {
+      const woken = await condition(
+        () =>
+          (poller.settled !== undefined && !pollerAtDeadline) ||
+          run.hints.length > 0 ||
+          run.ttlRequests.length > 0,
+        Math.max(returnBy - Date.now(), 1),
+      );
+      const settled = poller.settled;
+      if (settled?.ok && !pollerAtDeadline) {
+        applyObservation(run, settled.value);
+        if (settled.value.reason === 'changed') return 'changed';
+        // The worker's clock reached the deadline before the workflow's: wait out the rest with the
+        // timer (webhooks still count) rather than start another poller for a few seconds.
+        pollerAtDeadline = true;
+      }
+      if (settled && !settled.ok) return pollerFailed(run, settled.error);
+      if (!woken) return 'deadline';
+
+      const ttl = run.ttlRequests.shift();
+      if (ttl !== undefined) {
+        await extendTtl(run, ttl);
+        return 'restart';
+      }
+      if (await hintChangedStatus(run, jobId, checked)) return 'changed';
+    }
+  } finally {
+    if (!poller.settled) poller.scope.cancel();
+  }
+}
+
+function startPoller(run: Run, jobId: string, returnBy: number): Poller {
+  const poller: Poller = { scope: new CancellationScope() };
+  poller.scope
+    .run(() =>
+      waitActivities(returnBy - Date.now()).waitForJobChange({
+        endpointId: run.s.endpointId,
+        jobId,
+        knownStatus: run.s.status as JobStatusValue,
+        returnBy,
+        polling: run.job.polling,
+        ...inlineLimit(run),
+      }),
+    )
+    .then(
+      (value) => {
+        poller.settled = { ok: true, value };
+      },
+      (error: unknown) => {
+        poller.settled = { ok: false, error };
+      },
+    );
+  return poller;
+}
+
+/** The oldest webhook hint, checked with /status when it claims something new of this job. */
+async function hintChangedStatus(run: Run, jobId: string, checked: Set<string>): Promise<boolean> {
+  const hint = run.hints.shift();
+  if (!hint) return false;
+  if (hint.jobId !== jobId) {
+    noteStray(run, hint.jobId);
+    return false;
+  }
+  // A claim already checked against this status is not checked again (the service retries webhooks).
+  const claim = `${hint.status}@${run.s.status}`;
+  if (hint.status === run.s.status || checked.has(claim)) return false;
+  checked.add(claim);
+  const observation = await lookQuietly(run, jobId);
+  if (observation && observation.status !== run.s.status) {
+    applyObservation(run, observation);
+    return true;
+  }
+  return false;
+}
+
+function pollerFailed(run: Run, error: unknown): Segment {
+  if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
+  const outcome = activityOutcome(error);
+  if (outcome?.type === JOB_FAILURE.expired) {
+    // The service deletes a job at its ttl, or a retention period after it finished. Before our
+    // ttl estimate, and with no sight of the job for a whole retention period (a long outage,
+    // say), the results expired unseen; otherwise the service's clock reached the ttl first.
+    const lastAliveAt = outcome.facts.lastAliveAt;
+    const why = whyGone(
+      Date.now(),
+      run.deadline,
+      run.job.ttlMs,
+      typeof lastAliveAt === 'number' ? lastAliveAt : undefined,
+      submitKind(run),
+    );
+    return why === 'ttl'
+      ? expired(run, 'ttl', 'its ttl passed (the service answers 404)')
+      : expired(
+          run,
+          'results',
+          'the service no longer knows it (404): it finished unseen and its results expired',
+        );
+  }
+  // Out of time (the schedule-to-close timeout is the deadline) is the deadline; so is a last
+  // "unchanged" look that the server could not retry within it.
+  if (outcome?.source === 'timeout' || outcome?.type === JOB_UNCHANGED) return 'deadline';
+  // Cancelled by a worker shutting down, not by us: poll again.
+  if (outcome?.source === 'cancelled') return 'restart';
+  throw error;
+}
+
+/** /status?ttl=: the service counts the new ttl from submission, and so does the deadline. */
+async function extendTtl(run: Run, ttl: number): Promise<void> {
+  try {
+    const observation = await shortActivities.fetchJobStatus({
+      endpointId: run.s.endpointId,
+      jobId: run.s.jobId as string,
+      ttl,
+    });
+    run.job = { ...run.job, ttlMs: ttl };
+    setDeadline(run, ttl);
+    delete run.s.ttlExtensionError;
+    applyObservation(run, observation);
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    run.s.ttlExtensionError = activityOutcome(error)?.message ?? String(error);
+  }
+}
+
+/** One /status; undefined when it could not be read (404 included). Cancellation still propagates. */
+export async function lookQuietly(run: Run, jobId: string): Promise<JobObservation | undefined> {
+  try {
+    return await shortActivities.fetchJobStatus({
+      endpointId: run.s.endpointId,
+      jobId,
+      ...inlineLimit(run),
+    });
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    log.warn('a status check failed', { jobId, error: activityOutcome(error)?.message ?? String(error) });
+    return undefined;
+  }
+}
