@@ -4,6 +4,7 @@
  * here holds for both.
  */
 import { describe, expect, it } from 'vitest';
+import { stepItem } from '../../workflows/item-engine';
 import {
   dueAt,
   type ItemEvent,
@@ -12,9 +13,8 @@ import {
   queuedItem,
   type RetryDueItem,
   type RunningItem,
-  stepItem,
   type UncertainItem,
-} from '../../workflows/item-engine';
+} from '../../workflows/item-state';
 
 const rules: ItemRules = {
   retry: { maxRetries: 2, initialInterval: 1_000, backoffCoefficient: 2, on: ['FAILED', 'TIMED_OUT'] },

@@ -1,0 +1,57 @@
+/**
+ * A cancelled batch: every job in flight is cancelled at the service (within the /cancel limits,
+ * in chunks) and recorded, as is every other item under way; then the batch ends as cancelled.
+ */
+import { condition, log } from '@temporalio/workflow';
+import { shortActivities } from './batch-activities';
+import { recordAll } from './batch-record';
+import { advance, type BatchRun } from './batch-run';
+import { cancelWatchers } from './batch-watch';
+import type { RunningItem } from './item-state';
+import { activityOutcome } from './job-failures';
+
+const CANCEL_CHUNK = 1_000;
+
+export async function cancelInFlight(run: BatchRun): Promise<void> {
+  cancelWatchers(run);
+  // Submits under way finish first: their jobs get ids, and so can be cancelled.
+  await condition(() => run.submitsRunning === 0 && run.retrying.size === 0);
+  const now = Date.now();
+  const live = [...run.items.values()].filter((item): item is RunningItem => item.phase === 'running');
+  for (let from = 0; from < live.length; from += CANCEL_CHUNK)
+    await cancelChunk(run, live.slice(from, from + CANCEL_CHUNK), now);
+  for (const item of [...run.items.values()]) {
+    const reason =
+      item.phase === 'uncertain'
+        ? 'the batch was cancelled after an uncertain submit'
+        : 'the batch was cancelled';
+    advance(run, item, { kind: 'abandoned', now, reason });
+  }
+  run.state.stopping = true;
+  await recordAll(run);
+}
+
+async function cancelChunk(run: BatchRun, chunk: RunningItem[], now: number): Promise<void> {
+  let answers: Map<number, { status?: string; error?: string }>;
+  try {
+    const { results } = await shortActivities.cancelBatchJobs({
+      endpointId: run.input.endpointId,
+      items: chunk.map((item) => [item.index, item.jobId]),
+    });
+    answers = new Map(results.map((result) => [result.i, result]));
+  } catch (error) {
+    answers = new Map();
+    log.error('cancelling jobs in flight failed', { error: activityOutcome(error)?.message });
+  }
+  for (const item of chunk) {
+    const answer = answers.get(item.index);
+    advance(run, item, {
+      kind: 'abandoned',
+      now,
+      reason: answer?.error
+        ? `the batch was cancelled; cancelling the job failed: ${answer.error}`
+        : 'the batch was cancelled',
+      ...(answer?.status === undefined ? {} : { status: answer.status }),
+    });
+  }
+}

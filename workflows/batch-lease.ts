@@ -1,0 +1,74 @@
+/**
+ * The extension of the batch's leases (contracts/submit-lease.ts): one activity extends the new
+ * jobs' ttl from the lease to the caller's, a page's worth as they come, and does not wait for an
+ * earlier one, which may be trying a job until its lease ends while new leases run.
+ */
+import { isCancellation, log } from '@temporalio/workflow';
+import { leaseEndsBy } from '../contracts/submit-lease';
+import { leaseActivities } from './batch-activities';
+import { advance, type BatchRun, bump } from './batch-run';
+import type { RunningItem } from './item-state';
+import { leaseAttemptMs } from './job-activities';
+import { activityOutcome } from './job-failures';
+
+export function startExtensions(run: BatchRun): void {
+  const due: Array<RunningItem & { lease: NonNullable<RunningItem['lease']> }> = [];
+  for (const item of run.items.values()) {
+    if (item.phase === 'running' && item.lease && !item.lease.unsettled && !run.extending.has(item.index)) {
+      due.push(item as RunningItem & { lease: NonNullable<RunningItem['lease']> });
+    }
+  }
+  if (due.length === 0) return;
+  run.extendsRunning += 1;
+  const entries = due.map((item): [number, string, number, number] => [
+    item.index,
+    item.jobId,
+    item.ttlMs,
+    leaseEndsBy(item.lease.answeredAt, item.lease.ttlMs),
+  ]);
+  for (const item of due) run.extending.add(item.index);
+  const longest = Math.max(...entries.map((entry) => entry[3])) - Date.now();
+  const shortest = Math.min(...due.map((item) => item.lease.ttlMs));
+  /** The item as it is now, if it still has the job this activity was asked about. */
+  const current = (asked: RunningItem): RunningItem | undefined => {
+    run.extending.delete(asked.index);
+    const item = run.items.get(asked.index);
+    return item?.phase === 'running' && item.jobId === asked.jobId ? item : undefined;
+  };
+  leaseActivities(longest, leaseAttemptMs(shortest))
+    .extendBatchLeases({ endpointId: run.input.endpointId, items: entries })
+    .then(
+      ({ results }) => {
+        const asked = new Map(due.map((item) => [item.index, item]));
+        for (const result of results) {
+          const request = asked.get(result.i);
+          const item = request && current(request);
+          if (!item) continue;
+          if (result.extended) advance(run, item, { kind: 'lease-extended' });
+          else if (result.gone)
+            advance(run, item, { kind: 'gone', now: Date.now(), stopping: run.state.stopping });
+          // Neither: an answer may have been lost after it was made; the watcher's 404 tells.
+          else advance(run, item, { kind: 'lease-unsettled' });
+        }
+      },
+      (error: unknown) => {
+        // A worker that died mid-extension: whatever lease still runs is tried again at once.
+        const retry = activityOutcome(error)?.source === 'timeout';
+        const now = Date.now();
+        for (const request of due) {
+          const item = current(request);
+          if (!item?.lease) continue;
+          if (!retry || leaseEndsBy(item.lease.answeredAt, item.lease.ttlMs) <= now) {
+            advance(run, item, { kind: 'lease-unsettled' });
+          }
+        }
+        if (!isCancellation(error))
+          log.warn('extending leases failed', { error: activityOutcome(error)?.message, retry });
+      },
+    )
+    .finally(() => {
+      for (const item of due) run.extending.delete(item.index);
+      run.extendsRunning -= 1;
+      bump(run);
+    });
+}

@@ -1,0 +1,233 @@
+/**
+ * A batch run's state (activities mode): what continues as new (BatchState, inside the workflow's
+ * one input), what lives only while this run does (the activities under way), and the one place an
+ * item moves: `advance` steps the per-item engine (item-engine.ts), sums the counters the step moves
+ * and records an item that ended.
+ */
+import type { CancellationScope } from '@temporalio/workflow';
+import type { BatchCost, BatchCounts, ParsedBatchInput, PendingResultLine } from '../contracts/batch-input';
+import { roundCost } from '../contracts/cost';
+import type { Polling } from '../contracts/job-types';
+import type { SubmitLeaseSetting } from '../contracts/submit-lease';
+import { emptyCounts } from './batch-outcomes';
+import { stepItem } from './item-engine';
+import type { EndedItem, ItemCount, ItemEvent, ItemRules, ItemState, ItemStep } from './item-state';
+
+/** The batch's default look at its jobs: quick at first, then every 10 s at most. */
+const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
+/** Retries of items that failed within the same second go out as one call. */
+const RETRY_GRID_MS = 1_000;
+
+/** The batch's counters of what its items did (the summary's and the progress's). */
+export interface BatchTally {
+  /** POST /run calls that may have made a job, uncertain ones included. */
+  submissions: number;
+  uncertainSubmits: number;
+  uncertainAdopted: number;
+  resubmittedAfterLease: number;
+  leaseLapses: number;
+  retries: number;
+  webhooks: number;
+}
+
+/** Everything a run hands to the next one. */
+export interface BatchState {
+  batchKey: string;
+  manifestKey: string;
+  total: number;
+  /** Items below the cursor have been taken from the manifest. */
+  cursor: number;
+  /** Items taken and not ended: queued again, uncertain, running or waiting for a retry. */
+  items: ItemState[];
+  /** Lines of items that ended without output, not yet written. */
+  lines: PendingResultLine[];
+  /** Orphans' webhooks (a job id naming its item) not yet matched with their uncertain submit. */
+  hints: Array<{ jobId: string; item?: number }>;
+  counts: BatchCounts;
+  tally: BatchTally;
+  maxConcurrency: number;
+  paused: boolean;
+  /** Tolerance or budget reached: nothing more is submitted. */
+  stopping: boolean;
+  budgetExceeded?: boolean;
+  /** The running cost estimate of the finished runs. */
+  cost: BatchCost;
+  startedAt: number;
+  runs: number;
+  /** History events of the earlier runs. */
+  events: number;
+}
+
+/** A run: the carried state, with the items by index, and the activities under way. */
+export interface BatchRun {
+  readonly input: ParsedBatchInput;
+  readonly rules: ItemRules;
+  readonly polling: Polling;
+  /** The lease setting the submits carry; undefined: off. */
+  readonly lease: SubmitLeaseSetting | undefined;
+  /** The carried state; its `items` are kept in `items` below while the run lasts. */
+  readonly state: BatchState;
+  readonly items: Map<number, ItemState>;
+  /** Items in pages being submitted (an orphan's webhook may come before the page's answer). */
+  readonly sending: Set<number>;
+  submitsRunning: number;
+  /** Items whose /retry, or lease extension, is under way. */
+  readonly retrying: Set<number>;
+  readonly extending: Set<number>;
+  extendsRunning: number;
+  recordRunning: boolean;
+  /** The running watchers, each with the items (index -> job id) it was asked about. */
+  readonly watchers: Map<CancellationScope, Map<number, string>>;
+  /** Items some running watcher covers. */
+  readonly watched: Set<number>;
+  /** Waiting for the activities to end before continuing as new. */
+  draining: boolean;
+  cancelled: boolean;
+  /** Bumped by everything that may let the loop do more (an activity's end, a signal, a timer). */
+  dirty: number;
+  timer?: { due: number; scope: CancellationScope };
+}
+
+export function newBatchRun(input: ParsedBatchInput, carried: BatchState | undefined, now: number): BatchRun {
+  const state: BatchState = carried ?? {
+    batchKey: '',
+    manifestKey: '',
+    total: 0,
+    cursor: 0,
+    items: [],
+    lines: [],
+    hints: [],
+    counts: emptyCounts(),
+    tally: {
+      submissions: 0,
+      uncertainSubmits: 0,
+      uncertainAdopted: 0,
+      resubmittedAfterLease: 0,
+      leaseLapses: 0,
+      retries: 0,
+      webhooks: 0,
+    },
+    maxConcurrency: input.maxConcurrency,
+    paused: false,
+    stopping: false,
+    cost: { amount: 0, items: 0 },
+    startedAt: now,
+    runs: 1,
+    events: 0,
+  };
+  const { job } = input;
+  return {
+    input,
+    rules: { ...job, submitKind: 'run', retryGridMs: RETRY_GRID_MS },
+    polling: { ...BATCH_POLLING, ...job.polling },
+    lease: job.submitLease !== false ? job.submitLease : undefined,
+    state,
+    items: new Map(state.items.map((item) => [item.index, item])),
+    sending: new Set(),
+    submitsRunning: 0,
+    retrying: new Set(),
+    extending: new Set(),
+    extendsRunning: 0,
+    recordRunning: false,
+    watchers: new Map(),
+    watched: new Set(),
+    draining: false,
+    cancelled: false,
+    dirty: 0,
+  };
+}
+
+export function bump(run: BatchRun): void {
+  run.dirty += 1;
+}
+
+/** The state to carry into the next run. */
+export function carriedState(run: BatchRun): BatchState {
+  return { ...run.state, items: [...run.items.values()] };
+}
+
+const TALLY_OF: Record<ItemCount, keyof BatchTally> = {
+  submission: 'submissions',
+  uncertainSubmit: 'uncertainSubmits',
+  uncertainAdopted: 'uncertainAdopted',
+  resubmittedAfterLease: 'resubmittedAfterLease',
+  leaseLapse: 'leaseLapses',
+  retry: 'retries',
+};
+
+/**
+ * The one way an item moves: the engine's step, its counters summed, the item kept or, once ended,
+ * counted and its line queued for the results (`line`: what the event's source knows beyond the
+ * engine, such as the run's times or where its error text is).
+ */
+export function advance(
+  run: BatchRun,
+  item: ItemState,
+  event: ItemEvent,
+  line: Partial<PendingResultLine> = {},
+): ItemStep {
+  const result = stepItem(item, event, run.rules);
+  for (const count of result.counts) run.state.tally[TALLY_OF[count]] += 1;
+  const next = result.item;
+  if (next.phase === 'ended') {
+    run.items.delete(next.index);
+    endItem(run, next, line);
+  } else run.items.set(next.index, next);
+  return result;
+}
+
+/** An ended item: counted; its line written later (a completed item's line the watcher wrote). */
+export function endItem(run: BatchRun, item: EndedItem, line: Partial<PendingResultLine> = {}): void {
+  run.state.counts[item.outcome] += 1;
+  if (item.outcome === 'completed') return;
+  run.state.lines.push({
+    index: item.index,
+    ...(item.jobId === undefined ? {} : { jobId: item.jobId }),
+    status: item.status,
+    ...(item.reason === undefined || line.errorRef !== undefined ? {} : { error: item.reason }),
+    attempts: item.attempts,
+    submissions: item.submissions,
+    ...(item.cost === undefined ? {} : { cost: item.cost }),
+    ...(item.submittedAt === undefined ? {} : { submittedAt: item.submittedAt, finishedAt: item.endedAt }),
+    ...line,
+  });
+}
+
+/** A finished run's estimate, in the batch's running total. */
+export function addCost(run: BatchRun, amount: number | undefined): void {
+  if (amount === undefined) return;
+  const { cost } = run.state;
+  cost.amount = roundCost(cost.amount + amount);
+  cost.items += 1;
+}
+
+/** Items in flight as the window counts them: uncertain, running, or waiting for a retry. */
+export function inFlight(run: BatchRun): number {
+  let count = 0;
+  for (const item of run.items.values()) if (item.phase !== 'queued') count += 1;
+  return count;
+}
+
+/** Items with a job the service knows (running or waiting for a retry). */
+export function withJobs(run: BatchRun): number {
+  let count = 0;
+  for (const item of run.items.values())
+    if (item.phase === 'running' || item.phase === 'retry-due') count += 1;
+  return count;
+}
+
+/** Items in pages being submitted now. */
+export function submitting(run: BatchRun): number {
+  return run.sending.size;
+}
+
+/** No activity of this run is under way. */
+export function idle(run: BatchRun): boolean {
+  return (
+    run.submitsRunning === 0 &&
+    run.retrying.size === 0 &&
+    run.extendsRunning === 0 &&
+    !run.recordRunning &&
+    run.watchers.size === 0
+  );
+}

@@ -1,0 +1,168 @@
+/**
+ * Following the batch's jobs: watcher activities (up to MAX_WATCHERS, each on jobs no other one
+ * covers) answer with the jobs that finished or are gone; orphans of uncertain submits report
+ * themselves by webhook and are adopted; an uncertain submit whose wait is over is settled. Every
+ * answer is an event of the per-item engine.
+ */
+import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
+import { JOB_LIMITS } from '../api/schemas/job';
+import type { ItemChange, WatchedItem } from '../contracts/batch-input';
+import { watchActivities } from './batch-activities';
+import type { BatchHintAnswer } from './batch-definitions';
+import { addCost, advance, type BatchRun, bump } from './batch-run';
+import type { ItemEvent, RunningItem } from './item-state';
+import { activityOutcome } from './job-failures';
+
+/**
+ * A watcher holds its answer this long after its first finished job, while more finish (fewer,
+ * fuller answers), or until a tenth of its jobs did: each place it frees waits for the answer.
+ */
+const WATCH_HOLD_MS = 500;
+const WATCH_RETURN_SHARE = 10;
+/**
+ * Watchers that may run at once, each on the jobs no other one covers. A watcher looks only at the
+ * jobs it was started with and is retried with the same list while none of them finishes, so jobs
+ * submitted after it started get a watcher of their own rather than waiting for an older job to
+ * finish (an hour, if those are hour-long). Between looks a watcher holds no worker slot.
+ */
+const MAX_WATCHERS = 8;
+const MAX_PENDING_HINTS = 1_000;
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
+
+export function startWatch(run: BatchRun): void {
+  while (run.watchers.size < MAX_WATCHERS) {
+    const uncovered: RunningItem[] = [];
+    for (const item of run.items.values()) {
+      if (item.phase === 'running' && !run.watched.has(item.index)) uncovered.push(item);
+    }
+    if (uncovered.length === 0) return;
+    startWatcher(run, uncovered);
+  }
+}
+
+export function cancelWatchers(run: BatchRun): void {
+  for (const scope of run.watchers.keys()) scope.cancel();
+}
+
+function startWatcher(run: BatchRun, covered: RunningItem[]): void {
+  const { input, state } = run;
+  const items: WatchedItem[] = covered.map((item) =>
+    item.cost === undefined
+      ? [item.index, item.jobId, item.status, item.attempts, item.submittedAt]
+      : [item.index, item.jobId, item.status, item.attempts, item.submittedAt, item.cost],
+  );
+  const asked = new Map(covered.map((item) => [item.index, item.jobId]));
+  for (const index of asked.keys()) run.watched.add(index);
+  const scope = new CancellationScope();
+  run.watchers.set(scope, asked);
+  scope
+    .run(() =>
+      watchActivities.watchBatchJobs({
+        endpointId: input.endpointId,
+        batchKey: state.batchKey,
+        items,
+        polling: run.polling,
+        returnAfter: Math.max(1, Math.floor(items.length / WATCH_RETURN_SHARE)),
+        holdMs: WATCH_HOLD_MS,
+        ...(input.job.outputInlineMaxBytes === undefined
+          ? {}
+          : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
+      }),
+    )
+    .then(
+      ({ changes, currency }) => {
+        if (currency !== undefined) state.cost.currency = currency;
+        for (const change of changes) changed(run, change, asked.get(change.i));
+      },
+      (error: unknown) => {
+        if (!isCancellation(error))
+          log.warn('the watcher failed', { error: activityOutcome(error)?.message });
+      },
+    )
+    .finally(() => {
+      run.watchers.delete(scope);
+      for (const index of asked.keys()) run.watched.delete(index);
+      bump(run);
+    });
+}
+
+/** A watcher's word on one job: only about the job it was asked about (the item may have a new one). */
+function changed(run: BatchRun, change: ItemChange, askedJobId: string | undefined): void {
+  const item = run.items.get(change.i);
+  if (item?.phase !== 'running' || item.jobId !== askedJobId) return;
+  const { stopping } = run.state;
+  if (change.gone) {
+    advance(run, item, { kind: 'gone', now: Date.now(), stopping });
+    return;
+  }
+  if (!TERMINAL.has(change.status)) {
+    advance(run, item, { kind: 'observed', status: change.status as RunningItem['status'] });
+    return;
+  }
+  addCost(run, change.cost);
+  const event: ItemEvent = {
+    kind: 'finished',
+    status: change.status as Extract<ItemEvent, { kind: 'finished' }>['status'],
+    now: Date.now(),
+    ...(change.cost === undefined ? {} : { cost: change.cost }),
+    ...(change.error === undefined ? {} : { error: change.error }),
+  };
+  advance(run, item, event, {
+    ...(change.errorRef === undefined ? {} : { errorRef: change.errorRef }),
+    ...(change.delayTime === undefined ? {} : { delayTime: change.delayTime }),
+    ...(change.executionTime === undefined ? {} : { executionTime: change.executionTime }),
+  });
+}
+
+// --- orphans of uncertain submits
+
+/** Whether a webhook naming `jobId` for item `index` is wanted: only an orphan's. */
+export function wantsHint(run: BatchRun, index: number, jobId: string): BatchHintAnswer {
+  for (const item of run.items.values()) {
+    if ((item.phase === 'running' || item.phase === 'retry-due') && item.jobId === jobId) return false;
+  }
+  if (run.items.get(index)?.phase === 'uncertain') return true;
+  // Its page has not answered: most such jobs will be known when it does (no signal needed).
+  return run.sending.has(index) ? 'wait' : false;
+}
+
+export function receiveHint(run: BatchRun, hint: unknown): void {
+  const { jobId, item } = (hint ?? {}) as { jobId?: unknown; item?: unknown };
+  if (typeof jobId !== 'string' || jobId.length === 0 || jobId.length > 1024) return;
+  run.state.tally.webhooks += 1;
+  // Only an orphan (a job id no item has, naming an item waiting on an uncertain submit) matters:
+  // every known job is looked at by the watcher anyway.
+  if (typeof item !== 'number' || !wantsHint(run, item, jobId)) return;
+  run.state.hints.push({ jobId, item });
+  if (run.state.hints.length > MAX_PENDING_HINTS) run.state.hints.shift();
+  bump(run);
+}
+
+/** An orphan's webhook names its item: that job becomes the item's (the watcher confirms it). */
+export function adoptOrphans(run: BatchRun): void {
+  const { state } = run;
+  const keep: BatchRun['state']['hints'] = [];
+  for (const hint of state.hints.splice(0)) {
+    const item = hint.item === undefined ? undefined : run.items.get(hint.item);
+    if (item?.phase !== 'uncertain' || wantsHint(run, item.index, hint.jobId) === false) {
+      // Its submit has not answered yet: kept until it does.
+      if (hint.item !== undefined && run.sending.has(hint.item)) keep.push(hint);
+      continue;
+    }
+    log.info('adopted the job of an uncertain submit from its webhook', {
+      item: item.index,
+      jobId: hint.jobId,
+    });
+    advance(run, item, { kind: 'orphan-reported', jobId: hint.jobId, defaultTtlMs: JOB_LIMITS.ttlDefaultMs });
+  }
+  state.hints.push(...keep);
+}
+
+/** Uncertain submits whose wait is over: sent again or given up, as the caller chose. */
+export function settleUncertain(run: BatchRun, now: number): void {
+  for (const item of [...run.items.values()]) {
+    if (item.phase === 'uncertain' && item.waitUntil <= now) {
+      advance(run, item, { kind: 'wait-over', stopping: run.state.stopping });
+    }
+  }
+}
