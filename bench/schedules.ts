@@ -69,7 +69,7 @@ async function main() {
     for (let k = 0; k < triggers; k += 1) {
       const before = (await describeSchedule(client, id)).numActionsTaken;
       const t0 = performance.now();
-      await triggerSchedule(client, id);
+      await triggerSchedule(client, { scheduleId: id });
       let run: { workflowId: string; runId: string } | undefined;
       while (!run) {
         const d = await describeSchedule(client, id);
@@ -99,7 +99,8 @@ async function main() {
       scheduledRunWorkflowId(bid, new Date(start + k * 60_000)),
     );
     const t0 = performance.now();
-    await backfillSchedule(client, bid, {
+    await backfillSchedule(client, {
+      scheduleId: bid,
       start: new Date(start),
       end: new Date(start + (backfillMinutes - 1) * 60_000),
       overlap: 'ALLOW_ALL',

@@ -167,11 +167,17 @@ export async function resumeBatch(client: Client, batch: string | BatchHandle): 
   await handleOf(client, batch).signal(resumeBatchSignal);
 }
 
+export interface SetBatchConcurrencyOptions {
+  /** The batch: its workflow id or handle. */
+  batch: string | BatchHandle;
+  /** Jobs in flight at most from now on (1 to 10,000; 1,000 in mode 'children'). */
+  maxConcurrency: number;
+}
+
 /** Sets how many jobs may be in flight; returns the previous value. */
 export async function setBatchConcurrency(
   client: Client,
-  batch: string | BatchHandle,
-  maxConcurrency: number,
+  { batch, maxConcurrency }: SetBatchConcurrencyOptions,
 ): Promise<number> {
   const checked = concurrencySchema.safeParse(maxConcurrency);
   if (!checked.success)
@@ -193,17 +199,19 @@ export async function finishedSummary(client: Client, batch: string | BatchHandl
   }
 }
 
+export interface RedriveBatchOptions extends StartBatchOptions {
+  /** The finished batch whose items did not complete: its workflow id or handle. */
+  batch: string | BatchHandle;
+  /** Options to change for the redrive (more retries, say). */
+  changes?: Partial<Pick<BatchInput, 'job' | 'maxConcurrency' | 'failureTolerance' | 'pageSize'>>;
+}
+
 /**
  * A new batch of the items of a finished one that did not complete (failed, or never started when
  * it stopped), with the same endpoint and options. Its results number them from 0, in their order.
  */
-export async function redriveBatch(
-  client: Client,
-  batch: string | BatchHandle,
-  options: StartBatchOptions,
-  /** Options to change for the redrive (more retries, say). */
-  changes: Partial<Pick<BatchInput, 'job' | 'maxConcurrency' | 'failureTolerance' | 'pageSize'>> = {},
-): Promise<BatchHandle> {
+export async function redriveBatch(client: Client, options: RedriveBatchOptions): Promise<BatchHandle> {
+  const { batch, changes = {}, ...startOptions } = options;
   const handle = handleOf(client, batch);
   const summary = await finishedSummary(client, handle);
   if (summary.counts.completed === summary.total)
@@ -215,7 +223,7 @@ export async function redriveBatch(
   return startBatch(
     client,
     { ...original, ...changes, items: { redrive: { key: summary.results.key } } },
-    options,
+    startOptions,
   );
 }
 

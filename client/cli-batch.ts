@@ -190,7 +190,10 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .argument('<workflow-id>')
     .argument('<n>')
     .action(async (workflowId: string, n: string) => {
-      const previous = await setBatchConcurrency(await ctx.connect(), workflowId, parseInteger('<n>', n));
+      const previous = await setBatchConcurrency(await ctx.connect(), {
+        batch: workflowId,
+        maxConcurrency: parseInteger('<n>', n),
+      });
       print({ workflowId, maxConcurrency: Number(n), previous });
     });
 
@@ -201,7 +204,8 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .argument('<new-workflow-id>')
     .option('--wait', 'show progress until the new batch ends, then print its summary')
     .action(async (workflowId: string, newId: string, flags: { wait?: boolean }) => {
-      const handle = await redriveBatch(await ctx.connect(), workflowId, {
+      const handle = await redriveBatch(await ctx.connect(), {
+        batch: workflowId,
         workflowId: newId,
         taskQueue: ctx.taskQueue(),
       });

@@ -221,7 +221,10 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       .argument('<schedule-id>')
       .option('--note <text>', 'why')
       .action(async (scheduleId: string, flags: { note?: string }) => {
-        await act(await ctx.connect(), scheduleId, flags.note);
+        await act(await ctx.connect(), {
+          scheduleId,
+          ...(flags.note === undefined ? {} : { note: flags.note }),
+        });
         print({ scheduleId, [name === 'pause' ? 'paused' : 'unpaused']: true });
       });
   }
@@ -233,7 +236,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
     .option('--overlap <policy>', OVERLAP_POLICIES.join(', '))
     .action(async (scheduleId: string, flags: { overlap?: string }) => {
       const overlap = flags.overlap ? parseChoice('--overlap', flags.overlap, OVERLAP_POLICIES) : undefined;
-      await triggerSchedule(await ctx.connect(), scheduleId, overlap ? { overlap } : {});
+      await triggerSchedule(await ctx.connect(), { scheduleId, ...(overlap ? { overlap } : {}) });
       print({ scheduleId, triggered: true });
     });
 
@@ -262,7 +265,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
           ...(flags.rerun ? { rerun: true } : {}),
         };
         await namingFlags(async () => checkBackfill(window));
-        const { ranges, skipped } = await backfillSchedule(await ctx.connect(), scheduleId, window);
+        const { ranges, skipped } = await backfillSchedule(await ctx.connect(), { scheduleId, ...window });
         // What was sent, and the times left out because their run exists: a no-op shows as such.
         print({ scheduleId, backfill: { start: flags.start, end: flags.end }, ranges, skipped });
       },
@@ -287,7 +290,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       };
       await namingFlags(async () => checkScheduleUpdate(changes));
       // The new input is checked against the schedule's kind, which only the server knows.
-      await namingFlags(async () => updateSchedule(await ctx.connect(), scheduleId, changes));
+      await namingFlags(async () => updateSchedule(await ctx.connect(), { scheduleId, ...changes }));
       print({ scheduleId, updated: true });
     });
 

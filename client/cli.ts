@@ -232,12 +232,12 @@ export function buildProgram(
 
   job
     .command('extend-ttl')
-    .description("set the job's ttl (ms from submission) through /status?ttl=")
+    .description("set the job's ttl (from submission, e.g. 2d or 172800000 ms) through /status?ttl=")
     .argument('<workflow-id>')
-    .argument('<ttl-ms>')
+    .argument('<ttl>')
     .action(async (workflowId: string, ttl: string) => {
-      await extendJobTtl(await connect(), workflowId, parseInteger('<ttl-ms>', ttl));
-      print(io, { workflowId, ttlRequested: Number(ttl) });
+      const ttlRequested = await extendJobTtl(await connect(), { workflowId, ttl });
+      print(io, { workflowId, ttlRequested });
     });
 
   job

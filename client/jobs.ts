@@ -19,7 +19,7 @@ import { jobRequestBody } from '../api/jobs';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import type { JobFailureDetails } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
-import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
+import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
@@ -224,11 +224,24 @@ export async function cancelJob(client: Client, workflowId: string): Promise<voi
   await client.workflow.getHandle(workflowId).cancel();
 }
 
-/** Asks the workflow to set the job's ttl (ms from submission) through /status?ttl=. */
-export async function extendJobTtl(client: Client, workflowId: string, ttl: number): Promise<void> {
-  const rule = 'must be an integer between 10000 and 604800000 ms';
-  if (!Number.isInteger(ttl) || ttl < 10_000 || ttl > 604_800_000) throw new ValidationError('ttl', rule);
+const extendTtlSchema = z.strictObject({
+  workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }),
+  /** The job's new ttl, counted from its submission (10 seconds to 7 days). */
+  ttl: jobTtlSchema,
+});
+
+export type ExtendJobTtlOptions = z.input<typeof extendTtlSchema>;
+
+/**
+ * Asks the workflow to set the job's ttl (counted from submission) through /status?ttl=; returns
+ * that ttl in ms.
+ */
+export async function extendJobTtl(client: Client, options: ExtendJobTtlOptions): Promise<number> {
+  const parsed = extendTtlSchema.safeParse(options);
+  if (!parsed.success) throw validationError(parsed.error, '');
+  const { workflowId, ttl } = parsed.data;
   await client.workflow.getHandle(workflowId).signal(extendJobTtlSignal, { ttl });
+  return ttl;
 }
 
 const filterSchema = z.strictObject({

@@ -315,26 +315,44 @@ export async function describeSchedule(client: Client, scheduleId: string): Prom
 
 const noteSchema = z.string({ error: 'must be a string' }).max(1000).optional();
 
+/** Which schedule a call acts on: the id it was created with. */
+export interface ScheduleTarget {
+  scheduleId: string;
+}
+
+export interface PauseScheduleOptions extends ScheduleTarget {
+  /** Shown with the schedule (describeSchedule, the UI): why it was paused or unpaused. */
+  note?: string;
+}
+
 /** No scheduled runs until unpaused (trigger and backfill still run). */
-export async function pauseSchedule(client: Client, scheduleId: string, note?: string): Promise<void> {
+export async function pauseSchedule(
+  client: Client,
+  { scheduleId, note }: PauseScheduleOptions,
+): Promise<void> {
   const checked = parse(noteSchema, note, 'note');
   await handleOf(client, scheduleId).pause(checked);
 }
 
-export async function unpauseSchedule(client: Client, scheduleId: string, note?: string): Promise<void> {
+export async function unpauseSchedule(
+  client: Client,
+  { scheduleId, note }: PauseScheduleOptions,
+): Promise<void> {
   const checked = parse(noteSchema, note, 'note');
   await handleOf(client, scheduleId).unpause(checked);
+}
+
+export interface TriggerScheduleOptions extends ScheduleTarget {
+  /** This run's overlap policy; default: the schedule's. */
+  overlap?: OverlapPolicy;
 }
 
 /**
  * Starts a run now. Its overlap policy is the schedule's unless `overlap` overrides it (the SDK
  * alone would allow every overlap); a run still going with SKIP means this one does not start.
  */
-export async function triggerSchedule(
-  client: Client,
-  scheduleId: string,
-  options: { overlap?: OverlapPolicy } = {},
-): Promise<void> {
+export async function triggerSchedule(client: Client, options: TriggerScheduleOptions): Promise<void> {
+  const { scheduleId } = options;
   const overlap = parse(overlapSchema.optional(), options.overlap, 'overlap');
   const handle = handleOf(client, scheduleId);
   await handle.trigger(overlap ?? (await handle.describe()).policies.overlap);
@@ -354,6 +372,8 @@ const backfillSchema = z
   })
   .refine((b) => b.start < b.end, { error: 'must be after start', path: ['end'] });
 export type BackfillInput = z.input<typeof backfillSchema>;
+/** The schedule, and the window to run. */
+export type BackfillScheduleOptions = ScheduleTarget & BackfillInput;
 
 /** What backfillSchedule checks, without sending. */
 export const checkBackfill = (window: BackfillInput) => parse(backfillSchema, window, '');
@@ -373,8 +393,7 @@ export interface BackfillResult {
  */
 export async function backfillSchedule(
   client: Client,
-  scheduleId: string,
-  window: BackfillInput,
+  { scheduleId, ...window }: BackfillScheduleOptions,
 ): Promise<BackfillResult> {
   const { start, end, overlap, rerun } = checkBackfill(window);
   const handle = handleOf(client, scheduleId);
@@ -403,6 +422,8 @@ const updateSchema = z.strictObject({
   note: noteSchema,
 });
 export type ScheduleUpdate = z.input<typeof updateSchema>;
+/** The schedule, and what to change. */
+export type UpdateScheduleOptions = ScheduleTarget & ScheduleUpdate;
 
 /** What updateSchedule checks before reading the schedule (the input waits for its kind). */
 export const checkScheduleUpdate = (changes: ScheduleUpdate) => parse(updateSchema, changes, '');
@@ -413,8 +434,7 @@ export const checkScheduleUpdate = (changes: ScheduleUpdate) => parse(updateSche
  */
 export async function updateSchedule(
   client: Client,
-  scheduleId: string,
-  changes: ScheduleUpdate,
+  { scheduleId, ...changes }: UpdateScheduleOptions,
 ): Promise<void> {
   const parsed = checkScheduleUpdate(changes);
   const handle = handleOf(client, scheduleId);

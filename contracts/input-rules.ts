@@ -27,6 +27,12 @@ export const positiveDurationSchema = durationSchema.pipe(
   z.number().positive({ error: "must be a positive duration (ms or e.g. '10 minutes')" }),
 );
 
+/** A duration of `min` to `max` ms (a bound the service or Temporal sets). */
+export function durationBetween(min: number, max: number) {
+  const rule = `must be a duration between ${min} and ${max} ms (a number of ms or e.g. '30 seconds')`;
+  return durationSchema.pipe(z.number().min(min, { error: rule }).max(max, { error: rule }));
+}
+
 /** The first problem of a failed parse: the field's path (prefixed with `root`) and the rule. */
 export function firstIssue(error: z.ZodError, root = ''): { field: string; rule: string } {
   const issue = error.issues[0];

@@ -8,12 +8,15 @@
  * imported here.
  */
 import { z } from 'zod';
-import { JOB_LIMITS, waitSchema } from '../api/schemas/job';
+import { JOB_LIMITS } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
-import { durationSchema, firstIssue } from './input-rules';
-import { pollingSchema, requestRefSchema, streamSinkSchema, submitRequestSchema } from './job-types';
+import { durationBetween, durationSchema, firstIssue } from './input-rules';
+import { type Polling, requestRefSchema, streamSinkSchema, submitRequestSchema } from './job-types';
 import { LEASE_MIN_MS } from './submit-lease';
+
+/** The ttl of a job at the service (10 seconds to 7 days), as a duration. */
+export const jobTtlSchema = durationBetween(JOB_LIMITS.ttlMinMs, JOB_LIMITS.ttlMaxMs);
 
 /** Polling schedules by mode; a caller's `polling` overrides field by field. */
 export const POLLING_DEFAULTS = {
@@ -22,6 +25,48 @@ export const POLLING_DEFAULTS = {
   // Short jobs (and /runsync jobs, whose results are kept for 1 minute only): answer fast.
   sync: { initialIntervalMs: 200, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
 } as const;
+
+const pollingIntervalSchema = durationBetween(10, 3_600_000);
+
+/**
+ * A caller's polling schedule, field by field over the mode's: durations as everywhere else,
+ * parsed to the activities' schedule (contracts/job-types.ts pollingSchema, in ms).
+ */
+export const pollingInputSchema = z
+  .strictObject({
+    /** The first pause between two /status calls. */
+    initialInterval: pollingIntervalSchema.optional(),
+    /** The longest pause; the pause grows by backoffCoefficient up to it. */
+    maxInterval: pollingIntervalSchema.optional(),
+    backoffCoefficient: z.number().min(1).max(10).optional(),
+  })
+  .refine(
+    (p) =>
+      p.initialInterval === undefined || p.maxInterval === undefined || p.maxInterval >= p.initialInterval,
+    { error: 'must not be below initialInterval', path: ['maxInterval'] },
+  )
+  .transform(
+    ({ initialInterval, maxInterval, backoffCoefficient }): Partial<Polling> => ({
+      ...(initialInterval === undefined ? {} : { initialIntervalMs: initialInterval }),
+      ...(maxInterval === undefined ? {} : { maxIntervalMs: maxInterval }),
+      ...(backoffCoefficient === undefined ? {} : { backoffCoefficient }),
+    }),
+  );
+
+/** What a caller writes for a polling schedule (durations as given). */
+export type PollingInput = z.input<typeof pollingInputSchema>;
+
+/**
+ * A parsed polling schedule written back as input, for a workflow that starts a job with options
+ * it parsed itself (the batch's child mode): the job workflow parses it again.
+ */
+export function pollingInputOf(polling: Partial<Polling>): PollingInput {
+  return {
+    ...(polling.initialIntervalMs === undefined ? {} : { initialInterval: polling.initialIntervalMs }),
+    ...(polling.maxIntervalMs === undefined ? {} : { maxInterval: polling.maxIntervalMs }),
+    ...(polling.backoffCoefficient === undefined ? {} : { backoffCoefficient: polling.backoffCoefficient }),
+  };
+}
 
 export const jobRetrySchema = z
   .strictObject({
@@ -57,8 +102,8 @@ export const jobWorkflowInputSchema = z
      * its results are kept for 1 minute only. Prefer `sync` unless you know you need this.
      */
     mode: z.enum(['async', 'sync', 'runsync']).default('async'),
-    /** runsync: how long the service holds the response (ms, 1000 to 300000). */
-    runsyncWait: waitSchema.optional(),
+    /** runsync: how long the service holds the response (1 second to 5 minutes). */
+    runsyncWait: durationBetween(JOB_LIMITS.waitMinMs, JOB_LIMITS.waitMaxMs).optional(),
     retry: jobRetrySchema.prefault({}),
     /** When the job is gone (ttl passed, results expired before a retry): submit afresh or fail with JobExpired. */
     onExpired: z.enum(['fail', 'resubmit']).default('fail'),
@@ -103,7 +148,7 @@ export const jobWorkflowInputSchema = z
      */
     maxLeaseResubmits: z.int().min(0).max(20).default(5),
     /** Override of the mode's polling schedule. */
-    polling: pollingSchema.partial().optional(),
+    polling: pollingInputSchema.optional(),
     /** Stream the job's chunks into a sink (not in runsync mode). The output still comes from /status. */
     stream: z.strictObject({ sink: streamSinkSchema }).optional(),
     /** Outputs larger than this (JSON bytes) go to the result store; default: the worker's. */
@@ -157,7 +202,7 @@ export type ParsedJobInput = {
   request?: z.input<typeof submitRequestSchema>;
   /** The ttl the service applies (its default when the caller set none; a requestRef's is read first). */
   ttlMs: number;
-  polling: z.infer<typeof pollingSchema>;
+  polling: Polling;
 };
 
 /** Parses the input; the first problem comes back as a field path and a rule. */
@@ -180,7 +225,8 @@ export function parseJobWorkflowInput(
     ...options.polling,
   };
   if (polling.maxIntervalMs < polling.initialIntervalMs) {
-    return { ok: false, field: 'polling.maxIntervalMs', rule: 'must not be below initialIntervalMs' };
+    const rule = `must not be below initialInterval (${polling.initialIntervalMs} ms)`;
+    return { ok: false, field: 'polling.maxInterval', rule };
   }
   const request = (raw as { request?: z.input<typeof submitRequestSchema> }).request;
   return {

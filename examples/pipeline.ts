@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     );
     const next = (await describeSchedule(client, scheduleId)).nextActionTimes[0];
     say(`1. schedule ${scheduleId}: next run ${next?.toISOString()} (02:00 Europe/Paris); triggering it now`);
-    await triggerSchedule(client, scheduleId);
+    await triggerSchedule(client, { scheduleId });
     const runId = await until('the scheduled run', async () => {
       const run = (await describeSchedule(client, scheduleId)).recentRuns[0];
       return run?.workflowId;

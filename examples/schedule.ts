@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     const { nextActionTimes } = await describeSchedule(client, scheduleId);
     console.log(`[schedule] ${scheduleId}: next run ${nextActionTimes[0]?.toISOString()}`);
 
-    await triggerSchedule(client, scheduleId);
+    await triggerSchedule(client, { scheduleId });
     // The run appears in the schedule's description once the server has started it.
     let runId: string | undefined;
     for (let look = 0; runId === undefined && look < 300; look++) {

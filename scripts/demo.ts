@@ -136,7 +136,7 @@ async function main(): Promise<void> {
             input: { failTimes: 1, fail: 'CUDA out of memory', sleepMs: 5_000, output: { ok: true } },
           },
           retry: { maxRetries: 2, initialInterval: '1 second' },
-          polling: { initialIntervalMs: 250, maxIntervalMs: 1_000 },
+          polling: { initialInterval: 250, maxInterval: 1_000 },
         },
         { workflowId: `demo-retry-${run}`, taskQueue },
       ),
@@ -153,7 +153,7 @@ async function main(): Promise<void> {
       {
         endpointId: scripted,
         request: { input: { hang: true } },
-        polling: { initialIntervalMs: 250, maxIntervalMs: 1_000 },
+        polling: { initialInterval: 250, maxInterval: 1_000 },
       },
       { workflowId: cancelId, taskQueue },
     );

@@ -157,7 +157,12 @@ describe('backfillSchedule', () => {
 
   it('sends only the ranges whose times have no run, each with the overlap given', async () => {
     const { client, calls } = fakeClient([run(0), run(2)], everyMinute);
-    const result = await backfillSchedule(client, 'nightly', { start, end, overlap: 'ALLOW_ALL' });
+    const result = await backfillSchedule(client, {
+      scheduleId: 'nightly',
+      start,
+      end,
+      overlap: 'ALLOW_ALL',
+    });
     expect(result.skipped).toEqual([at(0), at(2)]);
     const sent = [
       { start: at(0, 1), end: at(2, -1), overlap: 'ALLOW_ALL' },
@@ -172,7 +177,7 @@ describe('backfillSchedule', () => {
       [0, 1, 2, 3].map((m) => run(m)),
       everyMinute,
     );
-    const result = await backfillSchedule(client, 'nightly', { start, end });
+    const result = await backfillSchedule(client, { scheduleId: 'nightly', start, end });
     expect(result).toEqual({ ranges: [], skipped: everyMinute });
     expect(calls.map((c) => c.method)).toEqual(['list', 'listScheduleMatchingTimes', 'describe']);
   });
@@ -182,14 +187,14 @@ describe('backfillSchedule', () => {
       [0, 1, 2, 3].map((m) => run(m)),
       everyMinute,
     );
-    const result = await backfillSchedule(client, 'nightly', { start, end, rerun: true });
+    const result = await backfillSchedule(client, { scheduleId: 'nightly', start, end, rerun: true });
     expect(result).toEqual({ ranges: [window], skipped: [] });
     expect(calls).toEqual([{ method: 'backfill', args: [[window]] }]);
   });
 
   it('with no run in the window, sends the window as one range', async () => {
     const { client, calls } = fakeClient([run(7)], everyMinute);
-    expect(await backfillSchedule(client, 'nightly', { start, end })).toEqual({
+    expect(await backfillSchedule(client, { scheduleId: 'nightly', start, end })).toEqual({
       ranges: [window],
       skipped: [],
     });

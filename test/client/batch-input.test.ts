@@ -47,8 +47,8 @@ describe('batch input', () => {
     });
     expect(refusal({ ...ok, job: { onExpired: 'sometimes' } })).toMatchObject({ field: 'job.onExpired' });
     expect(
-      refusal({ ...ok, job: { polling: { initialIntervalMs: 5_000, maxIntervalMs: 1_000 } } }),
-    ).toMatchObject({ field: 'job.polling.maxIntervalMs' });
+      refusal({ ...ok, job: { polling: { initialInterval: 5_000, maxInterval: 1_000 } } }),
+    ).toMatchObject({ field: 'job.polling.maxInterval' });
     expect(refusal({ ...ok, surprise: true })).toMatchObject({ rule: expect.stringContaining('surprise') });
   });
 

@@ -131,15 +131,17 @@ describe('schedule validation', () => {
   it('refuses a bad backfill window, trigger overlap or update before sending', async () => {
     const { client, calls } = recordingClient();
     expect(
-      await refusal(backfillSchedule(client, 'nightly', { start: '2026-01-02', end: '2026-01-01' })),
+      await refusal(
+        backfillSchedule(client, { scheduleId: 'nightly', start: '2026-01-02', end: '2026-01-01' }),
+      ),
     ).toEqual({ field: 'end', rule: 'must be after start' });
-    expect((await refusal(triggerSchedule(client, 'nightly', { overlap: 'NEVER' as never }))).field).toBe(
-      'overlap',
-    );
-    expect((await refusal(updateSchedule(client, 'nightly', { spec: { cron: ['nope'] } }))).field).toBe(
-      'spec.cron.0',
-    );
-    expect((await refusal(updateSchedule(client, ' ', {}))).field).toBe('scheduleId');
+    expect(
+      (await refusal(triggerSchedule(client, { scheduleId: 'nightly', overlap: 'NEVER' as never }))).field,
+    ).toBe('overlap');
+    expect(
+      (await refusal(updateSchedule(client, { scheduleId: 'nightly', spec: { cron: ['nope'] } }))).field,
+    ).toBe('spec.cron.0');
+    expect((await refusal(updateSchedule(client, { scheduleId: ' ' }))).field).toBe('scheduleId');
     expect(calls).toEqual([]);
   });
 
@@ -165,8 +167,8 @@ describe('schedule validation', () => {
 
   it('triggers with the schedule’s own overlap policy unless told otherwise', async () => {
     const { client, calls } = recordingClient();
-    await triggerSchedule(client, 'nightly');
-    await triggerSchedule(client, 'nightly', { overlap: 'ALLOW_ALL' });
+    await triggerSchedule(client, { scheduleId: 'nightly' });
+    await triggerSchedule(client, { scheduleId: 'nightly', overlap: 'ALLOW_ALL' });
     expect(calls.filter((c) => c.method === 'trigger').map((c) => c.args)).toEqual([['SKIP'], ['ALLOW_ALL']]);
   });
 

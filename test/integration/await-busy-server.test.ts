@@ -47,7 +47,7 @@ const JOBS = 2 * LIMIT;
 const HOUR_MS = 3_600_000;
 const WEEK_MS = 7 * 24 * HOUR_MS;
 /** At least 1 s: each look is a server-side retry of the wait activity, holding no worker slot. */
-const POLLING = { initialIntervalMs: 1_000, maxIntervalMs: 2_000, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 1_000, maxInterval: 2_000, backoffCoefficient: 1.5 };
 
 /**
  * The server's count of refused long polls (ConcurrentLimit) of one operation in the `default`

@@ -61,7 +61,7 @@ describe('batch engine on the emulator', () => {
         job: {
           ...NO_LEASE,
           retry: { maxRetries: 1, initialInterval: 100 },
-          polling: { initialIntervalMs: 100, maxIntervalMs: 500, backoffCoefficient: 1.5 },
+          polling: { initialInterval: 100, maxInterval: 500, backoffCoefficient: 1.5 },
         },
         maxConcurrency: 200,
         failureTolerance: { count: permanent },
@@ -168,12 +168,12 @@ describe('batch engine on the emulator', () => {
 
     // The redrive, with one more retry: the failed items (new jobs, each failing twice, then
     // completing) and the items never started.
-    const redrive = await redriveBatch(
-      stack.client,
-      handle,
-      { workflowId: `batch-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
-      { job: { ...NO_LEASE, retry: { maxRetries: 2, initialInterval: 100 } } },
-    );
+    const redrive = await redriveBatch(stack.client, {
+      batch: handle,
+      workflowId: `batch-redrive-${Date.now()}`,
+      taskQueue: stack.taskQueue,
+      changes: { job: { ...NO_LEASE, retry: { maxRetries: 2, initialInterval: 100 } } },
+    });
     const again = await awaitBatch(stack.client, redrive);
     expect(again).toMatchObject({ total: summary.failures + summary.notStarted, failures: 0 });
     const outputs = (await linesOf(again)).map((line) => (line.output as { index: number }).index);
@@ -243,12 +243,12 @@ describe('batch engine on the emulator', () => {
     const cancelled = await linesOf(summary);
     expect(cancelled).toHaveLength(30);
     expect(cancelled.every((line) => line.status === 'CANCELLED')).toBe(true);
-    const redrive = await redriveBatch(
-      stack.client,
-      handle,
-      { workflowId: `batch-cancel-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
-      { maxConcurrency: 200 },
-    );
+    const redrive = await redriveBatch(stack.client, {
+      batch: handle,
+      workflowId: `batch-cancel-redrive-${Date.now()}`,
+      taskQueue: stack.taskQueue,
+      changes: { maxConcurrency: 200 },
+    });
     const progress = await eventually(async () => {
       const now = await getBatchProgress(stack.client, redrive.workflowId);
       return now.cursor > 0 ? now : undefined;

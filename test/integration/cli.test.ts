@@ -210,7 +210,7 @@ describe('the CLI', () => {
   });
 
   /** Polls fast, so a test never waits on the schedule made for hour-long jobs. */
-  const FAST = JSON.stringify({ polling: { initialIntervalMs: 100, maxIntervalMs: 250 } });
+  const FAST = JSON.stringify({ polling: { initialInterval: 100, maxInterval: 250 } });
 
   /** Starts a job that runs until cancelled (a week of executionTimeout) and waits until it runs. */
   async function startHangingJob(id: string) {
@@ -281,7 +281,7 @@ describe('the CLI', () => {
 
     const refused = await cli('job', 'extend-ttl', id, '5');
     expect(refused.code).toBe(2);
-    expect(refused.err).toContain('ttl: must be an integer between 10000 and 604800000 ms');
+    expect(refused.err).toContain('ttl: must be a duration between 10000 and 604800000 ms');
 
     const extended = await cli('job', 'extend-ttl', id, String(TWO_DAYS));
     expect(extended.code).toBe(0);
@@ -317,7 +317,7 @@ describe('the CLI', () => {
       '--options',
       JSON.stringify({
         outputInlineMaxBytes: 1_000,
-        polling: { initialIntervalMs: 100, maxIntervalMs: 250 },
+        polling: { initialInterval: 100, maxInterval: 250 },
       }),
       '--wait',
     );

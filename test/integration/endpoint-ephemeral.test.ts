@@ -57,7 +57,7 @@ describe('ephemeral endpoint with real job and batch workflows (dev server, emul
   }
 
   /** Quick looks at the jobs: the emulator runs 20 times faster than real time here. */
-  const job = { polling: { initialIntervalMs: 100, maxIntervalMs: 500, backoffCoefficient: 1.5 } };
+  const job = { polling: { initialInterval: 100, maxInterval: 500, backoffCoefficient: 1.5 } };
   const items = (count: number, fails: (i: number) => boolean) =>
     Array.from({ length: count }, (_, i) => ({
       input: { sleepMs: 1_000, output: { index: i }, ...(fails(i) ? { fail: `item ${i} is broken` } : {}) },

@@ -264,7 +264,9 @@ describe('job client facade', () => {
   });
 
   it('refuses a ttl extension the service would refuse', async () => {
-    await expect(extendJobTtl(env.client, 'any', 5)).rejects.toBeInstanceOf(ValidationError);
+    await expect(extendJobTtl(env.client, { workflowId: 'any', ttl: 5 })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
   });
 
   it('gives typed failures through jobFailureOf', () => {

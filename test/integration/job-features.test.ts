@@ -109,8 +109,10 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
       const running = await stack.snapshotWhen(handle.workflowId, (s) => s.status === 'IN_PROGRESS');
       const jobId = running.jobId as string;
 
-      await expect(extendJobTtl(stack.client, handle.workflowId, 5)).rejects.toThrow(ValidationError);
-      await extendJobTtl(stack.client, handle.workflowId, 7_200_000);
+      await expect(extendJobTtl(stack.client, { workflowId: handle.workflowId, ttl: 5 })).rejects.toThrow(
+        ValidationError,
+      );
+      await extendJobTtl(stack.client, { workflowId: handle.workflowId, ttl: '2 hours' });
       const extended = await eventually(() => {
         const job = stack.control.job(jobId);
         return job?.policy.ttl === 7_200_000 ? job : undefined;

@@ -27,7 +27,7 @@ const LEASE = '10 seconds';
 // Longer than the lease: a job deleted at its lease never completes.
 const JOB_MS = 12_000;
 // LEASE_JOBS jobs look at /status about LEASE_JOBS / 3 s times a second at most: within the spec's rate.
-const POLLING = { initialIntervalMs: 3_000, maxIntervalMs: 6_000, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 3_000, maxInterval: 6_000, backoffCoefficient: 1.5 };
 
 async function inBatches<T>(count: number, size: number, make: (index: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];

@@ -12,7 +12,7 @@ import { uniqueTaskQueue } from '../support/temporal';
 const JOBS = 200;
 const HOUR_MS = 3_600_000;
 const WEEK_MS = 7 * 24 * HOUR_MS;
-const POLLING = { initialIntervalMs: 1_000, maxIntervalMs: 2_000, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 1_000, maxInterval: 2_000, backoffCoefficient: 1.5 };
 
 describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, worker processes)', () => {
   let stack: JobStack;

@@ -17,7 +17,7 @@ const JOBS = 1_000;
 const HOUR_MS = 3_600_000;
 const WEEK_MS = 7 * 24 * HOUR_MS;
 // 1,000 jobs look at /status at most about 1,000 / 5 s = 200 times a second: the spec's /status rate.
-const SLOW_POLLING = { initialIntervalMs: 5_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
+const SLOW_POLLING = { initialInterval: 5_000, maxInterval: 10_000, backoffCoefficient: 1.5 };
 
 async function inBatches<T>(count: number, size: number, make: (index: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];

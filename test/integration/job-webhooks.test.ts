@@ -18,7 +18,7 @@ import {
 } from '../support/integration';
 
 /** Polling that never gets a say within a test: what finishes the job is the webhook. */
-const SLOW_POLLING = { initialIntervalMs: 60_000, maxIntervalMs: 60_000, backoffCoefficient: 1 };
+const SLOW_POLLING = { initialInterval: 60_000, maxInterval: 60_000, backoffCoefficient: 1 };
 
 describe('job workflow webhooks (dev server, emulator over HTTP, real worker and gateway)', () => {
   let stack: JobStack;

@@ -95,7 +95,7 @@ describe('schedules on the dev server', () => {
       before.nextActionTimes[1]!.getTime() - before.nextActionTimes[0]!.getTime(),
     ).toBeGreaterThanOrEqual(23 * 3_600_000);
 
-    await triggerSchedule(stack.client, id);
+    await triggerSchedule(stack.client, { scheduleId: id });
     const started = await describeWhen(id, (d) => d.recentRuns.length === 1);
     const run = started.recentRuns[0]!;
     expect(run.workflowId).toBe(scheduledRunWorkflowId(id, run.scheduledAt));
@@ -124,9 +124,9 @@ describe('schedules on the dev server', () => {
       paused: true,
     });
     expect((await describeSchedule(stack.client, id)).paused).toBe(true);
-    await unpauseSchedule(stack.client, id, 'back on');
+    await unpauseSchedule(stack.client, { scheduleId: id, note: 'back on' });
     expect(await describeSchedule(stack.client, id)).toMatchObject({ paused: false, note: 'back on' });
-    await pauseSchedule(stack.client, id, 'maintenance');
+    await pauseSchedule(stack.client, { scheduleId: id, note: 'maintenance' });
     expect(await describeSchedule(stack.client, id)).toMatchObject({ paused: true, note: 'maintenance' });
   });
 
@@ -138,7 +138,7 @@ describe('schedules on the dev server', () => {
       taskQueue: stack.taskQueue,
       policies: { pauseOnFailure: true },
     });
-    await triggerSchedule(stack.client, id);
+    await triggerSchedule(stack.client, { scheduleId: id });
     const paused = await describeWhen(id, (d) => d.paused);
     expect(paused.recentRuns).toMatchObject([{ status: 'FAILED' }]);
   });
@@ -162,16 +162,16 @@ describe('schedules on the dev server', () => {
     // Service time stands still, so every run stays in flight through the second backfill.
     stack.control.freeze();
     try {
-      expect(await backfillSchedule(stack.client, id, window)).toEqual({
+      expect(await backfillSchedule(stack.client, { scheduleId: id, ...window })).toEqual({
         ranges: [{ start: window.start, end: window.end }],
         skipped: [],
       });
       const first = await describeWhen(id, (d) => d.recentRuns.length === 3);
       expect(idsOf(first)).toEqual(expected);
       // Even asked to rerun, a time whose run is still open starts nothing: its id refuses it.
-      await backfillSchedule(stack.client, id, { ...window, rerun: true });
+      await backfillSchedule(stack.client, { scheduleId: id, ...window, rerun: true });
       // Handled in order: once the trigger's run shows, the backfill before it has been handled.
-      await triggerSchedule(stack.client, id, { overlap: 'ALLOW_ALL' });
+      await triggerSchedule(stack.client, { scheduleId: id, overlap: 'ALLOW_ALL' });
       const after = await describeWhen(id, (d) => d.recentRuns.length === 4);
       expect(after.numActionsTaken).toBe(4);
       expect(idsOf(after).slice(0, 3)).toEqual(expected);
@@ -184,13 +184,21 @@ describe('schedules on the dev server', () => {
 
     // Closed now, where Temporal alone would start them again: the backfill finds their runs and
     // sends nothing. The trigger after it shows that nothing else started (7 if it had).
-    expect(await backfillSchedule(stack.client, id, window)).toEqual({ ranges: [], skipped: times });
-    await triggerSchedule(stack.client, id, { overlap: 'ALLOW_ALL' });
+    expect(await backfillSchedule(stack.client, { scheduleId: id, ...window })).toEqual({
+      ranges: [],
+      skipped: times,
+    });
+    await triggerSchedule(stack.client, { scheduleId: id, overlap: 'ALLOW_ALL' });
     const untouched = await describeWhen(id, (d) => d.numActionsTaken >= 5);
     expect(untouched.numActionsTaken).toBe(5);
 
     // A wider window runs only its new times: the minutes before and after.
-    const wider = await backfillSchedule(stack.client, id, { ...window, start: minute(-1), end: minute(3) });
+    const wider = await backfillSchedule(stack.client, {
+      scheduleId: id,
+      ...window,
+      start: minute(-1),
+      end: minute(3),
+    });
     expect(wider).toEqual({
       ranges: [
         { start: minute(-1), end: new Date(t0 - 1) },
@@ -205,7 +213,7 @@ describe('schedules on the dev server', () => {
     );
 
     // rerun: Temporal's own backfill, which starts the closed runs' times again.
-    expect(await backfillSchedule(stack.client, id, { ...window, rerun: true })).toEqual({
+    expect(await backfillSchedule(stack.client, { scheduleId: id, ...window, rerun: true })).toEqual({
       ranges: [{ start: window.start, end: window.end }],
       skipped: [],
     });
@@ -225,9 +233,9 @@ describe('schedules on the dev server', () => {
     stack.control.freeze();
     let workflowId: string;
     try {
-      await triggerSchedule(stack.client, id);
+      await triggerSchedule(stack.client, { scheduleId: id });
       workflowId = (await describeWhen(id, (d) => d.runningWorkflowIds.length === 1)).runningWorkflowIds[0]!;
-      await triggerSchedule(stack.client, id);
+      await triggerSchedule(stack.client, { scheduleId: id });
       const skipped = await describeWhen(id, (d) => d.numActionsSkippedOverlap === 1);
       expect(skipped.numActionsTaken).toBe(1);
       expect(skipped.recentRuns.map((r) => r.workflowId)).toEqual([workflowId]);
@@ -244,7 +252,8 @@ describe('schedules on the dev server', () => {
       spec: { cron: ['0 3 * * *'] },
       taskQueue: stack.taskQueue,
     });
-    await updateSchedule(stack.client, id, {
+    await updateSchedule(stack.client, {
+      scheduleId: id,
       spec: { cron: ['30 4 * * *'] },
       policies: { overlap: 'BUFFER_ONE' },
       input: jobInput('new'),
@@ -257,7 +266,7 @@ describe('schedules on the dev server', () => {
     expect(times.length).toBeGreaterThan(1);
     expect(times.slice(1).map((time, i) => time - times[i]!)).toEqual(times.slice(1).map(() => 86_400_000));
     for (const time of updated.nextActionTimes) expect(time.toISOString()).toMatch(/T04:30:00\.000Z$/);
-    await triggerSchedule(stack.client, id);
+    await triggerSchedule(stack.client, { scheduleId: id });
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
     expect(await awaitJob(stack.client, run.workflowId)).toMatchObject({ output: 'new' });
   });
@@ -278,7 +287,7 @@ describe('schedules on the dev server', () => {
       },
     );
     expect((await describeSchedule(stack.client, id)).kind).toBe('batch');
-    await triggerSchedule(stack.client, id);
+    await triggerSchedule(stack.client, { scheduleId: id });
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
     expect(await awaitBatch(stack.client, run.workflowId)).toMatchObject({
       total: 3,
@@ -301,7 +310,7 @@ describe('schedules on the dev server', () => {
         taskQueue: stack.taskQueue,
       },
     );
-    await triggerSchedule(stack.client, id);
+    await triggerSchedule(stack.client, { scheduleId: id });
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
     const result = await stack.client.workflow
       .getHandle<typeof ephemeralEndpointWorkflow>(run.workflowId)
@@ -339,7 +348,7 @@ describe('schedules on the dev server', () => {
       });
       const before = await describeSchedule(stack.client, id);
       expect(before.nextActionTimes.length, cron).toBeGreaterThan(0);
-      await updateSchedule(stack.client, id, { note: 'only the note' });
+      await updateSchedule(stack.client, { scheduleId: id, note: 'only the note' });
       const after = await describeSchedule(stack.client, id);
       expect(after.note).toBe('only the note');
       expect(after.nextActionTimes, cron).toEqual(before.nextActionTimes);

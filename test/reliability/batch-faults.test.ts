@@ -41,7 +41,7 @@ const KINDS: Array<{ name: string; rule: Omit<FaultRuleInput, 'operation' | 'pro
 const OPERATIONS = ['run', 'status'] as const;
 /** A request meets the rules of its operation in turn, until one applies: FAULT_RATE in all. */
 const PER_RULE = 1 - (1 - FAULT_RATE) ** (1 / KINDS.length);
-const POLLING = { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 500, maxInterval: 2_000, backoffCoefficient: 1.5 };
 
 describe('reliability: a batch under 20% faults on /run and /status (real server on PostgreSQL)', () => {
   let stack: Stack;

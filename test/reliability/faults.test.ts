@@ -89,7 +89,7 @@ describe('reliability: 20% injected faults on every job operation (real server o
         scriptedJob(index, endpointId, {
           sleepMs: 5_000,
           failOnce: index % 10 === 0,
-          polling: { initialIntervalMs: 250, maxIntervalMs: 1_000, backoffCoefficient: 1.5 },
+          polling: { initialInterval: 250, maxInterval: 1_000, backoffCoefficient: 1.5 },
           // A lost answer's orphan is adopted when its webhook comes; otherwise SubmitUncertain.
           uncertainSubmitWaitMs: 10_000,
           // Time scale 10: see scriptedJob's submitLease.

@@ -42,7 +42,7 @@ describe('reliability: PostgreSQL restarted mid-run under the real server', () =
       spec: (index, endpointId) =>
         scriptedJob(index, endpointId, {
           sleepMs: 1_000 + (index % 5) * 500,
-          polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
+          polling: { initialInterval: 500, maxInterval: 2_000, backoffCoefficient: 1.5 },
           // A submit whose start or answer the server could not record may time out as uncertain:
           // its orphan reports itself, or (none existing) it is sent again (see support.ts).
           uncertainSubmitWaitMs: 30_000,

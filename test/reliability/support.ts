@@ -175,7 +175,7 @@ export function scriptedJob(
     sleepMs: number;
     /** Fail the first run (the workflow then calls /retry). */
     failOnce?: boolean;
-    polling: { initialIntervalMs: number; maxIntervalMs: number; backoffCoefficient: number };
+    polling: { initialInterval: number; maxInterval: number; backoffCoefficient: number };
     /** How long an uncertain submit waits for its orphan's webhook (which the gateway turns into a signal). */
     uncertainSubmitWaitMs: number;
     /**

@@ -41,7 +41,7 @@ describe('reliability: the Temporal server killed mid-run (real server on Postgr
       spec: (index, endpointId) =>
         scriptedJob(index, endpointId, {
           sleepMs: 1_000 + (index % 5) * 500,
-          polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
+          polling: { initialInterval: 500, maxInterval: 2_000, backoffCoefficient: 1.5 },
           // A submit the server handed out just before it died never reaches the worker: it times
           // out as uncertain, no orphan reports itself, and it is sent again (see support.ts).
           uncertainSubmitWaitMs: 30_000,

@@ -38,7 +38,7 @@ describe('reliability: every webhook lost (real server on PostgreSQL)', () => {
       spec: (index, endpointId) =>
         scriptedJob(index, endpointId, {
           sleepMs: 10_000,
-          polling: { initialIntervalMs: 250, maxIntervalMs: 1_000, backoffCoefficient: 1.5 },
+          polling: { initialInterval: 250, maxInterval: 1_000, backoffCoefficient: 1.5 },
           // Under CPU load a submit task was seen to time out without its request ever reaching
           // the service (1 or 2 in 500, never on an idle machine). That is not what this case is
           // about: such a submit is sent again, and a second job would show as submitted twice.

@@ -48,7 +48,7 @@ describe('reliability: the worker killed again and again (real server on Postgre
       spec: (index, endpointId) =>
         scriptedJob(index, endpointId, {
           sleepMs: 1_000 + (index % 5) * 500,
-          polling: { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 },
+          polling: { initialInterval: 500, maxInterval: 2_000, backoffCoefficient: 1.5 },
           // A submit cut off by the kill is uncertain. Under the submit lease (the default with
           // webhooks) its orphan reports itself through the gateway within the lease and is
           // adopted, or (none reporting) the lease is waited out and it is sent again: never two

@@ -21,7 +21,7 @@ import { type ManagedProcess, type Stack, until, untilAnswered } from './process
 export type ScenarioJobOptions = NonNullable<BatchInput['job']>;
 
 /** How the batches of these scenarios look at their jobs, unless the case gives its own `polling`. */
-const SCENARIO_POLLING = { initialIntervalMs: 500, maxIntervalMs: 2_000, backoffCoefficient: 1.5 };
+const SCENARIO_POLLING = { initialInterval: 500, maxInterval: 2_000, backoffCoefficient: 1.5 };
 
 export interface ScriptedBatchOptions {
   /** The workflow id's prefix (a random suffix follows). */

@@ -190,7 +190,7 @@ export async function runWorkerUntilReady(
 }
 
 /** Status polls fast enough that a test never waits on the schedule made for hour-long jobs. */
-export const FAST_POLLING = { initialIntervalMs: 100, maxIntervalMs: 250, backoffCoefficient: 1.5 };
+export const FAST_POLLING = { initialInterval: 100, maxInterval: 250, backoffCoefficient: 1.5 };
 
 /**
  * One emulator, one dev-server connection and one real worker (runWorker, exactly as

@@ -227,12 +227,12 @@ describe('batch workflow', () => {
       },
     };
     const redriven = await withWorker(suite.env, suite.bundle, activities, async (queue) => {
-      const redrive = await redriveBatch(
-        suite.env.client,
-        handle.workflowId,
-        { workflowId: `${handle.workflowId}-redrive`, taskQueue: queue },
-        { maxConcurrency: 2 },
-      );
+      const redrive = await redriveBatch(suite.env.client, {
+        batch: handle.workflowId,
+        workflowId: `${handle.workflowId}-redrive`,
+        taskQueue: queue,
+        changes: { maxConcurrency: 2 },
+      });
       expect((await redrive.describe()).taskQueue).toBe(queue);
       return redrive.result();
     });
@@ -256,7 +256,7 @@ describe('batch workflow', () => {
     expect(second.maxInFlight()).toBeLessThanOrEqual(2);
     // A finished batch with nothing left to redrive is refused.
     await expect(
-      redriveBatch(suite.env.client, redriven.batchId, { workflowId: 'none', taskQueue: 'none' }),
+      redriveBatch(suite.env.client, { batch: redriven.batchId, workflowId: 'none', taskQueue: 'none' }),
     ).rejects.toThrow(/no failed items/);
   });
 

@@ -66,7 +66,7 @@ describe('startEphemeralEndpoint with a batch', () => {
     });
   });
 
-  const polling = { initialIntervalMs: 5_000, maxIntervalMs: 1_000 };
+  const polling = { initialInterval: 5_000, maxInterval: 1_000 };
   it.each([
     ['jobs', { endpoint }, /exactly one of jobs/],
     [
@@ -83,9 +83,9 @@ describe('startEphemeralEndpoint with a batch', () => {
       /<=100/,
     ],
     [
-      'batch.job.polling.maxIntervalMs',
+      'batch.job.polling.maxInterval',
       { endpoint, batch: { items: inline(1), job: { polling } } },
-      /must not be below initialIntervalMs/,
+      /must not be below initialInterval/,
     ],
     [
       'batch.items.inline.0.payload',

@@ -289,7 +289,7 @@ describe('job workflow: completion and waiting', () => {
   it('sync mode: /run with a fast polling schedule', async () => {
     const fake = fakeJob({});
     const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
-      (await start(taskQueue, input({ mode: 'sync', polling: { maxIntervalMs: 1_000 } }))).result(),
+      (await start(taskQueue, input({ mode: 'sync', polling: { maxInterval: 1_000 } }))).result(),
     );
     expect(result.status).toBe('COMPLETED');
     expect(fake.named('submitJob')).toHaveLength(1);
