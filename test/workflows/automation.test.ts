@@ -16,6 +16,7 @@ import type { automationWorkflow } from '../../workflows/automation';
 import { historyText } from '../support/history';
 import { timeSkippingEnv } from '../support/temporal';
 import { failureOf, quietRuntime } from '../support/workflow-harness';
+import { activitySummaries, currentDetails, timerSummaries } from '../support/workflow-metadata';
 import {
   type AutomationTools,
   bundleAutomationWorkflows,
@@ -89,6 +90,15 @@ describe('automation workflow', () => {
       await sharedEnv.sleep('11 seconds');
       await t.until('deb', (s) => s.counters.runsCompleted === 2);
       expect(inOrder(planned).map((p) => p.ids)).toEqual([['a', 'b'], ['c']]);
+      // Its timers say what they wait for: the group that forms once the key is quiet (and, between
+      // groups, the idle end).
+      const history = await t.client.workflow.getHandle(automationWorkflowId('deb', 'k1')).fetchHistory();
+      const timers = timerSummaries(history);
+      expect(timers.filter((summary) => summary?.startsWith('group ')).length).toBeGreaterThanOrEqual(2);
+      for (const summary of timers)
+        expect(summary).toMatch(
+          /^(group \d+ pending events? at .+ UTC unless more arrive first|end at .+ UTC unless an event arrives \(idle\))$/,
+        );
     });
   });
 
@@ -118,9 +128,27 @@ describe('automation workflow', () => {
       const state = await t.until('conc', (s) => s.counters.received === 4 && s.inFlight === 2);
       expect(state.ready).toBe(2);
       expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b']]);
+      // The UI's current details say the same as the state query, and follow it.
+      const automation = t.client.workflow.getHandle(automationWorkflowId('conc', 'k1'));
+      const shown = await currentDetails(automation);
+      expect(shown).toContain('| Runs in flight | 2 |');
+      expect(shown).toContain('| Groups waiting for a run | 2 |');
+      expect(shown).toContain('| Runs started | 2 |');
+      expect(shown).toContain('| State | at its concurrency: groups wait for a run to end |');
       await t.client.workflow.getHandle(inOrder(planned)[1]?.runId ?? '').signal('release');
       await t.until('conc', (s) => s.counters.runsCompleted === 1 && s.inFlight === 2);
       expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b'], ['c']]);
+      const after = await currentDetails(automation);
+      expect(after).toContain('| Runs completed | 1 |');
+      expect(after).toContain('| Groups waiting for a run | 1 |');
+      // Each plan says which run it is for; the flow controls are read under the automation's name.
+      expect(activitySummaries(await automation.fetchHistory())).toEqual(
+        expect.arrayContaining([
+          ['describeAutomation', 'read the definition of automation conc'],
+          ['planAutomationRun', 'plan run 1 for 1 event'],
+          ['planAutomationRun', 'plan run 3 for 1 event'],
+        ]),
+      );
       for (const run of [inOrder(planned)[0], inOrder(planned)[2]])
         await t.client.workflow.getHandle(run?.runId ?? '').signal('release');
       await t.until('conc', (s) => s.inFlight === 1 && s.counters.runsStarted === 4);
@@ -230,6 +258,10 @@ describe('automation workflow', () => {
           await env.sleep('3 minutes');
           // Ended (awaiting result() through the time-skipping client held up the worker's shutdown here).
           expect((await handle.describe()).status.name).toBe('COMPLETED');
+          // Its last timer said when it would end unless an event came.
+          expect(timerSummaries(await handle.fetchHistory()).at(-1)).toMatch(
+            /^end at .+ UTC unless an event arrives \(idle\)$/,
+          );
           await t.send('idle', { id: 'b' });
           await t.until('idle', (s) => s.counters.runsCompleted === 1 && s.counters.received === 1);
           expect(inOrder(planned).map((p) => p.ids)).toEqual([['a'], ['b']]);

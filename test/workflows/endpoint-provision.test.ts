@@ -7,6 +7,7 @@ import type { provisionEndpointWorkflow, updateEndpointWorkflow } from '../../wo
 import { fakeEndpointService } from '../support/endpoint-fakes';
 import { bundleEndpointWorkflows, failureOf, quietRuntime, withWorker } from '../support/endpoint-harness';
 import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';
+import { activitySummaries } from '../support/workflow-metadata';
 
 quietRuntime();
 
@@ -58,6 +59,11 @@ describe('provisionEndpointWorkflow (time-skipping, mocked activities)', () => {
     });
     expect(result).toMatchObject({ name: endpointNameFor(workflowId), created: true, reconciled: [] });
     expect(fake.endpoints.size).toBe(1);
+    // Each activity says in the UI what it does, with the name and template of this run.
+    expect(activitySummaries(await env.client.workflow.getHandle(workflowId).fetchHistory())).toEqual([
+      ['findEndpointsByName', `find endpoints named ${endpointNameFor(workflowId)}`],
+      ['createEndpoint', `create endpoint ${endpointNameFor(workflowId)} from template tpl`],
+    ]);
   });
 
   it('adopts the endpoint of the same name instead of creating a second one', async () => {

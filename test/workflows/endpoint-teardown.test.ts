@@ -7,6 +7,7 @@ import type { teardownEndpointWorkflow } from '../../workflows/endpoint-lifecycl
 import { type FakeOptions, fakeEndpointService, healthOf } from '../support/endpoint-fakes';
 import { bundleEndpointWorkflows, failureOf, quietRuntime, withWorker } from '../support/endpoint-harness';
 import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';
+import { activitySummaries, timerSummaries } from '../support/workflow-metadata';
 
 quietRuntime();
 
@@ -40,24 +41,35 @@ describe('teardownEndpointWorkflow (time-skipping, mocked activities)', () => {
     });
     fake.volumes.add('vol-1');
     const workflowId = uniqueTaskQueue('teardown');
-    const { result, phases, status } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-      const result = await env.client.workflow.execute<typeof teardownEndpointWorkflow>(
-        'teardownEndpointWorkflow',
-        {
-          taskQueue,
-          workflowId,
-          args: [{ endpointId: endpoint.id, ...input } as TeardownInput],
-        },
-      );
-      const status = await env.client.workflow.getHandle(workflowId).query(endpointLifecycleQuery);
-      return { result, phases: status.phases.map((entry) => entry.phase), status };
-    });
+    const { result, phases, status, history } = await withWorker(
+      env,
+      bundle,
+      fake.activities,
+      async (taskQueue) => {
+        const result = await env.client.workflow.execute<typeof teardownEndpointWorkflow>(
+          'teardownEndpointWorkflow',
+          {
+            taskQueue,
+            workflowId,
+            args: [{ endpointId: endpoint.id, ...input } as TeardownInput],
+          },
+        );
+        const handle = env.client.workflow.getHandle(workflowId);
+        const status = await handle.query(endpointLifecycleQuery);
+        return {
+          result,
+          phases: status.phases.map((entry) => entry.phase),
+          status,
+          history: await handle.fetchHistory(),
+        };
+      },
+    );
     const times = new Map(status.phases.map((entry) => [entry.phase, entry.at]));
-    return { fake, endpoint, result, phases, times };
+    return { fake, endpoint, result, phases, times, history };
   }
 
   it('purge (default): scales to zero, purges, drains, then deletes', async () => {
-    const { fake, endpoint, result, phases } = await run({}, { queued: 4 });
+    const { fake, endpoint, result, phases, history } = await run({}, { queued: 4 });
     expect(phases).toEqual([
       'starting',
       'resolving',
@@ -83,6 +95,14 @@ describe('teardownEndpointWorkflow (time-skipping, mocked activities)', () => {
       workersMax: 0,
     });
     expect(fake.endpoints.has(endpoint.id)).toBe(false);
+    // Each activity says in the UI what it does to which endpoint.
+    expect(activitySummaries(history)).toEqual([
+      ['readEndpoint', `read endpoint ${endpoint.id}`],
+      ['updateEndpoint', `scale endpoint ${endpoint.id} to zero workers`],
+      ['purgeEndpointQueue', `purge the queue of endpoint ${endpoint.id}`],
+      ['endpointHealth', `look at endpoint ${endpoint.id}'s health (waiting for its workers to stop)`],
+      ['deleteEndpoint', `delete endpoint ${endpoint.id}`],
+    ]);
     expect(result).toEqual({
       endpointIds: [endpoint.id],
       alreadyGone: false,
@@ -153,12 +173,18 @@ describe('teardownEndpointWorkflow (time-skipping, mocked activities)', () => {
   });
 
   it('watches /health until no worker runs, with growing intervals', async () => {
-    const { fake, result } = await run(
+    const { fake, result, endpoint, history } = await run(
       { pollInterval: '1 second' },
       { health: (_id, n) => healthOf(0, n < 5 ? 1 : 0) },
     );
     expect(fake.names().filter((name) => name === 'endpointHealth')).toHaveLength(6);
     expect(result.drained).toBe(true);
+    // In the UI, each look and each wait between two says what it waits for.
+    expect(timerSummaries(history)).toEqual(
+      [1, 2, 4, 8, 16].map(
+        (s) => `look at endpoint ${endpoint.id} again in ${s} s (waiting for its workers to stop)`,
+      ),
+    );
   });
 
   it('gives up watching at drainTimeout and deletes anyway (deletion stops the workers)', async () => {
