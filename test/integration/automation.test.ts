@@ -9,6 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AutomationDefinition, defineAutomation } from '../../activities/automation';
 import { type AutomationState, automationWorkflowId, sendEvent } from '../../client/automations';
+import { describeAutomation } from '../../contracts/automation-start';
+import { automationKeyKey, automationNameKey } from '../../contracts/search-attributes';
 import { automationStateQuery } from '../../workflows/automation-definitions';
 import { eventually, FAST_POLLING, historyText, type JobStack, startJobStack } from '../support/integration';
 
@@ -152,6 +154,16 @@ describe('automations on the emulator', () => {
       type: 'batch.completed',
       data: { total: 3, counts: { completed: 3 } },
     });
+    // Started by the batch's end event (the emitEvent activity), the next step describes itself
+    // as one sendEvent starts does: summary, details, name and key for list queries.
+    const started = await stack.client.workflow
+      .getHandle(automationWorkflowId('next-step', 'pipeline-1'))
+      .describe();
+    const expected = describeAutomation('next-step', 'pipeline-1');
+    expect(await started.staticSummary()).toBe(expected.staticSummary);
+    expect(await started.staticDetails()).toBe(expected.staticDetails);
+    expect(started.typedSearchAttributes.get(automationNameKey)).toBe('next-step');
+    expect(started.typedSearchAttributes.get(automationKeyKey)).toBe('pipeline-1');
   });
 
   it("chains: a job's end event (with its result, without its output) reaches an automation", async () => {
