@@ -16,11 +16,66 @@
 
 // Where outputs and batch results live.
 export { type BatchStore, createLocalBatchStore } from './activities/batch-store';
+export type { EstimateCost } from './activities/cost-estimator';
+export type { JobActivityDeps } from './activities/job';
 export { createLocalResultStore, type ResultStore } from './activities/result-store';
-export { loadServiceConfig, type ServiceConfig, type ServiceConfigInput } from './api/config';
+export type { StreamSinkFunction } from './activities/stream-sink';
+// The service client's shapes, as the worker's options name them (the client is durable-serverless/api).
+export type { ServiceClient } from './api/client';
+export {
+  loadServiceConfig,
+  type ServiceConfig,
+  type ServiceConfigInput,
+  serviceConfigSchema,
+} from './api/config';
 // The service's configuration, and errors.
-export { ConfigError, ServiceError, type ServiceErrorKind, ValidationError } from './api/errors';
-
+export {
+  ConfigError,
+  ServiceError,
+  type ServiceErrorInit,
+  type ServiceErrorKind,
+  ValidationError,
+} from './api/errors';
+export type { CallOptions } from './api/jobs';
+export {
+  BATCH_ITEM_OUTCOMES,
+  type BatchItemOutcome,
+  type CallOutcome,
+  type LibraryMetrics,
+  type SubmitOutcome,
+  type WebhookVerdict,
+} from './api/metrics';
+export { type RateLimits, rateLimitsSchema } from './api/rate-limit';
+export {
+  type Account,
+  accountSchema,
+  type Endpoint,
+  endpointSchema,
+  type RestCreateEndpointInput,
+  type RestEndpoint,
+  restCreateEndpointSchema,
+  restEndpointSchema,
+  type SaveEndpointInput,
+  saveEndpointInputSchema,
+} from './api/schemas/endpoint';
+export {
+  type HealthResponse,
+  healthResponseSchema,
+  type JobRequestInput,
+  type JobStatus,
+  type JobStatusValue,
+  type JobSubmitted,
+  jobRequestSchema,
+  jobStatusSchema,
+  jobStatusValueSchema,
+  jobSubmittedSchema,
+  type PurgeResponse,
+  purgeResponseSchema,
+  type StreamChunk,
+  type StreamResponse,
+  streamChunkSchema,
+  streamResponseSchema,
+} from './api/schemas/job';
 // Automations and events.
 export {
   type AutomationDefinition,
@@ -29,6 +84,7 @@ export {
   type AutomationRunContext,
   type AutomationState,
   type AutomationTarget,
+  automationTargetSchema,
   automationWorkflowId,
   defineAutomation,
   type EmitOnEnd,
@@ -37,7 +93,9 @@ export {
   type RunPlan,
   type SendEventOptions,
   sendEvent,
+  sendEventOptionsSchema,
 } from './client/automations';
+export type { TimeRange } from './client/backfill-window';
 // Batches.
 export {
   awaitBatch,
@@ -51,18 +109,22 @@ export {
   type BatchResultsRef,
   type BatchStoreOption,
   type BatchSummary,
+  type BatchWorkflow,
   batchFailureOf,
   cancelBatch,
   finishedSummary,
   getBatchProgress,
   MAX_BATCH_INPUT_BYTES,
   pauseBatch,
+  type RedriveBatchOptions,
   readBatchResults,
   redriveBatch,
   resumeBatch,
+  type SetBatchConcurrencyOptions,
   type StartBatchOptions,
   setBatchConcurrency,
   startBatch,
+  startBatchOptionsSchema,
   validateBatchInput,
   type WriteBatchManifestOptions,
   writeBatchManifest,
@@ -73,6 +135,7 @@ export {
   DEFAULT_TEMPORAL_ADDRESS,
   DEFAULT_TEMPORAL_NAMESPACE,
   loadTemporalConnection,
+  type Pem,
   parseTemporalConnection,
   TEMPORAL_CONNECTION_ENV,
   type TemporalConnectionConfig,
@@ -99,6 +162,7 @@ export {
   ephemeralFailureOf,
   getLifecyclePhase,
   type LifecycleStartOptions,
+  lifecycleStartOptionsSchema,
   MAX_EPHEMERAL_INPUT_BYTES,
   type ProvisionEndpointHandle,
   provisionEndpoint,
@@ -112,13 +176,24 @@ export {
   type UpdateEndpointHandle,
   updateEndpoint,
 } from './client/endpoints';
-export { type EventHeaders, eventHeaders, signEvent } from './client/event-signature';
+export {
+  type EventHeaders,
+  type EventScheme,
+  eventHeaders,
+  eventSchemeSchema,
+  type HmacSpec,
+  hmacSpecSchema,
+  signEvent,
+} from './client/event-signature';
 // Jobs.
 export {
   type AwaitJobOptions,
   awaitJob,
+  awaitJobOptionsSchema,
   cancelJob,
+  type ExtendJobTtlOptions,
   extendJobTtl,
+  extendJobTtlOptionsSchema,
   findJobByJobId,
   getJobSnapshot,
   JOB_FAILURE,
@@ -132,6 +207,7 @@ export {
   type JobSnapshot,
   type JobWorkflowInput,
   jobFailureOf,
+  jobFilterSchema,
   jobListQuery,
   type LiveJobSnapshot,
   listJobs,
@@ -139,18 +215,23 @@ export {
   runJob,
   type StartJobOptions,
   startJob,
+  startJobOptionsSchema,
   validateJobInput,
 } from './client/jobs';
+export { overlapSchema, schedulePoliciesSchema, scheduleSpecSchema } from './client/schedule-spec';
 // Schedules.
 export {
   type BackfillInput,
   type BackfillResult,
+  type BackfillScheduleOptions,
+  backfillInputSchema,
   backfillSchedule,
   deleteSchedule,
   describeSchedule,
   listSchedules,
   OVERLAP_POLICIES,
   type OverlapPolicy,
+  type PauseScheduleOptions,
   pauseSchedule,
   SCHEDULE_KINDS,
   type ScheduleDetails,
@@ -160,34 +241,82 @@ export {
   type ScheduleOptions,
   type SchedulePoliciesInput,
   type ScheduleSpecInput,
+  type ScheduleTarget,
   type ScheduleUpdate,
   scheduleBatch,
   scheduledRunWorkflowId,
   scheduleEphemeralRun,
   scheduleJob,
+  scheduleOptionsSchema,
+  scheduleUpdateSchema,
+  type TriggerScheduleOptions,
   triggerSchedule,
+  type UpdateScheduleOptions,
   unpauseSchedule,
   updateSchedule,
 } from './client/schedules';
 export {
   type AutomationFilter,
+  automationFilterSchema,
   automationListQuery,
   type BatchFilter,
+  batchFilterSchema,
   batchListQuery,
   scheduleRunsQuery,
 } from './client/visibility-queries';
 // Following work as it runs, and finding it.
 export { type WatchOptions, watchBatch, watchJob } from './client/watch';
+// The schemas every input is checked against, and the types they give.
+export {
+  type AutomationControlsInput,
+  type AutomationCounters,
+  automationControlsSchema,
+  automationEventSchema,
+  emitOnEndSchema,
+} from './contracts/automation-input';
+export { type BatchCost, type BatchLeaseCounts, batchInputSchema } from './contracts/batch-input';
+export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } from './contracts/cost';
+export {
+  type EphemeralEndpointInput,
+  ephemeralEndpointInputSchema,
+  type ProvisionEndpointInput,
+  provisionEndpointInputSchema,
+  type TeardownEndpointInput,
+  teardownEndpointInputSchema,
+  type UpdateEndpointInput,
+  updateEndpointInputSchema,
+} from './contracts/endpoint-input';
+export { jobWorkflowInputSchema, type PollingInput, pollingInputSchema } from './contracts/job-input';
+export { jobResultSchema, jobSnapshotSchema } from './contracts/job-snapshot';
+export { type ResultRef, resultRefSchema } from './contracts/job-types';
+export type { JobStreamBatch } from './contracts/signal-names';
 // The worker and its configuration.
 export {
+  type AutomationsModuleConfig,
+  type EventIngressConfig,
   type GatewayConfig,
   loadWorkerConfig,
+  logLevels,
+  type ObservabilityConfig,
   type TemporalConfig,
   type WebhookConfig,
   type WorkerConfig,
   type WorkerHealthConfig,
+  type WorkerPackageConfig,
+  type WorkerSlots,
 } from './worker/config';
-export { defineEventSource, type EventSource, type EventSourceInput } from './worker/event-sources';
+export {
+  defineEventSource,
+  type EventMappingInput,
+  type EventPaths,
+  type EventSource,
+  type EventSourceInput,
+  type EventTransform,
+  type EventTransformInput,
+  type EventTransformOutput,
+  eventMappingSchema,
+  eventSourceSchema,
+} from './worker/event-sources';
 export {
   type ActivityOptions,
   prebuiltWorkflowBundlePath,
@@ -195,3 +324,19 @@ export {
   runWorker,
   type WorkerReadyInfo,
 } from './worker/run-worker';
+export type { TracingOptions } from './worker/tracing';
+// The workflows' signatures (their handles' types); the code is in durable-serverless/workflows.
+export type {
+  EphemeralResult,
+  LifecyclePhase,
+  LifecycleStatus,
+  ProvisionResult,
+  TeardownResult,
+} from './workflows/endpoint-definitions';
+export type {
+  ephemeralEndpointWorkflow,
+  provisionEndpointWorkflow,
+  teardownEndpointWorkflow,
+  updateEndpointWorkflow,
+} from './workflows/endpoint-lifecycle';
+export type { serverlessJob } from './workflows/job';

@@ -34,14 +34,14 @@ export {
   MAX_EVENT_BYTES,
 } from '../contracts/automation-input';
 
-const sendOptionsSchema = z.strictObject({
+export const sendEventOptionsSchema = z.strictObject({
   /** The automation's name (defineAutomation's `name`). */
   automation: automationNameSchema,
   /** Which of its instances: events of one key are batched and run together. */
   key: automationKeySchema,
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
 });
-export type SendEventOptions = z.input<typeof sendOptionsSchema>;
+export type SendEventOptions = z.input<typeof sendEventOptionsSchema>;
 
 function check<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
   const parsed = schema.safeParse(value);
@@ -56,7 +56,7 @@ export async function sendEvent(
   event: AutomationEventInput,
   options: SendEventOptions,
 ): Promise<{ workflowId: string; runId?: string }> {
-  const { automation: name, key: checkedKey, taskQueue } = check(sendOptionsSchema, options, '');
+  const { automation: name, key: checkedKey, taskQueue } = check(sendEventOptionsSchema, options, '');
   const parsed = parseAutomationEvent(event);
   if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
   const workflowId = automationWorkflowId(name, checkedKey);
@@ -74,18 +74,18 @@ export async function sendEvent(
   );
   return { workflowId, runId: handle.signaledRunId };
 }
-const targetSchema = z.strictObject({
+export const automationTargetSchema = z.strictObject({
   automation: automationNameSchema,
   key: automationKeySchema,
 });
-export type AutomationTarget = z.input<typeof targetSchema>;
+export type AutomationTarget = z.input<typeof automationTargetSchema>;
 
 /**
  * The automation's state for one key: events received, pending and in flight, runs started and
  * completed. It throws when no workflow runs for that key (no event was ever sent to it).
  */
 export async function getAutomationState(client: Client, target: AutomationTarget): Promise<AutomationState> {
-  const { automation, key } = check(targetSchema, target, '');
+  const { automation, key } = check(automationTargetSchema, target, '');
   return client.workflow
     .getHandle<typeof automationWorkflow>(automationWorkflowId(automation, key))
     .query(automationStateQuery);

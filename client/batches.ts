@@ -30,7 +30,6 @@ import {
   storeKeySchema,
 } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
-import type { serverlessBatch } from '../workflows/batch';
 import {
   batchProgressQuery,
   batchSummaryQuery,
@@ -53,16 +52,21 @@ export type {
 } from '../contracts/batch-input';
 export { BATCH_FAILURE } from '../contracts/batch-input';
 
-export type BatchHandle = WorkflowHandle<typeof serverlessBatch>;
+/**
+ * The batch workflow as a caller sees it: a BatchInput in, its summary out (what it carries through
+ * continue-as-new is its own).
+ */
+export type BatchWorkflow = (input: BatchInput) => Promise<BatchSummary>;
+export type BatchHandle = WorkflowHandle<BatchWorkflow>;
 
 /** A Temporal payload holds 2 MB; larger item lists go in a manifest (writeBatchManifest). */
 export const MAX_BATCH_INPUT_BYTES = 1_900_000;
 
-const startOptionsSchema = z.strictObject({
+export const startBatchOptionsSchema = z.strictObject({
   workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }).max(1000),
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
 });
-export type StartBatchOptions = z.input<typeof startOptionsSchema>;
+export type StartBatchOptions = z.input<typeof startBatchOptionsSchema>;
 
 /** Everything the workflow would refuse, refused here first. */
 export function validateBatchInput(input: BatchInput): void {
@@ -97,14 +101,14 @@ export async function startBatch(
   options: StartBatchOptions,
 ): Promise<BatchHandle> {
   validateBatchInput(input);
-  const parsed = startOptionsSchema.safeParse(options);
+  const parsed = startBatchOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const { field, rule } = firstIssue(parsed.error, 'options');
     throw new ValidationError(field, rule);
   }
   const { workflowId, taskQueue } = parsed.data;
   try {
-    return await client.workflow.start<typeof serverlessBatch>('serverlessBatch', {
+    return await client.workflow.start<BatchWorkflow>('serverlessBatch', {
       taskQueue,
       workflowId,
       args: [input],
@@ -121,7 +125,7 @@ export async function startBatch(
 }
 
 const handleOf = (client: Client, batch: string | BatchHandle): BatchHandle =>
-  typeof batch === 'string' ? client.workflow.getHandle<typeof serverlessBatch>(batch) : batch;
+  typeof batch === 'string' ? client.workflow.getHandle<BatchWorkflow>(batch) : batch;
 
 /**
  * The batch's summary. A batch over its failure tolerance throws WorkflowFailedError; its summary

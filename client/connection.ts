@@ -32,7 +32,7 @@ export interface TemporalConnectionConfig {
 }
 
 /** A PEM given inline (string or bytes) or as a file to read. */
-type Pem = string | Uint8Array;
+export type Pem = string | Uint8Array;
 
 /** The options a program passes instead of (or on top of) the environment. */
 export interface TemporalConnectionInput {

@@ -47,7 +47,7 @@ export { EPHEMERAL_FAILURE } from '../workflows/endpoint-definitions';
 /** The worker's default task queue (TEMPORAL_TASK_QUEUE). */
 export const DEFAULT_TASK_QUEUE = 'durable-serverless';
 
-const startOptionsSchema = z.strictObject({
+export const lifecycleStartOptionsSchema = z.strictObject({
   taskQueue: z
     .string({ error: 'must be a string' })
     .min(1, { error: 'must not be empty' })
@@ -55,7 +55,7 @@ const startOptionsSchema = z.strictObject({
   workflowId: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).optional(),
 });
 
-export type LifecycleStartOptions = z.input<typeof startOptionsSchema>;
+export type LifecycleStartOptions = z.input<typeof lifecycleStartOptionsSchema>;
 
 function parse<S extends z.ZodType>(schema: S, value: unknown, root = ''): z.output<S> {
   const result = schema.safeParse(value);
@@ -80,7 +80,7 @@ export async function startProvisionEndpoint(
   options: LifecycleStartOptions = {},
 ): Promise<ProvisionEndpointHandle> {
   const request = parse(provisionEndpointInputSchema, input);
-  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  const { taskQueue, workflowId } = parse(lifecycleStartOptionsSchema, options, 'options');
   return client.workflow.start<typeof provisionEndpointWorkflow>('provisionEndpointWorkflow', {
     taskQueue,
     workflowId: workflowId ?? `endpoint-provision:${request.name ?? randomUUID()}`,
@@ -108,7 +108,7 @@ export async function startUpdateEndpoint(
   options: LifecycleStartOptions = {},
 ): Promise<UpdateEndpointHandle> {
   const request = parse(updateEndpointInputSchema, input);
-  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  const { taskQueue, workflowId } = parse(lifecycleStartOptionsSchema, options, 'options');
   return client.workflow.start<typeof updateEndpointWorkflow>('updateEndpointWorkflow', {
     taskQueue,
     workflowId: workflowId ?? `endpoint-update:${request.endpointId}:${randomUUID()}`,
@@ -135,7 +135,7 @@ export async function startTeardownEndpoint(
   options: LifecycleStartOptions = {},
 ): Promise<TeardownEndpointHandle> {
   const request = parse(teardownEndpointInputSchema, input);
-  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  const { taskQueue, workflowId } = parse(lifecycleStartOptionsSchema, options, 'options');
   const target = request.endpointId ?? `name:${request.name}`;
   return client.workflow.start<typeof teardownEndpointWorkflow>('teardownEndpointWorkflow', {
     taskQueue,
@@ -198,7 +198,7 @@ export async function startEphemeralEndpoint(
   // First: an item's own error names the item, where the schema's union names only `batch.items`.
   checkInlineItems(input);
   const request = parse(ephemeralEndpointInputSchema, input);
-  const { taskQueue, workflowId } = parse(startOptionsSchema, options, 'options');
+  const { taskQueue, workflowId } = parse(lifecycleStartOptionsSchema, options, 'options');
   return client.workflow.start<typeof ephemeralEndpointWorkflow>('ephemeralEndpointWorkflow', {
     taskQueue,
     workflowId: workflowId ?? `endpoint-ephemeral:${randomUUID()}`,
@@ -228,6 +228,6 @@ export function ephemeralFailureOf(error: unknown): EphemeralBatchFailure | unde
 
 /** The phase of any endpoint lifecycle workflow, with the phases it went through. */
 export async function getLifecyclePhase(client: Client, workflowId: string): Promise<LifecycleStatus> {
-  const id = parse(startOptionsSchema.shape.workflowId.unwrap(), workflowId, 'workflowId');
+  const id = parse(lifecycleStartOptionsSchema.shape.workflowId.unwrap(), workflowId, 'workflowId');
   return client.workflow.getHandle(id).query(endpointLifecycleQuery);
 }

@@ -43,7 +43,7 @@ export type JobHandle = WorkflowHandle<typeof serverlessJob>;
  */
 export const MAX_JOB_INPUT_BYTES = 1_900_000;
 
-const startOptionsSchema = z.strictObject({
+export const startJobOptionsSchema = z.strictObject({
   /** Your id for this job: starting the same id again returns the same job. */
   workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }).max(1000),
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
@@ -54,7 +54,7 @@ const startOptionsSchema = z.strictObject({
   idReuse: z.enum(['never', 'after-failure']).default('never'),
 });
 
-export type StartJobOptions = z.input<typeof startOptionsSchema>;
+export type StartJobOptions = z.input<typeof startJobOptionsSchema>;
 
 function validationError(error: z.ZodError, root: string): ValidationError {
   const { field, rule } = firstIssue(error, root);
@@ -95,7 +95,7 @@ export async function startJob(
   options: StartJobOptions,
 ): Promise<JobHandle> {
   validateJobInput(input);
-  const parsed = startOptionsSchema.safeParse(options);
+  const parsed = startJobOptionsSchema.safeParse(options);
   if (!parsed.success) throw validationError(parsed.error, 'options');
   const { workflowId, taskQueue, idReuse } = parsed.data;
   try {
@@ -116,7 +116,7 @@ export async function startJob(
   }
 }
 
-const awaitOptionsSchema = z.strictObject({
+export const awaitJobOptionsSchema = z.strictObject({
   /**
    * Replace an `outputRef` by the output itself, read from this store (or the local store of the
    * worker's RESULT_STORE_DIR, given as a path). Without it, a large output stays a reference.
@@ -132,7 +132,7 @@ function isResultStore(value: unknown): value is ResultStore {
   return typeof (value as Partial<ResultStore> | null)?.get === 'function';
 }
 
-export type AwaitJobOptions = z.input<typeof awaitOptionsSchema>;
+export type AwaitJobOptions = z.input<typeof awaitJobOptionsSchema>;
 
 /** The result of a job; a failed job throws WorkflowFailedError (see jobFailureOf). */
 export async function awaitJob(
@@ -140,7 +140,7 @@ export async function awaitJob(
   job: string | JobHandle,
   options: AwaitJobOptions = {},
 ): Promise<JobResult> {
-  const parsed = awaitOptionsSchema.safeParse(options);
+  const parsed = awaitJobOptionsSchema.safeParse(options);
   if (!parsed.success) throw validationError(parsed.error, 'options');
   const handle = typeof job === 'string' ? client.workflow.getHandle<typeof serverlessJob>(job) : job;
   const result = await waitForResult(handle);
@@ -224,27 +224,27 @@ export async function cancelJob(client: Client, workflowId: string): Promise<voi
   await client.workflow.getHandle(workflowId).cancel();
 }
 
-const extendTtlSchema = z.strictObject({
+export const extendJobTtlOptionsSchema = z.strictObject({
   workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }),
   /** The job's new ttl, counted from its submission (10 seconds to 7 days). */
   ttl: jobTtlSchema,
 });
 
-export type ExtendJobTtlOptions = z.input<typeof extendTtlSchema>;
+export type ExtendJobTtlOptions = z.input<typeof extendJobTtlOptionsSchema>;
 
 /**
  * Asks the workflow to set the job's ttl (counted from submission) through /status?ttl=; returns
  * that ttl in ms.
  */
 export async function extendJobTtl(client: Client, options: ExtendJobTtlOptions): Promise<number> {
-  const parsed = extendTtlSchema.safeParse(options);
+  const parsed = extendJobTtlOptionsSchema.safeParse(options);
   if (!parsed.success) throw validationError(parsed.error, '');
   const { workflowId, ttl } = parsed.data;
   await client.workflow.getHandle(workflowId).signal(extendJobTtlSignal, { ttl });
   return ttl;
 }
 
-const filterSchema = z.strictObject({
+export const jobFilterSchema = z.strictObject({
   endpointId: pathSegmentSchema.optional(),
   jobId: pathSegmentSchema.optional(),
   /** The remote job's last known status (IN_QUEUE, COMPLETED, ...). */
@@ -258,13 +258,13 @@ const filterSchema = z.strictObject({
   startedBy: z.string().min(1).optional(),
 });
 
-export type JobFilter = z.input<typeof filterSchema>;
+export type JobFilter = z.input<typeof jobFilterSchema>;
 
 const literal = queryLiteral;
 
 /** The visibility query for a filter (for `temporal workflow list --query` too). */
 export function jobListQuery(filter: JobFilter = {}): string {
-  const parsed = filterSchema.safeParse(filter);
+  const parsed = jobFilterSchema.safeParse(filter);
   if (!parsed.success) throw validationError(parsed.error, 'filter');
   const { endpointId, jobId, status, running, startedBy } = parsed.data;
   const clauses = [`WorkflowType = "serverlessJob"`];

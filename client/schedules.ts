@@ -65,7 +65,7 @@ const scheduleIdSchema = z
   .max(MAX_SCHEDULE_ID, { error: `must be at most ${MAX_SCHEDULE_ID} characters` })
   .regex(/^\S+$/, { error: 'must not contain spaces' });
 
-const scheduleOptionsSchema = z.strictObject({
+export const scheduleOptionsSchema = z.strictObject({
   scheduleId: scheduleIdSchema,
   spec: scheduleSpecSchema,
   policies: schedulePoliciesSchema.optional(),
@@ -358,7 +358,7 @@ export async function triggerSchedule(client: Client, options: TriggerScheduleOp
   await handle.trigger(overlap ?? (await handle.describe()).policies.overlap);
 }
 
-const backfillSchema = z
+export const backfillInputSchema = z
   .strictObject({
     start: instantSchema,
     end: instantSchema,
@@ -371,12 +371,12 @@ const backfillSchema = z
     rerun: z.boolean({ error: 'must be a boolean' }).default(false),
   })
   .refine((b) => b.start < b.end, { error: 'must be after start', path: ['end'] });
-export type BackfillInput = z.input<typeof backfillSchema>;
+export type BackfillInput = z.input<typeof backfillInputSchema>;
 /** The schedule, and the window to run. */
 export type BackfillScheduleOptions = ScheduleTarget & BackfillInput;
 
 /** What backfillSchedule checks, without sending. */
-export const checkBackfill = (window: BackfillInput) => parse(backfillSchema, window, '');
+export const checkBackfill = (window: BackfillInput) => parse(backfillInputSchema, window, '');
 
 export interface BackfillResult {
   /** The ranges sent to Temporal's backfill: the window less the times skipped (empty: none sent). */
@@ -412,7 +412,7 @@ export async function backfillSchedule(
   return { ranges, skipped };
 }
 
-const updateSchema = z.strictObject({
+export const scheduleUpdateSchema = z.strictObject({
   /** Replaces the whole spec. */
   spec: scheduleSpecSchema.optional(),
   /** Changes the policies given; the others stay. */
@@ -421,12 +421,12 @@ const updateSchema = z.strictObject({
   input: z.unknown().optional(),
   note: noteSchema,
 });
-export type ScheduleUpdate = z.input<typeof updateSchema>;
+export type ScheduleUpdate = z.input<typeof scheduleUpdateSchema>;
 /** The schedule, and what to change. */
 export type UpdateScheduleOptions = ScheduleTarget & ScheduleUpdate;
 
 /** What updateSchedule checks before reading the schedule (the input waits for its kind). */
-export const checkScheduleUpdate = (changes: ScheduleUpdate) => parse(updateSchema, changes, '');
+export const checkScheduleUpdate = (changes: ScheduleUpdate) => parse(scheduleUpdateSchema, changes, '');
 
 /**
  * Changes a schedule's spec, policies or input. The new input is checked for the schedule's kind

@@ -32,7 +32,7 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown): T {
   throw new ValidationError(field, rule);
 }
 
-const batchFilterSchema = z.strictObject({
+export const batchFilterSchema = z.strictObject({
   endpointId: pathSegmentSchema.optional(),
   running: z.boolean().optional(),
 });
@@ -47,7 +47,7 @@ export function batchListQuery(filter: BatchFilter = {}): string {
   return [...clauses, ...runningClause(running)].join(' AND ');
 }
 
-const automationFilterSchema = z.strictObject({
+export const automationFilterSchema = z.strictObject({
   name: z.string().min(1).optional(),
   key: z.string().min(1).optional(),
   running: z.boolean().optional(),

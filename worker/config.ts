@@ -40,7 +40,7 @@ function integer(rule: string, min: number, max: number) {
     .pipe(z.number().int().min(min, { error: rule }).max(max, { error: rule }));
 }
 
-const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The variables this module reads besides the api's SERVERLESS_*; values are strings or absent. */
 export const workerEnvSchema = z.object({
