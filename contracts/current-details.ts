@@ -103,7 +103,15 @@ export function automationCurrentDetails(state: AutomationState, controls: Autom
         ? 'running'
         : 'idle: waiting for events';
   return [
-    `**${formatCount(state.pending)} pending event${state.pending === 1 ? '' : 's'}, ${formatCount(state.inFlight)} run${state.inFlight === 1 ? '' : 's'} in flight**`,
+    `**${[
+      `${formatCount(state.pending)} pending event${state.pending === 1 ? '' : 's'}`,
+      state.ready > 0
+        ? `${formatCount(state.ready)} group${state.ready === 1 ? '' : 's'} waiting`
+        : undefined,
+      `${formatCount(state.inFlight)} run${state.inFlight === 1 ? '' : 's'} in flight`,
+    ]
+      .filter((part) => part !== undefined)
+      .join(', ')}**`,
     '',
     markdownTable(
       [

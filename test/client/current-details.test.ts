@@ -95,7 +95,7 @@ describe('current details', () => {
 
   it('an automation shows pending events, runs in flight, runs started, completed and failed, cost and its flow controls', () => {
     const text = automationCurrentDetails(automation(), controls);
-    expect(text).toContain('**12 pending events, 2 runs in flight**');
+    expect(text).toContain('**12 pending events, 1 group waiting, 2 runs in flight**');
     expect(text).toContain('| Pending events | 12 |');
     expect(text).toContain('| Groups waiting for a run | 1 |');
     expect(text).toContain('| Runs in flight | 2 |');

@@ -2,13 +2,16 @@
  * What a user sees in the Temporal UI, in a real browser: the system's Chromium (npm run
  * provision installs it) driven by playwright-core against a dev server of this file's own that
  * serves the UI. A running batch shows its counts in its current details, and they change as items
- * finish; a job shows its summary. The emulator's clock is frozen while the page is read, so the
+ * finish; a job shows its summary; an automation shows its runs in flight and the groups waiting
+ * for one. The emulator's clock is frozen while the page is read, so the
  * counts stand still until the test moves them; the test waits on the batch's own query.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineAutomation } from '../../activities/automation';
+import { getAutomationState, sendEvent } from '../../client/automations';
 import { getBatchProgress, startBatch } from '../../client/batches';
 import { CHROMIUM_PATH } from '../../scripts/chromium';
 import { type DevServerProcess, startDevServerProcess } from '../support/dev-server-process';
@@ -18,18 +21,36 @@ const SCREENSHOTS = path.join(__dirname, '../../docs/images');
 const SHORT_MS = 1_000;
 const MEDIUM_MS = 5 * 60_000;
 const LONG_MS = 60 * 60_000;
+const AUTOMATION = 'ui-resize';
 
 describe('progress in the Temporal UI (real browser, dev server with its UI)', () => {
   let server: DevServerProcess;
   let stack: JobStack;
   let browser: Browser;
   let page: Page;
+  /** The endpoint the automation's jobs run on (made once the stack's emulator runs). */
+  let automationEndpoint = '';
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM_PATH))
       throw new Error(`no browser at ${CHROMIUM_PATH}: run npm run provision (it installs chromium)`);
     server = await startDevServerProcess('ui', { inMemory: true, ui: true });
-    stack = await startJobStack({ name: 'ui', timeScale: 1, temporalAddress: server.address });
+    stack = await startJobStack({
+      name: 'ui',
+      timeScale: 1,
+      temporalAddress: server.address,
+      // One job per event, one at a time: the jobs run for an hour, so the rest of the events wait.
+      automations: [
+        defineAutomation({
+          name: AUTOMATION,
+          concurrency: 1,
+          run: () => ({
+            kind: 'job',
+            input: { endpointId: automationEndpoint, request: { input: { sleepMs: LONG_MS } } },
+          }),
+        }),
+      ],
+    });
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH });
     page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -131,5 +152,27 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
     await expect.poll(() => showsText(`Job on endpoint ${endpointId}`), { timeout: 30_000 }).toBe(true);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'job-summary.png'), fullPage: true });
     await handle.cancel();
+  });
+
+  it('an automation shows its runs in flight and the groups waiting for one in its current details', async () => {
+    automationEndpoint = stack.endpoint();
+    const target = { automation: AUTOMATION, key: 'user-7' };
+    for (const id of ['a', 'b', 'c'])
+      await sendEvent(stack.client, { id }, { ...target, taskQueue: stack.taskQueue });
+    await eventually(async () => {
+      const state = await getAutomationState(stack.client, target).catch(() => undefined);
+      return state?.inFlight === 1 && state.ready === 2 ? state : undefined;
+    }, 60_000);
+    const handle = stack.client.workflow.getHandle(`automation:${AUTOMATION}:user-7`);
+    const { runId } = await handle.describe();
+    const url = `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history`;
+    await showsCount(url, 'Runs in flight', 1);
+    expect(await detailsRow('Groups waiting for a run')).toBe('Groups waiting for a run 2');
+    expect(await detailsRow('Runs started')).toBe('Runs started 1');
+    await expect
+      .poll(() => showsText(`Automation ${AUTOMATION} for key user-7`), { timeout: 30_000 })
+      .toBe(true);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'automation-current-details.png'), fullPage: true });
+    await handle.terminate();
   });
 });
