@@ -3,6 +3,7 @@
  * before anything is sent. Every failure is a ValidationError that names the flag and the rule.
  */
 import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
 import { ValidationError } from '../api/errors';
 
 /** `--input '{"prompt":"hi"}'` or `--input @request.json`. */
@@ -37,6 +38,13 @@ export function parseJsonObject(flag: string, raw: string): Record<string, unkno
 export function parseInteger(flag: string, raw: string): number {
   if (!/^-?\d+$/.test(raw.trim())) throw new ValidationError(flag, 'must be an integer');
   return Number(raw);
+}
+
+/** A duration flag (`2d`, `90s`, or ms), checked by the schema the library's input uses; in ms. */
+export function parseDuration(flag: string, raw: string, schema: z.ZodType<number, string | number>): number {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new ValidationError(flag, parsed.error.issues[0]?.message ?? 'is invalid');
+  return parsed.data;
 }
 
 export function parseChoice<T extends string>(flag: string, raw: string, choices: readonly T[]): T {

@@ -15,10 +15,11 @@ import type {
   TeardownEndpointInput,
   UpdateEndpointInput,
 } from '../contracts/endpoint-input';
+import { jobExecutionTimeoutSchema, jobTtlSchema } from '../contracts/job-input';
 import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
 import { addEventCommands } from './cli-event';
-import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import { parseChoice, parseDuration, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import { addScheduleCommands } from './cli-schedule';
 import {
   connectionOptions,
@@ -156,8 +157,8 @@ export function buildProgram(
     .requiredOption('--endpoint <id>', 'endpoint id')
     .requiredOption('--input <json>', 'the handler input, JSON inline or @file')
     .option('--mode <mode>', 'async (default), sync (short jobs, still durable) or runsync')
-    .option('--ttl <ms>', 'policy.ttl: hard limit from submission, ms')
-    .option('--execution-timeout <ms>', 'policy.executionTimeout, ms')
+    .option('--ttl <duration>', 'policy.ttl: hard limit from submission, e.g. 2d or ms')
+    .option('--execution-timeout <duration>', 'policy.executionTimeout, e.g. 30m or ms')
     .option('--low-priority', 'policy.lowPriority: do not trigger worker scaling')
     .option('--max-retries <n>', '/retry calls after FAILED or TIMED_OUT (default 0)')
     .option('--on-expired <choice>', 'fail (default) or resubmit when the job is gone')
@@ -166,9 +167,13 @@ export function buildProgram(
     .option('--wait', 'wait for the result and print it')
     .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
       const policy: Record<string, unknown> = {};
-      if (typeof flags.ttl === 'string') policy.ttl = parseInteger('--ttl', flags.ttl);
+      if (typeof flags.ttl === 'string') policy.ttl = parseDuration('--ttl', flags.ttl, jobTtlSchema);
       if (typeof flags.executionTimeout === 'string') {
-        policy.executionTimeout = parseInteger('--execution-timeout', flags.executionTimeout);
+        policy.executionTimeout = parseDuration(
+          '--execution-timeout',
+          flags.executionTimeout,
+          jobExecutionTimeoutSchema,
+        );
       }
       if (flags.lowPriority) policy.lowPriority = true;
       const input: Record<string, unknown> = {

@@ -17,6 +17,11 @@ import { LEASE_MIN_MS } from './submit-lease';
 
 /** The ttl of a job at the service (10 seconds to 7 days), as a duration. */
 export const jobTtlSchema = durationBetween(JOB_LIMITS.ttlMinMs, JOB_LIMITS.ttlMaxMs);
+/** A job's execution timeout at the service (5 seconds to 7 days), as a duration. */
+export const jobExecutionTimeoutSchema = durationBetween(
+  JOB_LIMITS.executionTimeoutMinMs,
+  JOB_LIMITS.executionTimeoutMaxMs,
+);
 
 /** Polling schedules by mode; a caller's `polling` overrides field by field. */
 export const POLLING_DEFAULTS = {

@@ -6,8 +6,15 @@
 import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
+import { parseDuration } from '../../client/cli-input';
 import { extendJobTtl, validateJobInput } from '../../client/jobs';
-import { type JobWorkflowInput, parseJobWorkflowInput, pollingInputOf } from '../../contracts/job-input';
+import {
+  type JobWorkflowInput,
+  jobExecutionTimeoutSchema,
+  jobTtlSchema,
+  parseJobWorkflowInput,
+  pollingInputOf,
+} from '../../contracts/job-input';
 
 const base = { endpointId: 'ep-1', request: { input: {} } };
 
@@ -134,5 +141,22 @@ describe('extendJobTtl', () => {
       field: 'workflowId',
     });
     expect(signals).toEqual([]);
+  });
+});
+
+describe('CLI duration flags', () => {
+  it('--ttl and --execution-timeout take a duration or ms, checked by the same schemas as the input', () => {
+    expect(parseDuration('--ttl', '2d', jobTtlSchema)).toBe(172_800_000);
+    expect(parseDuration('--ttl', '3600000', jobTtlSchema)).toBe(3_600_000);
+    expect(parseDuration('--execution-timeout', '30m', jobExecutionTimeoutSchema)).toBe(1_800_000);
+    expect(() => parseDuration('--ttl', '5', jobTtlSchema)).toThrow(
+      expect.objectContaining({
+        field: '--ttl',
+        rule: expect.stringContaining('between 10000 and 604800000 ms'),
+      }),
+    );
+    expect(() => parseDuration('--execution-timeout', 'soon', jobExecutionTimeoutSchema)).toThrow(
+      expect.objectContaining({ field: '--execution-timeout' }),
+    );
   });
 });

@@ -143,7 +143,7 @@ describe('the CLI', () => {
       '5',
     );
     expect(badPolicy.code).toBe(2);
-    expect(badPolicy.err).toContain('request.policy.ttl: must be an integer between 10000 and 604800000 ms');
+    expect(badPolicy.err).toContain('--ttl: must be a duration between 10000 and 604800000 ms');
     const badJson = await cli('job', 'start', id, '--endpoint', echoEndpoint, '--input', '{nope');
     expect(badJson.code).toBe(2);
     expect(badJson.err).toContain('--input: must be JSON');
