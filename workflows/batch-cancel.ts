@@ -5,12 +5,33 @@
 import { condition, log } from '@temporalio/workflow';
 import { shortActivities } from './batch-activities';
 import { recordAll } from './batch-record';
-import { advance, type BatchRun } from './batch-run';
+import { advance, type BatchRun, bump } from './batch-run';
 import { cancelWatchers } from './batch-watch';
 import type { RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
 
 const CANCEL_CHUNK = 1_000;
+
+/** Cancels the jobs the engine gave up before they were seen finished, a chunk at a time. */
+export function startCancels(run: BatchRun): void {
+  const { state } = run;
+  if (run.cancelRunning || state.toCancel.length === 0) return;
+  const chunk = state.toCancel.slice(0, CANCEL_CHUNK);
+  run.cancelRunning = true;
+  shortActivities
+    .cancelBatchJobs({ endpointId: run.input.endpointId, items: chunk.map((job) => [job.index, job.jobId]) })
+    .then(
+      () => undefined,
+      (error: unknown) =>
+        log.warn('cancelling jobs given up failed', { error: activityOutcome(error)?.message }),
+    )
+    .finally(() => {
+      // Tried once: a job the service no longer has, or one it refused, is not tried again.
+      state.toCancel.splice(0, chunk.length);
+      run.cancelRunning = false;
+      bump(run);
+    });
+}
 
 export async function cancelInFlight(run: BatchRun): Promise<void> {
   cancelWatchers(run);

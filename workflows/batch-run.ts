@@ -2,7 +2,8 @@
  * A batch run's state (activities mode): what continues as new (BatchState, inside the workflow's
  * one input), what lives only while this run does (the activities under way), and the one place an
  * item moves: `advance` steps the per-item engine (item-engine.ts), sums the counters the step moves
- * and records an item that ended.
+ * and records an item that ended (a /retry the step asks for is the caller's to send; a cancel is
+ * queued for batch-cancel.ts).
  */
 import type { CancellationScope } from '@temporalio/workflow';
 import type { BatchCost, BatchCounts, ParsedBatchInput, PendingResultLine } from '../contracts/batch-input';
@@ -41,6 +42,8 @@ export interface BatchState {
   items: ItemState[];
   /** Lines of items that ended without output, not yet written. */
   lines: PendingResultLine[];
+  /** Jobs given up before they were seen finished (a 404, a deadline), not yet cancelled. */
+  toCancel: Array<{ index: number; jobId: string }>;
   /** Orphans' webhooks (a job id naming its item) not yet matched with their uncertain submit. */
   hints: Array<{ jobId: string; item?: number }>;
   counts: BatchCounts;
@@ -76,6 +79,7 @@ export interface BatchRun {
   readonly extending: Set<number>;
   extendsRunning: number;
   recordRunning: boolean;
+  cancelRunning: boolean;
   /** The running watchers, each with the items (index -> job id) it was asked about. */
   readonly watchers: Map<CancellationScope, Map<number, string>>;
   /** Items some running watcher covers. */
@@ -96,6 +100,7 @@ export function newBatchRun(input: ParsedBatchInput, carried: BatchState | undef
     cursor: 0,
     items: [],
     lines: [],
+    toCancel: [],
     hints: [],
     counts: emptyCounts(),
     tally: {
@@ -129,6 +134,7 @@ export function newBatchRun(input: ParsedBatchInput, carried: BatchState | undef
     extending: new Set(),
     extendsRunning: 0,
     recordRunning: false,
+    cancelRunning: false,
     watchers: new Map(),
     watched: new Set(),
     draining: false,
@@ -168,6 +174,9 @@ export function advance(
 ): ItemStep {
   const result = stepItem(item, event, run.rules);
   for (const count of result.counts) run.state.tally[TALLY_OF[count]] += 1;
+  for (const command of result.commands) {
+    if (command.kind === 'cancel') run.state.toCancel.push({ index: item.index, jobId: command.jobId });
+  }
   const next = result.item;
   if (next.phase === 'ended') {
     run.items.delete(next.index);
@@ -228,6 +237,7 @@ export function idle(run: BatchRun): boolean {
     run.retrying.size === 0 &&
     run.extendsRunning === 0 &&
     !run.recordRunning &&
+    !run.cancelRunning &&
     run.watchers.size === 0
   );
 }

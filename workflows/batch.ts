@@ -48,7 +48,7 @@ import {
   parseBatchInput,
 } from '../contracts/batch-input';
 import { batchCurrentDetails } from '../contracts/current-details';
-import { cancelInFlight } from './batch-cancel';
+import { cancelInFlight, startCancels } from './batch-cancel';
 import { type ChildBatchState, runChildBatch } from './batch-children';
 import { checkStops, listen, progress, summary } from './batch-controls';
 import { startExtensions } from './batch-lease';
@@ -138,6 +138,7 @@ async function loop(run: BatchRun): Promise<BatchSummary> {
       startExtensions(run);
       startWatch(run);
       startRecord(run);
+      startCancels(run);
     }
     // The UI's current details: no history event, so every turn may refresh them.
     setCurrentDetails(batchCurrentDetails(progress(run), now));
@@ -192,7 +193,7 @@ function finished(run: BatchRun): boolean {
   const queued = [...run.items.values()].some((item) => item.phase === 'queued');
   const nothingLeft = state.stopping || (state.cursor >= state.total && !queued);
   const underWay = [...run.items.values()].some((item) => item.phase !== 'queued');
-  return nothingLeft && !underWay && state.lines.length === 0 && idle(run);
+  return nothingLeft && !underWay && state.lines.length === 0 && state.toCancel.length === 0 && idle(run);
 }
 
 async function continueWithNewRun(run: BatchRun): Promise<never> {

@@ -237,25 +237,17 @@ function fromRunning(item: RunningItem, event: ItemEvent, rules: ItemRules): Ite
     case 'gone': {
       if (item.lease !== undefined) return leaseLapsed(item, event.now, event.stopping, rules);
       const why = whyGone(event.now, deadlineOf(item), item.ttlMs, event.lastAliveAt, rules.submitKind);
-      return expire(
-        item,
-        why,
+      const reason =
         why === 'ttl'
           ? 'its ttl passed (the service answers 404)'
-          : 'the service no longer knows it (404): it finished unseen and its results expired',
-        event.now,
-        event.stopping,
-        rules,
-      );
+          : 'the service no longer knows it (404): it finished unseen and its results expired';
+      return cancelling(item, expire(item, why, reason, event.now, event.stopping, rules));
     }
     case 'deadline': {
       const what = event.status
         ? `its ttl deadline came while it was ${event.status}`
         : 'its ttl passed (the service answers 404)';
-      const expiring = expire(item, 'ttl', what, event.now, event.stopping, rules);
-      // Seen unfinished at its deadline: make sure it cannot run on beside its replacement.
-      if (event.status === undefined) return expiring;
-      return { ...expiring, commands: [{ kind: 'cancel', jobId: item.jobId }] };
+      return cancelling(item, expire(item, 'ttl', what, event.now, event.stopping, rules));
     }
     default:
       return unexpected(item, event);
@@ -296,6 +288,14 @@ function finished(
       });
     }
   }
+}
+
+/**
+ * A job given up before it was seen finished (a 404, its deadline) is cancelled, so that nothing of
+ * it can run on beside its replacement (or after its failure).
+ */
+function cancelling(item: RunningItem, result: ItemStep): ItemStep {
+  return { ...result, commands: [...result.commands, { kind: 'cancel', jobId: item.jobId }] };
 }
 
 /** The job's lease ran out unextended: the service deleted it, so submitting again is safe. */

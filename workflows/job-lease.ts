@@ -1,54 +1,61 @@
 /**
  * The submit lease (contracts/submit-lease.ts) once the workflow owns a job: the job went out with
  * a short ttl, which /status?ttl= extends to the caller's. An extension that never lands lets the
- * lease run out: the service deletes the job, and submitting again cannot make two live jobs.
+ * lease run out: the service deletes the job, and submitting again cannot make two live jobs. The
+ * outcome is the engine's event (lease-extended, or gone: a lapse).
  */
 import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
 import { leaseEndsBy } from '../contracts/submit-lease';
 import { leaseActivities, leaseAttemptMs } from './job-activities';
-import { activityOutcome, JOB_FAILURE, jobFailure } from './job-failures';
-import { details, inlineLimit, leaseExtended, type Run } from './job-run';
-import { afterLeaseLapse, leaseExtensionTtl } from './job-submit-rules';
+import { activityOutcome, JOB_FAILURE } from './job-failures';
+import { advanceJob } from './job-item';
+import { inlineLimit, type Run } from './job-run';
+import { leaseExtensionTtl } from './job-submit-rules';
 
-/** True: the job's lease is extended (or needs no extension); false: it lapsed and the job is to be sent again. */
-export async function holdLease(run: Run, leaseTtlMs: number, answeredAt: number): Promise<boolean> {
-  if (await extendLease(run, leaseTtlMs, answeredAt)) return true;
-  leaseLapsed(run);
-  return false;
+/** Extends the running job's lease, or finds it lapsed (the engine then sends it again or ends it). */
+export async function holdLease(run: Run): Promise<void> {
+  const { item } = run;
+  if (item.phase !== 'running' || !item.lease) return;
+  const ttl = leaseExtensionTtl(item.lease.ttlMs, run.job.ttlMs, run.s.status);
+  if (ttl === undefined || (await extendLease(run, item.lease, ttl))) {
+    advanceJob(run, { kind: 'lease-extended', ...(ttl === undefined ? {} : { ttlMs: ttl }) });
+    return;
+  }
+  advanceJob(run, { kind: 'gone', now: Date.now(), stopping: false });
 }
 
 /**
- * Under a lease: /status?ttl= sets the caller's ttl (counted from submission, as the service counts
- * it), tried until the lease runs out. False: the job is gone (deleted at its lease) or may be by
- * the time anything could be tried again.
+ * /status?ttl= sets the caller's ttl (counted from submission, as the service counts it), tried
+ * until the lease runs out. False: the job is gone (deleted at its lease) or may be by the time
+ * anything could be tried again.
  */
-async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Promise<boolean> {
-  const { s } = run;
-  const ttl = leaseExtensionTtl(leaseTtlMs, run.job.ttlMs, s.status);
-  if (ttl === undefined) return true;
+async function extendLease(
+  run: Run,
+  lease: { ttlMs: number; answeredAt: number },
+  ttl: number,
+): Promise<boolean> {
   // The status it answers with is left to the watcher: a stream must start before the job is seen
   // finished, and a short job may finish before this answer comes.
   try {
-    const until = leaseEndsBy(answeredAt, leaseTtlMs);
-    await leaseActivities(until - Date.now(), leaseAttemptMs(leaseTtlMs)).fetchJobStatus({
-      endpointId: s.endpointId,
-      jobId: s.jobId as string,
+    const until = leaseEndsBy(lease.answeredAt, lease.ttlMs);
+    await leaseActivities(until - Date.now(), leaseAttemptMs(lease.ttlMs)).fetchJobStatus({
+      endpointId: run.s.endpointId,
+      jobId: run.s.jobId as string,
       ttl,
       ...inlineLimit(run),
     });
-    leaseExtended(run, ttl);
     return true;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
     const outcome = activityOutcome(error);
     log.warn('the lease could not be extended before it ran out', {
-      jobId: s.jobId,
+      jobId: run.s.jobId,
       error: outcome?.message ?? String(error),
     });
     // A 404: the job is gone.
     if (outcome?.type === JOB_FAILURE.expired) return false;
   }
-  return lookAfterLease(run, leaseTtlMs, ttl, answeredAt);
+  return lookAfterLease(run, lease, ttl);
 }
 
 /**
@@ -59,36 +66,21 @@ async function extendLease(run: Run, leaseTtlMs: number, answeredAt: number): Pr
  */
 async function lookAfterLease(
   run: Run,
-  leaseTtlMs: number,
+  lease: { ttlMs: number; answeredAt: number },
   ttl: number,
-  answeredAt: number,
 ): Promise<boolean> {
-  const leaseEnd = leaseEndsBy(answeredAt, leaseTtlMs);
+  const leaseEnd = leaseEndsBy(lease.answeredAt, lease.ttlMs);
   if (leaseEnd > Date.now()) await sleep(leaseEnd - Date.now());
   try {
-    const until = leaseEndsBy(answeredAt, ttl);
+    const until = leaseEndsBy(lease.answeredAt, ttl);
     await leaseActivities(until - Date.now()).fetchJobStatus({
       endpointId: run.s.endpointId,
       jobId: run.s.jobId as string,
       ...inlineLimit(run),
     });
-    leaseExtended(run, ttl);
     return true;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
     return false;
   }
-}
-
-/** The job's lease ran out unextended: the service deleted it; sent again, or the workflow fails. */
-function leaseLapsed(run: Run): void {
-  const { options } = run.job;
-  run.s.leaseLapses += 1;
-  if (afterLeaseLapse(options, run.s.submissions) === 'resubmit') return;
-  throw jobFailure(
-    JOB_FAILURE.expired,
-    `job ${run.s.jobId} on endpoint ${run.s.endpointId} expired: its submit lease ran out before it ` +
-      `could be extended, and maxSubmissions (${options.maxSubmissions}) is reached`,
-    details(run, { expired: 'ttl' }),
-  );
 }

@@ -4,49 +4,43 @@
  */
 import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
 import type { JobObservation } from '../contracts/job-types';
-import { extensionTtl } from '../contracts/submit-lease';
+import { extensionTtl, leaseEndsBy } from '../contracts/submit-lease';
+import type { UncertainItem } from './item-state';
 import { leaseActivities, leaseAttemptMs } from './job-activities';
 import { activityOutcome } from './job-failures';
-import { inlineLimit, leaseExtended, ownJob, type Run } from './job-run';
-import type { OrphanWait } from './job-submit-rules';
+import { inlineLimit, type Run } from './job-run';
 import { lookQuietly } from './job-watch';
 
-type OrphanLease = NonNullable<OrphanWait['lease']>;
+type OrphanLease = { ttlMs: number; endsBy: number };
+type Adopted = JobObservation & { extendedTo?: number };
 
 /**
- * Waits until `until` (a timer: no worker slot is held) for an orphan's webhook, and adopts the
- * orphan once a look finds it. `lease`: the orphan went out under one, so the look must come before
- * the service deletes it (with its output) at the lease's end: its tries are short, so that a
+ * Waits until the uncertain submit's wait ends (a timer: no worker slot is held) for an orphan's
+ * webhook, and returns the orphan once a look finds it. Under a lease the look must come before the
+ * service deletes the orphan (with its output) at the lease's end: its tries are short, so that a
  * worker dying mid-look does not use up the lease.
  */
-export async function adoptOrphan(
-  run: Run,
-  sentAt: number,
-  until: number,
-  lease?: OrphanLease,
-): Promise<boolean> {
+export async function adoptOrphan(run: Run, item: UncertainItem): Promise<Adopted | undefined> {
   run.s.phase = 'adopting';
+  const lease = item.lease && {
+    ttlMs: item.lease.ttlMs,
+    endsBy: leaseEndsBy(item.lease.answeredAt, item.lease.ttlMs),
+  };
   const adoptable = () => run.hints.some((hint) => !run.s.jobIds.includes(hint.jobId));
   for (;;) {
     const index = run.hints.findIndex((hint) => !run.s.jobIds.includes(hint.jobId));
     if (index >= 0) {
       const [hint] = run.hints.splice(index, 1);
-      const observation: (JobObservation & { extendedTo?: number }) | undefined = hint
+      const observation: Adopted | undefined = hint
         ? lease
           ? await lookWithinLease(run, hint.jobId, lease)
           : await lookQuietly(run, hint.jobId)
         : undefined;
-      if (observation) {
-        log.info('adopted the job of an uncertain submit from its webhook', { jobId: observation.jobId });
-        ownJob(run, observation, sentAt, true, lease?.ttlMs);
-        if (observation.extendedTo !== undefined) leaseExtended(run, observation.extendedTo);
-        run.s.uncertainAdopted += 1;
-        return true;
-      }
+      if (observation) return observation;
       continue;
     }
-    const left = until - Date.now();
-    if (left <= 0) return false;
+    const left = item.waitUntil - Date.now();
+    if (left <= 0) return undefined;
     await condition(adoptable, left);
   }
 }
@@ -56,11 +50,7 @@ export async function adoptOrphan(
  * look also extends the orphan to the caller's ttl when that is longer than the lease;
  * `extendedTo`: the caller's ttl the orphan now lives under.
  */
-async function lookWithinLease(
-  run: Run,
-  jobId: string,
-  lease: OrphanLease,
-): Promise<(JobObservation & { extendedTo?: number }) | undefined> {
+async function lookWithinLease(run: Run, jobId: string, lease: OrphanLease): Promise<Adopted | undefined> {
   const left = lease.endsBy - Date.now();
   if (left <= 0) return undefined;
   const ttl = run.job.ttlMs;

@@ -11,12 +11,14 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { JobStatusValue } from '../api/schemas/job';
 import { addRunCosts, type CostEstimate } from '../contracts/cost';
 import { jobCurrentDetails } from '../contracts/current-details';
 import type { ParsedJobInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import type { JobObservation, StreamSink } from '../contracts/job-types';
 import type { LeaseRequest } from '../contracts/submit-lease';
+import { type ItemState, queuedItem } from './item-state';
 import { JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
 import { resultsExpireAt, type SubmitKind, ttlDeadline } from './job-rules';
 import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
@@ -25,12 +27,19 @@ const TERMINAL: readonly string[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_
 
 /** A webhook's claim about a job: looked at with /status before it is believed. */
 export type Hint = { jobId: string; status: string };
-/** The job is gone: its ttl passed, or its results expired before a /retry could reach it. */
-export type Expired = { kind: 'expired'; why: 'ttl' | 'results'; message: string };
+/**
+ * Why watching stopped before a terminal status: the service no longer has the job (a 404), or the
+ * ttl deadline came and the last look found it unfinished (`status`) or found nothing.
+ */
+export type WatchEnd = { kind: 'gone'; lastAliveAt?: number } | { kind: 'deadline'; status?: JobStatusValue };
 
 export interface Run {
   job: ParsedJobInput;
   s: JobSnapshot;
+  /** The job in the per-item engine (job-item.ts): what happens next is decided there. */
+  item: ItemState;
+  /** Why the last uncertain submit was uncertain (for its failure's message). */
+  uncertainReason?: string;
   /** The estimate of the runs before the last /retry, added to each later run's (s.cost). */
   earlierCost?: CostEstimate;
   /** Webhook hints not looked at yet, oldest first. */
@@ -81,6 +90,7 @@ export function newRun(job: ParsedJobInput, startedAt: number): Run {
       timings: { startedAt },
       ...(job.options.stream ? { stream: { chunks: 0 } } : {}),
     },
+    item: queuedItem(0),
     hints: [],
     ttlRequests: [],
     submittedAt: startedAt,
@@ -129,14 +139,6 @@ export function pickFieldRule(facts: Record<string, unknown>): Partial<JobFailur
   return typeof facts.field === 'string' && typeof facts.rule === 'string'
     ? { field: facts.field, rule: facts.rule }
     : {};
-}
-
-export function expired(run: Run, why: Expired['why'], what: string): Expired {
-  return {
-    kind: 'expired',
-    why,
-    message: `job ${run.s.jobId} on endpoint ${run.s.endpointId} expired: ${what}`,
-  };
 }
 
 export function finalFailure(run: Run, status: 'FAILED' | 'TIMED_OUT'): ApplicationFailure {
@@ -228,36 +230,4 @@ export function applyObservation(run: Run, observation: JobObservation): void {
 export function setDeadline(run: Run, ttlMs: number): void {
   run.deadline = ttlDeadline(run.submittedAt, ttlMs);
   run.s.timings.ttlDeadline = run.deadline;
-}
-
-/**
- * The workflow now follows this job (submitted by it, or adopted from an uncertain submit).
- * `leaseTtlMs`: the job went out under a lease and its ttl is that until it is extended.
- */
-export function ownJob(
-  run: Run,
-  observation: JobObservation,
-  submittedAt: number,
-  adopted: boolean,
-  leaseTtlMs?: number,
-): void {
-  const { s } = run;
-  s.jobId = observation.jobId;
-  if (!s.jobIds.includes(observation.jobId)) s.jobIds.push(observation.jobId);
-  s.adopted = adopted;
-  s.attempts += 1;
-  s.timings.submittedAt = submittedAt;
-  delete s.timings.runningAt;
-  delete s.progress;
-  run.submittedAt = submittedAt;
-  if (leaseTtlMs === undefined) delete s.leaseTtlMs;
-  else s.leaseTtlMs = leaseTtlMs;
-  setDeadline(run, leaseTtlMs ?? run.job.ttlMs);
-  applyObservation(run, observation);
-}
-
-/** The job now lives under the caller's ttl, counted from submission. */
-export function leaseExtended(run: Run, ttl: number): void {
-  delete run.s.leaseTtlMs;
-  setDeadline(run, ttl);
 }

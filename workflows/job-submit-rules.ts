@@ -1,20 +1,11 @@
 /**
- * The job workflow's decisions about a submit, its lease and an uncertain submit's orphan, that
- * workflows/job-rules.ts does not hold: each is one pure function of what the workflow knows, so
- * each decision point in the workflow is one call. No clock, no Temporal calls: the workflow
- * passes the time in and carries out the answer.
+ * What the job workflow must know of a submit before the per-item engine can step: whether a
+ * failed try may have made a job, the lease an uncertain submit went out under, and the ttl a
+ * leased job is extended to. Pure functions of what the workflow knows: no clock, no Temporal.
  */
 import { JOB_FAILURE } from '../contracts/failures';
-import type { SubmitResult } from '../contracts/job-types';
-import {
-  extensionTtl,
-  type LeaseRequest,
-  leaseEndsBy,
-  orphanWaitUntil,
-  unreportedLeaseTtl,
-} from '../contracts/submit-lease';
+import { extensionTtl, type LeaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import type { ActivityOutcome } from './job-failures';
-import { type JobRuleOptions, type ResubmitChoice, submitRetryDelayMs } from './job-rules';
 
 /** What an uncertain submit's activity reported before it failed, if anything. */
 export interface UncertainReport {
@@ -24,53 +15,26 @@ export interface UncertainReport {
   leaseTtlMs?: number;
 }
 
-export type SubmitFailureDecision =
-  | { kind: 'uncertain'; reported: UncertainReport }
-  | { kind: 'retry'; delayMs: number }
-  | { kind: 'fail' };
-
 /**
- * A submit's try failed after `triesSoFar` tries: the job may exist (uncertain), or it certainly
- * does not and the submit is tried again after a pause, or it fails.
+ * A submit's try failed: the job may exist (uncertain), or the service certainly did not act on it
+ * (rejected: the engine decides whether and when to try again). Only the activity's own word makes
+ * a failure certain; a timeout, a cancellation by a shutting-down worker or SubmitUncertain may
+ * each hide a job that exists.
  */
-export function afterSubmitFailure(
-  failure: Pick<ActivityOutcome, 'source' | 'type' | 'retryable' | 'facts'>,
-  triesSoFar: number,
-): SubmitFailureDecision {
-  // Only the activity's own word makes a failure certain; a timeout, a cancellation by a
-  // shutting-down worker or SubmitUncertain may each hide a job that exists.
-  if (failure.source !== 'application' || failure.type === JOB_FAILURE.submitUncertain) {
-    const armed = failure.facts.webhookArmed;
-    const lease = failure.facts.leaseTtlMs;
-    return {
-      kind: 'uncertain',
-      reported: {
-        ...(typeof armed === 'boolean' ? { webhookArmed: armed } : {}),
-        ...(typeof lease === 'number' ? { leaseTtlMs: lease } : {}),
-      },
-    };
-  }
-  const retryAfter = failure.facts.retryAfterMs;
-  const delayMs = submitRetryDelayMs(
-    {
-      retryable: failure.retryable,
-      ...(typeof retryAfter === 'number' ? { retryAfterMs: retryAfter } : {}),
+export function submitFailureKind(
+  failure: Pick<ActivityOutcome, 'source' | 'type' | 'facts'>,
+): { kind: 'uncertain'; reported: UncertainReport } | { kind: 'rejected' } {
+  if (failure.source === 'application' && failure.type !== JOB_FAILURE.submitUncertain)
+    return { kind: 'rejected' };
+  const armed = failure.facts.webhookArmed;
+  const lease = failure.facts.leaseTtlMs;
+  return {
+    kind: 'uncertain',
+    reported: {
+      ...(typeof armed === 'boolean' ? { webhookArmed: armed } : {}),
+      ...(typeof lease === 'number' ? { leaseTtlMs: lease } : {}),
     },
-    triesSoFar,
-  );
-  return delayMs === undefined ? { kind: 'fail' } : { kind: 'retry', delayMs };
-}
-
-/**
- * A submit answered: its job has no lease, or the submit already extended the lease to the
- * caller's ttl, or the workflow must extend it (a worker whose submit does not extend leaves it so).
- */
-export function leaseAfterSubmit(
-  job: Pick<SubmitResult, 'leaseTtlMs' | 'extended'>,
-): { kind: 'none' } | { kind: 'extended' } | { kind: 'extend'; leaseTtlMs: number } {
-  if (job.leaseTtlMs === undefined) return { kind: 'none' };
-  if (job.extended) return { kind: 'extended' };
-  return { kind: 'extend', leaseTtlMs: job.leaseTtlMs };
+  };
 }
 
 /**
@@ -84,11 +48,6 @@ export function leaseExtensionTtl(
   status?: string,
 ): number | undefined {
   return status === 'COMPLETED' ? undefined : extensionTtl(leaseTtlMs, callerTtlMs);
-}
-
-/** A lease ran out unextended: the service deleted the job, so it is sent again while submissions are left. */
-export function afterLeaseLapse(options: JobRuleOptions, submissionsSoFar: number): ResubmitChoice {
-  return submissionsSoFar < options.maxSubmissions ? 'resubmit' : 'fail';
 }
 
 /**
@@ -107,30 +66,4 @@ export function uncertainSubmitLease(
   const known = unreportedLeaseTtl(lease);
   if (known !== undefined || !lease) return { known: true, leaseTtlMs: known };
   return { known: false, ifWebhooksArmed: lease.ttlMs };
-}
-
-/** How long to wait for an uncertain submit's orphan to report itself, and the lease it is under. */
-export interface OrphanWait {
-  until: number;
-  /** The orphan went out under this lease: it must be looked at before the service deletes it. */
-  lease?: { ttlMs: number; endsBy: number };
-}
-
-/**
- * After an uncertain submit answered at `answeredAt`: without a lease, the caller's
- * uncertainSubmitWait from now (none when no webhook was armed: nothing can report); under a
- * lease, the lease and the webhook's retry window (contracts/submit-lease.ts).
- */
-export function orphanWait(
-  uncertainSubmitWait: number,
-  now: number,
-  answeredAt: number,
-  leaseTtlMs: number | undefined,
-  webhookArmed: boolean,
-): OrphanWait {
-  if (leaseTtlMs === undefined) return { until: now + (webhookArmed ? uncertainSubmitWait : 0) };
-  return {
-    until: orphanWaitUntil(answeredAt, leaseTtlMs, webhookArmed),
-    lease: { ttlMs: leaseTtlMs, endsBy: leaseEndsBy(answeredAt, leaseTtlMs) },
-  };
 }

@@ -10,21 +10,13 @@ import type { JobObservation, WaitResult } from '../contracts/job-types';
 import { JOB_UNCHANGED } from '../contracts/job-wait-policy';
 import { shortActivities, waitActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE } from './job-failures';
-import { lastLookMarginMs, whyGone } from './job-rules';
-import {
-  applyObservation,
-  type Expired,
-  expired,
-  inlineLimit,
-  isTerminal,
-  type Run,
-  setDeadline,
-  submitKind,
-} from './job-run';
+import { advanceJob } from './job-item';
+import { lastLookMarginMs } from './job-rules';
+import { applyObservation, inlineLimit, isTerminal, type Run, type WatchEnd } from './job-run';
 import { noteStray } from './job-signals';
 
 /** How one stretch of waiting ended: the status changed, the deadline came, or the poller must start over. */
-type Segment = 'changed' | 'deadline' | 'restart' | Expired;
+type Segment = 'changed' | 'deadline' | 'restart' | WatchEnd;
 
 /** The poller activity and, once it has ended, how. */
 interface Poller {
@@ -32,8 +24,8 @@ interface Poller {
   settled?: { ok: true; value: WaitResult } | { ok: false; error: unknown };
 }
 
-/** Until the job is finished (undefined) or known to be gone. */
-export async function watchUntilTerminal(run: Run): Promise<Expired | undefined> {
+/** Until the job is finished (undefined), gone, or at its deadline unfinished. */
+export async function watchUntilTerminal(run: Run): Promise<WatchEnd | undefined> {
   while (!isTerminal(run.s.status)) {
     run.s.phase = 'waiting';
     // Stop looking a little before the service deletes the job: one last look must still find it.
@@ -47,14 +39,11 @@ export async function watchUntilTerminal(run: Run): Promise<Expired | undefined>
 }
 
 /** At the deadline: a job that is not finished now will be deleted by the service. */
-async function lastLook(run: Run): Promise<Expired | undefined> {
+async function lastLook(run: Run): Promise<WatchEnd | undefined> {
   const observation = await lookQuietly(run, run.s.jobId as string);
-  if (observation) {
-    applyObservation(run, observation);
-    if (isTerminal(observation.status)) return undefined;
-    return expired(run, 'ttl', `its ttl deadline came while it was ${observation.status}`);
-  }
-  return expired(run, 'ttl', 'its ttl passed (the service answers 404)');
+  if (!observation) return { kind: 'deadline' };
+  applyObservation(run, observation);
+  return isTerminal(observation.status) ? undefined : { kind: 'deadline', status: observation.status };
 }
 
 /**
@@ -84,7 +73,7 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
         // timer (webhooks still count) rather than start another poller for a few seconds.
         pollerAtDeadline = true;
       }
-      if (settled && !settled.ok) return pollerFailed(run, settled.error);
+      if (settled && !settled.ok) return pollerFailed(settled.error);
       if (!woken) return 'deadline';
 
       const ttl = run.ttlRequests.shift();
@@ -143,28 +132,13 @@ async function hintChangedStatus(run: Run, jobId: string, checked: Set<string>):
   return false;
 }
 
-function pollerFailed(run: Run, error: unknown): Segment {
+function pollerFailed(error: unknown): Segment {
   if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
   const outcome = activityOutcome(error);
   if (outcome?.type === JOB_FAILURE.expired) {
-    // The service deletes a job at its ttl, or a retention period after it finished. Before our
-    // ttl estimate, and with no sight of the job for a whole retention period (a long outage,
-    // say), the results expired unseen; otherwise the service's clock reached the ttl first.
+    // The engine tells a ttl that passed from results that expired unseen (a long outage, say).
     const lastAliveAt = outcome.facts.lastAliveAt;
-    const why = whyGone(
-      Date.now(),
-      run.deadline,
-      run.job.ttlMs,
-      typeof lastAliveAt === 'number' ? lastAliveAt : undefined,
-      submitKind(run),
-    );
-    return why === 'ttl'
-      ? expired(run, 'ttl', 'its ttl passed (the service answers 404)')
-      : expired(
-          run,
-          'results',
-          'the service no longer knows it (404): it finished unseen and its results expired',
-        );
+    return { kind: 'gone', ...(typeof lastAliveAt === 'number' ? { lastAliveAt } : {}) };
   }
   // Out of time (the schedule-to-close timeout is the deadline) is the deadline; so is a last
   // "unchanged" look that the server could not retry within it.
@@ -182,8 +156,7 @@ async function extendTtl(run: Run, ttl: number): Promise<void> {
       jobId: run.s.jobId as string,
       ttl,
     });
-    run.job = { ...run.job, ttlMs: ttl };
-    setDeadline(run, ttl);
+    advanceJob(run, { kind: 'ttl-extended', ttlMs: ttl });
     delete run.s.ttlExtensionError;
     applyObservation(run, observation);
   } catch (error) {

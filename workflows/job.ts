@@ -42,15 +42,14 @@ import type { JobObservation } from '../contracts/job-types';
 import { leaseRequest } from '../contracts/submit-lease';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
 import { emitOnEnd, failureData } from './emit-on-end';
+import type { EndedItem, ItemEvent, ItemState, RetryDueItem } from './item-state';
 import { shortActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE, jobFailure } from './job-failures';
-import { afterTerminal, goneBeforeRetry, onExpired } from './job-rules';
+import { advanceJob } from './job-item';
 import {
   applyObservation,
   details,
-  type Expired,
   emptyDetails,
-  expired,
   finalFailure,
   isTerminal,
   newRun,
@@ -123,75 +122,120 @@ async function runJob(run: Run): Promise<JobResult> {
   run.lease = leaseRequest(options.submitLease, options.mode, run.job.ttlMs);
   for (;;) {
     await submitFresh(run);
-    const end = await followJob(run);
-    if (end.kind === 'completed') return end.result;
-    if (!isTerminal(run.s.status)) await cancelQuietly(run);
-    if (onExpired(options, run.s.submissions) === 'resubmit') {
-      log.warn('the job expired; submitting it afresh', { jobId: run.s.jobId, why: end.why });
-      continue;
-    }
-    throw jobFailure(JOB_FAILURE.expired, end.message, details(run, { expired: end.why }));
+    const result = await followJob(run);
+    if (result) return result;
+    log.warn('the job expired; submitting it afresh', { jobId: run.s.jobId });
   }
 }
 
-// --- following one job (and its retries)
+/** The item as it is now (each await may have moved it). */
+const current = (run: Run): ItemState => run.item;
 
-type FollowEnd = { kind: 'completed'; result: JobResult } | Expired;
-
-async function followJob(run: Run): Promise<FollowEnd> {
-  const { options } = run.job;
+/**
+ * Carries out the engine's steps for the job it owns, through its retries: its result, or
+ * undefined when the engine queued the item for a fresh submit; a failure ends the workflow.
+ */
+async function followJob(run: Run): Promise<JobResult | undefined> {
   for (;;) {
-    startStream(run);
-    const end = await watchUntilTerminal(run);
-    await finishStream(run, end !== undefined);
-    if (end) return end;
-
-    const { s } = run;
-    if (s.status === 'COMPLETED') return { kind: 'completed', result: resultOf(run) };
-    if (s.status === 'CANCELLED') {
-      throw jobFailure(
-        JOB_FAILURE.cancelled,
-        `job ${s.jobId} on endpoint ${s.endpointId} was cancelled outside this workflow`,
-        details(run),
-      );
+    const item = current(run);
+    switch (item.phase) {
+      case 'running':
+        await watchOnce(run);
+        break;
+      case 'retry-due':
+        await retryWhenDue(run, item);
+        break;
+      case 'queued':
+        return undefined;
+      case 'ended':
+        return endOf(run, item);
+      default:
+        throw new Error(`following a job from phase ${item.phase}`);
     }
-    const decision = afterTerminal(s.status as 'FAILED' | 'TIMED_OUT', options.retry, s.retries);
-    if (decision.kind === 'give-up') throw finalFailure(run, decision.status);
-    if (decision.kind !== 'retry') throw new Error(`unexpected decision ${decision.kind}`);
-
-    const gone = await retryAfterBackoff(run, decision.backoffMs);
-    if (gone) return gone;
   }
 }
 
-/** /retry after the backoff, while the job is still kept; the job's end if it is gone by then. */
-async function retryAfterBackoff(run: Run, backoffMs: number): Promise<Expired | undefined> {
+/** Waits for the job's terminal status (or its end by 404 or deadline) and steps the engine with it. */
+async function watchOnce(run: Run): Promise<void> {
+  startStream(run);
+  const end = await watchUntilTerminal(run);
+  await finishStream(run, end !== undefined);
+  const now = Date.now();
+  const { s } = run;
+  const event: ItemEvent =
+    end === undefined
+      ? {
+          kind: 'finished',
+          status: s.status as 'COMPLETED' | 'FAILED' | 'TIMED_OUT' | 'CANCELLED',
+          now,
+          ...(s.error === undefined ? {} : { error: s.error }),
+        }
+      : end.kind === 'gone'
+        ? {
+            kind: 'gone',
+            now,
+            stopping: false,
+            ...(end.lastAliveAt === undefined ? {} : { lastAliveAt: end.lastAliveAt }),
+          }
+        : {
+            kind: 'deadline',
+            now,
+            stopping: false,
+            ...(end.status === undefined ? {} : { status: end.status }),
+          };
+  const step = advanceJob(run, event);
+  // A job replaced at its deadline must not run on beside its replacement.
+  if (step.commands.some((command) => command.kind === 'cancel')) await cancelQuietly(run);
+}
+
+/** After the backoff, /retry while the job is still kept (the engine says whether it is). */
+async function retryWhenDue(run: Run, item: RetryDueItem): Promise<void> {
   const { s } = run;
   s.phase = 'retry-backoff';
-  if (backoffMs > 0) await sleep(backoffMs);
-  const gone = goneBeforeRetry(Date.now(), run.deadline, run.resultsExpireAt);
-  if (gone === 'ttl') return expired(run, 'ttl', 'its ttl passed during the retry backoff');
-  if (gone === 'results') return expired(run, 'results', 'its results expired during the retry backoff');
-
+  const wait = item.retryAt - Date.now();
+  if (wait > 0) await sleep(wait);
+  const due = advanceJob(run, { kind: 'retry-time', now: Date.now(), stopping: false });
+  if (!due.commands.some((command) => command.kind === 'retry')) return;
   s.phase = 'retrying';
   let observation: JobObservation;
   try {
     observation = await shortActivities.retryJob({ endpointId: s.endpointId, jobId: s.jobId as string });
   } catch (error) {
-    if (activityOutcome(error)?.type === JOB_FAILURE.expired) {
-      return expired(run, 'results', 'the service no longer knows it (404 on /retry)');
-    }
-    throw error;
+    if (activityOutcome(error)?.type !== JOB_FAILURE.expired) throw error;
+    advanceJob(run, { kind: 'retry-gone', now: Date.now(), stopping: false });
+    return;
   }
-  s.retries += 1;
-  s.attempts += 1;
   // The run just retried had its estimate; the next run's is added to it (the same final
   // status seen twice replaces, never adds).
   if (s.cost) run.earlierCost = s.cost;
   delete s.timings.runningAt;
   delete s.progress;
+  advanceJob(run, { kind: 'retried', status: observation.status });
   applyObservation(run, observation);
-  return undefined;
+}
+
+/** The job's end: its result, or the typed failure that says how it ended. */
+function endOf(run: Run, item: EndedItem): JobResult {
+  const { s } = run;
+  switch (item.outcome) {
+    case 'completed':
+      return resultOf(run);
+    case 'cancelled':
+      throw jobFailure(
+        JOB_FAILURE.cancelled,
+        `job ${s.jobId} on endpoint ${s.endpointId} was cancelled outside this workflow`,
+        details(run),
+      );
+    case 'failed':
+    case 'timedOut':
+      throw finalFailure(run, item.outcome === 'failed' ? 'FAILED' : 'TIMED_OUT');
+    default:
+      throw jobFailure(
+        JOB_FAILURE.expired,
+        `job ${s.jobId} on endpoint ${s.endpointId} expired: ${item.reason}`,
+        details(run, item.expired ? { expired: item.expired } : {}),
+      );
+  }
 }
 
 // --- cancellation and failures

@@ -360,12 +360,14 @@ const cases: Case[] = [
     from: running(),
     event: { kind: 'gone', now: 50_000, lastAliveAt: 40_000, stopping: false },
     to: { phase: 'ended', outcome: 'expired', expired: 'ttl' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
   },
   {
     name: 'a 404 long before the ttl, not seen for a retention period: results expired unseen',
     from: running(),
     event: { kind: 'gone', now: 40 * 60_000, stopping: false },
     to: { phase: 'ended', outcome: 'expired', expired: 'results' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
   },
   {
     name: 'an expired job with onExpired resubmit: queued again',
@@ -373,6 +375,7 @@ const cases: Case[] = [
     event: { kind: 'gone', now: 40 * 60_000, stopping: false },
     rules: resubmitting,
     to: { phase: 'queued' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
   },
   {
     name: 'an expired job is not resubmitted while the work stops',
@@ -380,6 +383,7 @@ const cases: Case[] = [
     event: { kind: 'gone', now: 40 * 60_000, stopping: true },
     rules: resubmitting,
     to: { phase: 'ended', outcome: 'expired' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
   },
   {
     name: 'an expired job is not resubmitted past maxSubmissions',
@@ -387,6 +391,14 @@ const cases: Case[] = [
     event: { kind: 'gone', now: 40 * 60_000, stopping: false },
     rules: resubmitting,
     to: { phase: 'ended', outcome: 'expired' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
+  },
+  {
+    name: 'the deadline came and the last look found nothing: expired, and cancelled all the same',
+    from: running(),
+    event: { kind: 'deadline', now: 90_000_000, stopping: false },
+    to: { phase: 'ended', outcome: 'expired', reason: 'its ttl passed (the service answers 404)' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
   },
   {
     name: 'the deadline came with the job unfinished: expired, and the job is cancelled',
