@@ -148,6 +148,7 @@ export {
   type CostRange,
   type CostReport,
   type EndpointCost,
+  type EndpointCostOptions,
   endpointCost,
   type JobCost,
   jobCost,

@@ -89,7 +89,7 @@ export function addCostCommands(program: Command, ctx: CostCliContext): void {
       // Checked before connecting: a bad range names its flag and contacts nothing.
       const range = parseCostRange(flags);
       endpointCostQueries(endpointId, range);
-      const report = await endpointCost(await ctx.connect(), endpointId, range);
+      const report = await endpointCost(await ctx.connect(), { endpointId, ...range });
       show(flags.json, report, `${endpointId}: ${breakdown(report)}`);
     });
 

@@ -212,10 +212,13 @@ export async function sumCosts(
  * (a job's from its snapshot, a batch's from its summary). Visibility is eventually consistent: a
  * workflow closed a moment ago may be missing.
  */
+export interface EndpointCostOptions extends CostRange {
+  endpointId: string;
+}
+
 export async function endpointCost(
   client: Client,
-  endpointId: string,
-  range: CostRange = {},
+  { endpointId, ...range }: EndpointCostOptions,
 ): Promise<EndpointCost> {
   const report = await sumCosts(costSourceOf(client), endpointCostQueries(endpointId, range), {
     endpointId,
