@@ -68,6 +68,11 @@ export function fetchJobStatusSummary(jobId: string): string {
   return `look at job ${id(jobId)}`;
 }
 
+/** A /status?ttl= that gives the job a new ttl (the service counts it from submission). */
+export function extendJobTtlSummary(jobId: string, ttlMs: number): string {
+  return `extend job ${id(jobId)}'s ttl to ${formatDuration(ttlMs)} from submission`;
+}
+
 /** The service's own retry of a failed job. */
 export function retryJobSummary(jobId: string, retry: number): string {
   return `retry job ${id(jobId)} (retry ${formatCount(retry)})`;
@@ -79,6 +84,11 @@ export function cancelJobSummary(jobId: string): string {
 
 export function streamJobSummary(jobId: string): string {
   return `stream job ${id(jobId)}'s output to the sink`;
+}
+
+/** The bound on a finished job's stream: it is cut if it has not drained by then. */
+export function streamDrainSummary(jobId: string, withinMs: number): string {
+  return `let job ${id(jobId)}'s stream drain for up to ${formatDuration(withinMs)}`;
 }
 
 /** The timer before a retry of a failed or timed-out job. */
@@ -127,9 +137,18 @@ export function recordResultsSummary(count: number): string {
   return `record ${plural(count, 'result')}`;
 }
 
-/** The batch's timer for its next due retry. */
-export function nextRetrySummary(at: number): string {
-  return `wake at ${formatInstant(at)} for the next retry`;
+/** What an item's due time brings: its retry, its submit after a backoff, or the end of its orphan wait. */
+export type DueWork = 'retry' | 'submit' | 'orphan-wait-end';
+
+const DUE_WORK: Record<DueWork, string> = {
+  retry: 'the next retry',
+  submit: 'the next submit after a backoff',
+  'orphan-wait-end': "the end of an uncertain submit's wait for its orphan",
+};
+
+/** The batch's one timer: when its next item falls due, and what falls due then. */
+export function nextDueSummary(at: number, work: DueWork): string {
+  return `wake at ${formatInstant(at)} for ${DUE_WORK[work]}`;
 }
 
 // ------------------------------------------------------------------------------------------------

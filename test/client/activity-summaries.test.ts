@@ -3,14 +3,17 @@ import { describe, expect, it } from 'vitest';
 import {
   awaitRunSummary,
   emitEventSummary,
+  extendJobTtlSummary,
   groupDueSummary,
   healthPollSummary,
   idleEndSummary,
   itemRanges,
+  nextDueSummary,
   orphanWebhookSummary,
   planRunSummary,
   retryBackoffSummary,
   retryJobsSummary,
+  streamDrainSummary,
   submitItemsSummary,
   submitJobSummary,
   updateEndpointSummary,
@@ -48,6 +51,18 @@ describe('activity and timer summaries', () => {
     expect(retryBackoffSummary(10_000, 2)).toBe('wait 10 s before retry 2');
     expect(orphanWebhookSummary(NOON + 90_000)).toBe(
       "wait for the orphan's webhook until 2026-01-01 12:01:30 UTC",
+    );
+    expect(extendJobTtlSummary('abc', 2 * 3_600_000)).toBe("extend job abc's ttl to 2 h from submission");
+    expect(streamDrainSummary('abc', 120_000)).toBe("let job abc's stream drain for up to 2 min");
+  });
+
+  it("a batch's one timer says what falls due when it fires", () => {
+    expect(nextDueSummary(NOON, 'retry')).toBe('wake at 2026-01-01 12:00:00 UTC for the next retry');
+    expect(nextDueSummary(NOON, 'submit')).toBe(
+      'wake at 2026-01-01 12:00:00 UTC for the next submit after a backoff',
+    );
+    expect(nextDueSummary(NOON, 'orphan-wait-end')).toBe(
+      "wake at 2026-01-01 12:00:00 UTC for the end of an uncertain submit's wait for its orphan",
     );
   });
 
