@@ -3,6 +3,7 @@
  * in chunks) and recorded, as is every other item under way; then the batch ends as cancelled.
  */
 import { condition, log } from '@temporalio/workflow';
+import { cancelJobsSummary } from '../contracts/activity-summaries';
 import { shortActivities } from './batch-activities';
 import { recordAll } from './batch-record';
 import { advance, type BatchRun, bump } from './batch-run';
@@ -18,8 +19,7 @@ export function startCancels(run: BatchRun): void {
   if (run.cancelRunning || state.toCancel.length === 0) return;
   const chunk = state.toCancel.slice(0, CANCEL_CHUNK);
   run.cancelRunning = true;
-  shortActivities
-    .cancelBatchJobs({ endpointId: run.input.endpointId, items: chunk.map((job) => [job.index, job.jobId]) })
+  cancelJobs(run, chunk)
     .then(
       () => undefined,
       (error: unknown) =>
@@ -52,13 +52,16 @@ export async function cancelInFlight(run: BatchRun): Promise<void> {
   await recordAll(run);
 }
 
+function cancelJobs(run: BatchRun, jobs: readonly { index: number; jobId: string }[]) {
+  return shortActivities.cancelBatchJobs.executeWithOptions({ summary: cancelJobsSummary(jobs.length) }, [
+    { endpointId: run.input.endpointId, items: jobs.map((job) => [job.index, job.jobId]) },
+  ]);
+}
+
 async function cancelChunk(run: BatchRun, chunk: RunningItem[], now: number): Promise<void> {
   let answers: Map<number, { status?: string; error?: string }>;
   try {
-    const { results } = await shortActivities.cancelBatchJobs({
-      endpointId: run.input.endpointId,
-      items: chunk.map((item) => [item.index, item.jobId]),
-    });
+    const { results } = await cancelJobs(run, chunk);
     answers = new Map(results.map((result) => [result.i, result]));
   } catch (error) {
     answers = new Map();

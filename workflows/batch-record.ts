@@ -4,6 +4,8 @@
  * their outputs, the watcher wrote already.
  */
 import { CancellationScope, condition, log } from '@temporalio/workflow';
+import { recordResultsSummary } from '../contracts/activity-summaries';
+import type { PendingResultLine } from '../contracts/batch-input';
 import { shortActivities } from './batch-activities';
 import { type BatchRun, bump } from './batch-run';
 import { activityOutcome } from './job-failures';
@@ -15,9 +17,7 @@ export function startRecord(run: BatchRun): void {
   if (run.recordRunning || state.lines.length === 0) return;
   const lines = state.lines.slice(0, RECORD_CHUNK);
   run.recordRunning = true;
-  CancellationScope.nonCancellable(() =>
-    shortActivities.recordBatchResults({ batchKey: state.batchKey, lines }),
-  )
+  CancellationScope.nonCancellable(() => recordResults(state.batchKey, lines))
     .then(
       () => {
         state.lines.splice(0, lines.length);
@@ -36,6 +36,13 @@ export async function recordAll(run: BatchRun): Promise<void> {
   await condition(() => !run.recordRunning);
   while (state.lines.length > 0) {
     const lines = state.lines.splice(0, RECORD_CHUNK);
-    await shortActivities.recordBatchResults({ batchKey: state.batchKey, lines });
+    await recordResults(state.batchKey, lines);
   }
+}
+
+function recordResults(batchKey: string, lines: PendingResultLine[]) {
+  return shortActivities.recordBatchResults.executeWithOptions(
+    { summary: recordResultsSummary(lines.length) },
+    [{ batchKey, lines }],
+  );
 }

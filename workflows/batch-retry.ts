@@ -4,6 +4,7 @@
  */
 import { isCancellation, log } from '@temporalio/workflow';
 import type { JobStatusValue } from '../api/schemas/job';
+import { retryJobsSummary } from '../contracts/activity-summaries';
 import { shortActivities } from './batch-activities';
 import { advance, type BatchRun, bump } from './batch-run';
 import type { RetryDueItem } from './item-state';
@@ -22,8 +23,10 @@ export function startRetries(run: BatchRun, now: number): void {
   }
   if (due.length === 0) return;
   for (const item of due) run.retrying.add(item.index);
-  shortActivities
-    .retryBatchJobs({ endpointId: run.input.endpointId, items: due.map((item) => [item.index, item.jobId]) })
+  shortActivities.retryBatchJobs
+    .executeWithOptions({ summary: retryJobsSummary(due.length) }, [
+      { endpointId: run.input.endpointId, items: due.map((item) => [item.index, item.jobId]) },
+    ])
     .then(
       ({ results }) => {
         for (const result of results) {

@@ -5,6 +5,7 @@
  */
 import { CancellationScope, TimeoutFailure } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
+import { submitItemsSummary } from '../contracts/activity-summaries';
 import type { SubmitItemResult } from '../contracts/batch-input';
 import { leaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import { stageActivities, submitActivities } from './batch-activities';
@@ -60,14 +61,19 @@ function submitPage(run: BatchRun, page: number[]): void {
   run.submitsRunning += 1;
   for (const index of page) run.sending.add(index);
   CancellationScope.nonCancellable(() =>
-    submitActivities(input.job.submitTimeout, page.length).submitBatchPage({
-      endpointId: input.endpointId,
-      manifestKey: state.manifestKey,
-      indexes: page,
-      // Only an orphan that may be adopted needs a webhook; every other job is watched.
-      webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
-      ...(lease === undefined ? {} : { submitLease: lease }),
-    }),
+    submitActivities(input.job.submitTimeout, page.length).submitBatchPage.executeWithOptions(
+      { summary: submitItemsSummary(page, input.endpointId) },
+      [
+        {
+          endpointId: input.endpointId,
+          manifestKey: state.manifestKey,
+          indexes: page,
+          // Only an orphan that may be adopted needs a webhook; every other job is watched.
+          webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
+          ...(lease === undefined ? {} : { submitLease: lease }),
+        },
+      ],
+    ),
   )
     .then(
       ({ results }) => {

@@ -6,6 +6,7 @@
  */
 import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
+import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
 import { watchActivities } from './batch-activities';
 import type { BatchHintAnswer } from './batch-definitions';
@@ -57,17 +58,19 @@ function startWatcher(run: BatchRun, covered: RunningItem[]): void {
   run.watchers.set(scope, asked);
   scope
     .run(() =>
-      watchActivities.watchBatchJobs({
-        endpointId: input.endpointId,
-        batchKey: state.batchKey,
-        items,
-        polling: run.polling,
-        returnAfter: Math.max(1, Math.floor(items.length / WATCH_RETURN_SHARE)),
-        holdMs: WATCH_HOLD_MS,
-        ...(input.job.outputInlineMaxBytes === undefined
-          ? {}
-          : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
-      }),
+      watchActivities.watchBatchJobs.executeWithOptions({ summary: watchJobsSummary(items.length) }, [
+        {
+          endpointId: input.endpointId,
+          batchKey: state.batchKey,
+          items,
+          polling: run.polling,
+          returnAfter: Math.max(1, Math.floor(items.length / WATCH_RETURN_SHARE)),
+          holdMs: WATCH_HOLD_MS,
+          ...(input.job.outputInlineMaxBytes === undefined
+            ? {}
+            : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
+        },
+      ]),
     )
     .then(
       ({ changes, currency }) => {

@@ -5,6 +5,7 @@
  * outcome is the engine's event (lease-extended, or gone: a lapse).
  */
 import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
+import { extendJobTtlSummary, fetchJobStatusSummary, leaseEndSummary } from '../contracts/activity-summaries';
 import { leaseEndsBy } from '../contracts/submit-lease';
 import { leaseActivities, leaseAttemptMs } from './job-activities';
 import { activityOutcome, JOB_FAILURE } from './job-failures';
@@ -38,12 +39,11 @@ async function extendLease(
   // finished, and a short job may finish before this answer comes.
   try {
     const until = leaseEndsBy(lease.answeredAt, lease.ttlMs);
-    await leaseActivities(until - Date.now(), leaseAttemptMs(lease.ttlMs)).fetchJobStatus({
-      endpointId: run.s.endpointId,
-      jobId: run.s.jobId as string,
-      ttl,
-      ...inlineLimit(run),
-    });
+    const jobId = run.s.jobId as string;
+    await leaseActivities(until - Date.now(), leaseAttemptMs(lease.ttlMs)).fetchJobStatus.executeWithOptions(
+      { summary: extendJobTtlSummary(jobId, ttl) },
+      [{ endpointId: run.s.endpointId, jobId, ttl, ...inlineLimit(run) }],
+    );
     return true;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;
@@ -70,14 +70,14 @@ async function lookAfterLease(
   ttl: number,
 ): Promise<boolean> {
   const leaseEnd = leaseEndsBy(lease.answeredAt, lease.ttlMs);
-  if (leaseEnd > Date.now()) await sleep(leaseEnd - Date.now());
+  if (leaseEnd > Date.now()) await sleep(leaseEnd - Date.now(), { summary: leaseEndSummary(leaseEnd) });
   try {
     const until = leaseEndsBy(lease.answeredAt, ttl);
-    await leaseActivities(until - Date.now()).fetchJobStatus({
-      endpointId: run.s.endpointId,
-      jobId: run.s.jobId as string,
-      ...inlineLimit(run),
-    });
+    const jobId = run.s.jobId as string;
+    await leaseActivities(until - Date.now()).fetchJobStatus.executeWithOptions(
+      { summary: fetchJobStatusSummary(jobId) },
+      [{ endpointId: run.s.endpointId, jobId, ...inlineLimit(run) }],
+    );
     return true;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;

@@ -3,6 +3,7 @@
  * a job this workflow never saw is that job. It is believed once /status confirms it.
  */
 import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
+import { fetchJobStatusSummary, orphanWebhookSummary } from '../contracts/activity-summaries';
 import type { JobObservation } from '../contracts/job-types';
 import { extensionTtl, leaseEndsBy } from '../contracts/submit-lease';
 import type { UncertainItem } from './item-state';
@@ -41,7 +42,7 @@ export async function adoptOrphan(run: Run, item: UncertainItem): Promise<Adopte
     }
     const left = item.waitUntil - Date.now();
     if (left <= 0) return undefined;
-    await condition(adoptable, left);
+    await condition(adoptable, left, { summary: orphanWebhookSummary(item.waitUntil) });
   }
 }
 
@@ -55,12 +56,17 @@ async function lookWithinLease(run: Run, jobId: string, lease: OrphanLease): Pro
   if (left <= 0) return undefined;
   const ttl = run.job.ttlMs;
   try {
-    const observation = await leaseActivities(left, leaseAttemptMs(lease.ttlMs)).fetchJobStatus({
-      endpointId: run.s.endpointId,
-      jobId,
-      ...(ttl !== undefined && extensionTtl(lease.ttlMs, ttl) !== undefined ? { ttl } : {}),
-      ...inlineLimit(run),
-    });
+    const observation = await leaseActivities(
+      left,
+      leaseAttemptMs(lease.ttlMs),
+    ).fetchJobStatus.executeWithOptions({ summary: fetchJobStatusSummary(jobId) }, [
+      {
+        endpointId: run.s.endpointId,
+        jobId,
+        ...(ttl !== undefined && extensionTtl(lease.ttlMs, ttl) !== undefined ? { ttl } : {}),
+        ...inlineLimit(run),
+      },
+    ]);
     return ttl === undefined ? observation : { ...observation, extendedTo: ttl };
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) throw error;

@@ -4,6 +4,7 @@
  * history; the snapshot counts them.
  */
 import { CancellationScope, condition, isCancellation, workflowInfo } from '@temporalio/workflow';
+import { streamDrainSummary, streamJobSummary } from '../contracts/activity-summaries';
 import type { StreamSink } from '../contracts/job-types';
 import { streamActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE, jobFailure } from './job-failures';
@@ -35,13 +36,18 @@ export function startStream(run: Run): void {
   const counts = run.s.stream;
   scope
     .run(() =>
-      streamActivities(run.job.polling, run.deadline - Date.now()).streamJob({
-        endpointId: run.s.endpointId,
-        jobId: run.s.jobId as string,
-        sink: run.sink as StreamSink,
-        firstIndex: counts.chunks,
-        polling: run.job.polling,
-      }),
+      streamActivities(run.job.polling, run.deadline - Date.now()).streamJob.executeWithOptions(
+        { summary: streamJobSummary(run.s.jobId as string) },
+        [
+          {
+            endpointId: run.s.endpointId,
+            jobId: run.s.jobId as string,
+            sink: run.sink as StreamSink,
+            firstIndex: counts.chunks,
+            polling: run.job.polling,
+          },
+        ],
+      ),
     )
     .then(
       (result) => {
@@ -61,7 +67,13 @@ export async function finishStream(run: Run, jobGone: boolean): Promise<void> {
   const stream = run.stream;
   if (!stream) return;
   run.stream = undefined;
-  if (!jobGone && (await condition(() => stream.done, STREAM_FINISH_MS))) return;
+  if (
+    !jobGone &&
+    (await condition(() => stream.done, STREAM_FINISH_MS, {
+      summary: streamDrainSummary(run.s.jobId as string, STREAM_FINISH_MS),
+    }))
+  )
+    return;
   if (!stream.done) {
     stream.scope.cancel();
     if (!jobGone && run.s.stream)

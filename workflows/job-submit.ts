@@ -11,6 +11,7 @@
  * the steps out.
  */
 import { CancellationScope, log, sleep } from '@temporalio/workflow';
+import { runJobSyncSummary, submitAgainSummary, submitJobSummary } from '../contracts/activity-summaries';
 import type { SubmitResult } from '../contracts/job-types';
 import type { EndedItem, ItemState, UncertainItem } from './item-state';
 import { leaseAttemptMs, submitActivities, workerActivities } from './job-activities';
@@ -40,8 +41,10 @@ export async function submitFresh(run: Run): Promise<void> {
         throw endedInSubmit(run, item);
       case 'queued':
         run.s.phase = 'submitting';
-        if (item.notBefore !== undefined && item.notBefore > Date.now())
-          await sleep(item.notBefore - Date.now());
+        if (item.notBefore !== undefined && item.notBefore > Date.now()) {
+          const delay = item.notBefore - Date.now();
+          await sleep(delay, { summary: submitAgainSummary(delay) });
+        }
         await submitOnce(run);
         break;
       default:
@@ -169,20 +172,28 @@ function sendSubmit(run: Run): Promise<SubmitResult> {
   if (options.mode === 'runsync') {
     return submitActivities(
       Math.max(options.submitTimeout, (options.runsyncWait ?? 90_000) + 60_000),
-    ).runJobSync({
-      endpointId: options.endpointId,
-      ...request,
-      ...(options.runsyncWait === undefined ? {} : { wait: options.runsyncWait }),
-      ...inlineLimit(run),
-    });
+    ).runJobSync.executeWithOptions({ summary: runJobSyncSummary(options.endpointId) }, [
+      {
+        endpointId: options.endpointId,
+        ...request,
+        ...(options.runsyncWait === undefined ? {} : { wait: options.runsyncWait }),
+        ...inlineLimit(run),
+      },
+    ]);
   }
   return submitActivities(
     options.submitTimeout,
     run.lease ? leaseAttemptMs(run.lease.ttlMs) : undefined,
-  ).submitJob({
-    endpointId: options.endpointId,
-    ...request,
-    ...inlineLimit(run),
-    ...(run.lease ? { lease: run.lease } : {}),
-  });
+  ).submitJob.executeWithOptions(
+    // This try's number among the submits that may make a job.
+    { summary: submitJobSummary(options.endpointId, run.item.submissions + 1) },
+    [
+      {
+        endpointId: options.endpointId,
+        ...request,
+        ...inlineLimit(run),
+        ...(run.lease ? { lease: run.lease } : {}),
+      },
+    ],
+  );
 }

@@ -6,6 +6,11 @@
  */
 import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
 import type { JobStatusValue } from '../api/schemas/job';
+import {
+  extendJobTtlSummary,
+  fetchJobStatusSummary,
+  waitForJobSummary,
+} from '../contracts/activity-summaries';
 import type { JobObservation, WaitResult } from '../contracts/job-types';
 import { JOB_UNCHANGED } from '../contracts/job-wait-policy';
 import { shortActivities, waitActivities } from './job-activities';
@@ -64,6 +69,7 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
           run.hints.length > 0 ||
           run.ttlRequests.length > 0,
         Math.max(returnBy - Date.now(), 1),
+        { summary: waitForJobSummary(jobId, returnBy) },
       );
       const settled = poller.settled;
       if (settled?.ok && !pollerAtDeadline) {
@@ -92,14 +98,19 @@ function startPoller(run: Run, jobId: string, returnBy: number): Poller {
   const poller: Poller = { scope: new CancellationScope() };
   poller.scope
     .run(() =>
-      waitActivities(returnBy - Date.now()).waitForJobChange({
-        endpointId: run.s.endpointId,
-        jobId,
-        knownStatus: run.s.status as JobStatusValue,
-        returnBy,
-        polling: run.job.polling,
-        ...inlineLimit(run),
-      }),
+      waitActivities(returnBy - Date.now()).waitForJobChange.executeWithOptions(
+        { summary: waitForJobSummary(jobId, returnBy) },
+        [
+          {
+            endpointId: run.s.endpointId,
+            jobId,
+            knownStatus: run.s.status as JobStatusValue,
+            returnBy,
+            polling: run.job.polling,
+            ...inlineLimit(run),
+          },
+        ],
+      ),
     )
     .then(
       (value) => {
@@ -151,11 +162,11 @@ function pollerFailed(error: unknown): Segment {
 /** /status?ttl=: the service counts the new ttl from submission, and so does the deadline. */
 async function extendTtl(run: Run, ttl: number): Promise<void> {
   try {
-    const observation = await shortActivities.fetchJobStatus({
-      endpointId: run.s.endpointId,
-      jobId: run.s.jobId as string,
-      ttl,
-    });
+    const jobId = run.s.jobId as string;
+    const observation = await shortActivities.fetchJobStatus.executeWithOptions(
+      { summary: extendJobTtlSummary(jobId, ttl) },
+      [{ endpointId: run.s.endpointId, jobId, ttl }],
+    );
     advanceJob(run, { kind: 'ttl-extended', ttlMs: ttl });
     delete run.s.ttlExtensionError;
     applyObservation(run, observation);
@@ -168,11 +179,10 @@ async function extendTtl(run: Run, ttl: number): Promise<void> {
 /** One /status; undefined when it could not be read (404 included). Cancellation still propagates. */
 export async function lookQuietly(run: Run, jobId: string): Promise<JobObservation | undefined> {
   try {
-    return await shortActivities.fetchJobStatus({
-      endpointId: run.s.endpointId,
-      jobId,
-      ...inlineLimit(run),
-    });
+    return await shortActivities.fetchJobStatus.executeWithOptions(
+      { summary: fetchJobStatusSummary(jobId) },
+      [{ endpointId: run.s.endpointId, jobId, ...inlineLimit(run) }],
+    );
   } catch (error) {
     if (isCancellation(error)) throw error;
     log.warn('a status check failed', { jobId, error: activityOutcome(error)?.message ?? String(error) });

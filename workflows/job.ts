@@ -36,6 +36,7 @@ import {
   setHandler,
   sleep,
 } from '@temporalio/workflow';
+import { cancelJobSummary, retryBackoffSummary, retryJobSummary } from '../contracts/activity-summaries';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult } from '../contracts/job-snapshot';
 import type { JobObservation } from '../contracts/job-types';
@@ -192,14 +193,20 @@ async function watchOnce(run: Run): Promise<void> {
 async function retryWhenDue(run: Run, item: RetryDueItem): Promise<void> {
   const { s } = run;
   s.phase = 'retry-backoff';
+  // The retry this wait leads to, counted over the job's life.
+  const retry = item.retries + 1;
   const wait = item.retryAt - Date.now();
-  if (wait > 0) await sleep(wait);
+  if (wait > 0) await sleep(wait, { summary: retryBackoffSummary(wait, retry) });
   const due = advanceJob(run, { kind: 'retry-time', now: Date.now(), stopping: false });
   if (!due.commands.some((command) => command.kind === 'retry')) return;
   s.phase = 'retrying';
   let observation: JobObservation;
   try {
-    observation = await shortActivities.retryJob({ endpointId: s.endpointId, jobId: s.jobId as string });
+    const jobId = s.jobId as string;
+    observation = await shortActivities.retryJob.executeWithOptions(
+      { summary: retryJobSummary(jobId, retry) },
+      [{ endpointId: s.endpointId, jobId }],
+    );
   } catch (error) {
     if (activityOutcome(error)?.type !== JOB_FAILURE.expired) throw error;
     advanceJob(run, { kind: 'retry-gone', now: Date.now(), stopping: false });
@@ -249,7 +256,7 @@ async function cancelRemoteJob(run: Run): Promise<void> {
     return;
   }
   try {
-    const answer = await shortActivities.cancelJob({ endpointId: s.endpointId, jobId: s.jobId });
+    const answer = await cancelJob(s.endpointId, s.jobId);
     s.remoteCancel = { sent: true, ...(answer.status ? { status: answer.status } : { status: 'GONE' }) };
     if (answer.status === 'CANCELLED') {
       s.status = 'CANCELLED';
@@ -267,11 +274,17 @@ async function cancelQuietly(run: Run): Promise<void> {
   const { s } = run;
   if (!s.jobId) return;
   try {
-    await shortActivities.cancelJob({ endpointId: s.endpointId, jobId: s.jobId });
+    await cancelJob(s.endpointId, s.jobId);
   } catch (error) {
     if (isCancellation(error)) throw error;
     log.warn('cancelling the expired job failed', { jobId: s.jobId });
   }
+}
+
+function cancelJob(endpointId: string, jobId: string) {
+  return shortActivities.cancelJob.executeWithOptions({ summary: cancelJobSummary(jobId) }, [
+    { endpointId, jobId },
+  ]);
 }
 
 /** Every failure leaves the workflow as a typed, non-retryable ApplicationFailure. */
