@@ -56,12 +56,6 @@ export function batchSuite(idPrefix: string, workflowsPath?: string) {
   return suite;
 }
 
-/**
- * timeSkippingEnv registers the search attributes already (test/support/search-attributes.ts);
- * this registers those a server lacks, so a call on such an environment changes nothing.
- */
-export { registerSearchAttributes as addSearchAttributes } from '../support/search-attributes';
-
 /** What happens to an item's job on one attempt; `submit` overrides the submit's answer. */
 export type Fate =
   | 'COMPLETED'

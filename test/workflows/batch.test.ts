@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBatchStore } from '../../activities/batch-store';
 import { redriveBatch } from '../../client/batches';
 import type { BatchInput, BatchSummary } from '../../contracts/batch-input';
@@ -19,7 +19,6 @@ import {
   setBatchConcurrencyUpdate,
 } from '../../workflows/batch-definitions';
 import {
-  addSearchAttributes,
   batchSuite,
   type Fate,
   failureOf,
@@ -41,8 +40,6 @@ const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
 describe('batch workflow', () => {
   const suite = batchSuite('batch-wf');
   const { start } = suite;
-  // After the suite's own beforeAll (its server): the redrive starts through the facade.
-  beforeAll(() => addSearchAttributes(suite.env));
   const dir = mkdtempSync(path.join(tmpdir(), 'batch-wf-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
