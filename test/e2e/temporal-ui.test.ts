@@ -2,7 +2,8 @@
  * What a user sees in the Temporal UI, in a real browser: the system's Chromium (npm run
  * provision installs it) driven by playwright-core against a dev server of this file's own that
  * serves the UI. A running batch shows its counts in its current details, and they change as items
- * finish; a job shows its summary; an automation shows its runs in flight and the groups waiting
+ * finish, and its activities show what they do in this run (the items a submit carried); a job
+ * shows its summary; an automation shows its runs in flight and the groups waiting
  * for one. The emulator's clock is frozen while the page is read, so the
  * counts stand still until the test moves them; the test waits on the batch's own query.
  */
@@ -102,7 +103,7 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
     );
   }
 
-  it('a running batch shows its counts in the current details, and they change as items finish', async () => {
+  it('a running batch shows its counts in the current details, and they change as items finish; its activities show what they do', async () => {
     const endpointId = stack.endpoint({ workersMax: 20 });
     const sleeps = [...Array(4).fill(SHORT_MS), ...Array(3).fill(MEDIUM_MS), ...Array(3).fill(LONG_MS)];
     const handle = await startBatch(
@@ -127,6 +128,10 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
     expect(await detailsRow('In flight')).toBe('In flight 6');
     expect(await detailsRow('Queued')).toBe('Queued 0');
     await expect.poll(() => showsText('Batch of 10 items on endpoint'), { timeout: 30_000 }).toBe(true);
+    // The event list names what each activity did in this run: one page submitted all ten items.
+    await expect
+      .poll(() => showsText(`submit items 1–10 to endpoint ${endpointId}`), { timeout: 30_000 })
+      .toBe(true);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'batch-current-details.png'), fullPage: true });
 
     // Three more items finish at the service: the batch's query sees it, then the page does.
