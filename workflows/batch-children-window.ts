@@ -12,7 +12,7 @@ import {
   startChild,
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
-import type { JobWorkflowInput } from '../contracts/job-input';
+import { type JobWorkflowInput, pollingInputOf } from '../contracts/job-input';
 import { addCost, completedLine, failedLine, itemEnded, notStartedLine } from './batch-children-lines';
 import { bump, type ChildBatch } from './batch-children-state';
 import type { serverlessJob } from './job';
@@ -39,7 +39,7 @@ function childInput(b: ChildBatch, index: number): JobWorkflowInput {
     endpointId: b.o.endpointId,
     requestRef: { manifestKey: b.s.manifestKey, index },
     ...job,
-    ...(polling === undefined ? {} : { polling }),
+    ...(polling === undefined ? {} : { polling: pollingInputOf(polling) }),
     // Outputs always go to the result store: the child's result, in this history, is a reference.
     outputInlineMaxBytes: 0,
   };
