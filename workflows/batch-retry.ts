@@ -34,7 +34,7 @@ export function startRetries(run: BatchRun, now: number): void {
           if (item?.phase !== 'retry-due') continue;
           const stopping = run.state.stopping;
           if (result.status !== undefined)
-            advance(run, item, { kind: 'retried', status: result.status as JobStatusValue });
+            advance(run, item, { kind: 'retried', status: result.status as JobStatusValue, now: Date.now() });
           else if (result.gone) advance(run, item, { kind: 'retry-gone', now: Date.now(), stopping });
           else
             advance(run, item, {

@@ -156,7 +156,12 @@ export function adoptOrphans(run: BatchRun): void {
       item: item.index,
       jobId: hint.jobId,
     });
-    advance(run, item, { kind: 'orphan-reported', jobId: hint.jobId, defaultTtlMs: JOB_LIMITS.ttlDefaultMs });
+    advance(run, item, {
+      kind: 'orphan-reported',
+      jobId: hint.jobId,
+      now: Date.now(),
+      defaultTtlMs: JOB_LIMITS.ttlDefaultMs,
+    });
   }
   state.hints.push(...keep);
 }

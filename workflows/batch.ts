@@ -40,7 +40,7 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import { type DueWork, nextDueSummary } from '../contracts/activity-summaries';
+import { nextDueSummary } from '../contracts/activity-summaries';
 import {
   BATCH_FAILURE,
   type BatchInput,
@@ -60,7 +60,7 @@ import { type BatchRun, type BatchState, bump, carriedState, idle, newBatchRun }
 import { stage, startSubmits } from './batch-submit';
 import { adoptOrphans, cancelWatchers, settleUncertain, startWatch } from './batch-watch';
 import { emitOnEnd, failureData, isEnd } from './emit-on-end';
-import { dueAt, type ItemState } from './item-state';
+import { dueOf, type ItemDue } from './item-state';
 
 export type { BatchInput, BatchProgress, BatchSummary } from '../contracts/batch-input';
 export type { BatchState } from './batch-run';
@@ -154,7 +154,7 @@ async function loop(run: BatchRun): Promise<BatchSummary> {
  * One timer for the next due time, kept while that time stands: a timer per loop turn would add
  * two events to every workflow task.
  */
-function wakeAt(run: BatchRun, next: NextDue | undefined): void {
+function wakeAt(run: BatchRun, next: ItemDue | undefined): void {
   if (next?.at === run.timer?.due) return;
   run.timer?.scope.cancel();
   run.timer = undefined;
@@ -174,29 +174,15 @@ function wakeAt(run: BatchRun, next: NextDue | undefined): void {
     );
 }
 
-/** When the next item falls due, and what falls due then (the timer's summary says it). */
-interface NextDue {
-  at: number;
-  work: DueWork;
-}
-
 /** The next time something falls due; what is due already waits for a bump (an activity ending). */
-function nextDue(run: BatchRun, now: number): NextDue | undefined {
-  let next: NextDue | undefined;
+function nextDue(run: BatchRun, now: number): ItemDue | undefined {
+  let next: ItemDue | undefined;
   for (const item of run.items.values()) {
     if (run.retrying.has(item.index)) continue;
-    const at = dueAt(item);
-    if (at !== undefined && at > now && (next === undefined || at < next.at))
-      next = { at, work: dueWork(item) };
+    const due = dueOf(item);
+    if (due !== undefined && due.at > now && (next === undefined || due.at < next.at)) next = due;
   }
   return next;
-}
-
-/** What an item's due time (dueAt) brings. */
-function dueWork(item: ItemState): DueWork {
-  if (item.phase === 'retry-due') return 'retry';
-  if (item.phase === 'uncertain') return 'orphan-wait-end';
-  return 'submit';
 }
 
 function runIsFull(run: BatchRun): boolean {

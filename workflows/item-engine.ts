@@ -140,6 +140,7 @@ function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemS
         submittedAt: event.sentAt,
         ttlMs: event.ttlMs,
         adopted: false,
+        aliveAt: event.answeredAt,
         ...(pending ? { lease: { ttlMs: lease, answeredAt: event.answeredAt } } : {}),
       };
       return step(running, ['submission']);
@@ -191,6 +192,7 @@ function fromUncertain(item: UncertainItem, event: ItemEvent, rules: ItemRules):
       submittedAt: item.sentAt,
       ttlMs,
       adopted: true,
+      aliveAt: event.now,
       ...(pending ? { lease: { ...lease } } : {}),
     };
     return step(running, ['uncertainAdopted']);
@@ -236,7 +238,10 @@ function fromRunning(item: RunningItem, event: ItemEvent, rules: ItemRules): Ite
       return finished(item, event, rules);
     case 'gone': {
       if (item.lease !== undefined) return leaseLapsed(item, event.now, event.stopping, rules);
-      const why = whyGone(event.now, deadlineOf(item), item.ttlMs, event.lastAliveAt, rules.submitKind);
+      // Seen alive lately (by the event's source, or by the workflow itself), its results cannot
+      // have expired yet: the ttl deleted it.
+      const lastAliveAt = Math.max(event.lastAliveAt ?? item.aliveAt, item.aliveAt);
+      const why = whyGone(event.now, deadlineOf(item), item.ttlMs, lastAliveAt, rules.submitKind);
       const reason =
         why === 'ttl'
           ? 'its ttl passed (the service answers 404)'
@@ -358,6 +363,7 @@ function fromRetryDue(item: RetryDueItem, event: ItemEvent, rules: ItemRules): I
         status: event.status,
         attempts: item.attempts + 1,
         retries: item.retries + 1,
+        aliveAt: event.now,
       };
       return step(running, ['retry']);
     }

@@ -4,6 +4,7 @@
  * named for what they hold. Plain data: a batch carries its items through continue-as-new as is.
  */
 import type { JobStatusValue } from '../api/schemas/job';
+import type { DueWork } from '../contracts/activity-summaries';
 import type { JobRuleOptions, RetryableStatus, SubmitKind, SubmitRejection } from './job-rules';
 import { ttlDeadline } from './job-rules';
 
@@ -62,6 +63,8 @@ export interface KnownJob extends ItemTally {
   /** The caller's ttl (the service's deadline once the lease is extended). */
   ttlMs: number;
   adopted: boolean;
+  /** The last time the job was known to exist (its submit's answer, its adoption, its /retry). */
+  aliveAt: number;
 }
 
 export interface RunningItem extends KnownJob {
@@ -129,7 +132,7 @@ export type ItemEvent =
       leaseTtlMs?: number;
     }
   /** An orphan reported itself by webhook and was confirmed; `extendedTo`: the look extended it. */
-  | { kind: 'orphan-reported'; jobId: string; defaultTtlMs: number; extendedTo?: number }
+  | { kind: 'orphan-reported'; jobId: string; now: number; defaultTtlMs: number; extendedTo?: number }
   /** An uncertain submit's wait ended with no orphan. */
   | { kind: 'wait-over'; stopping: boolean }
   | { kind: 'lease-extended'; ttlMs?: number }
@@ -153,7 +156,7 @@ export type ItemEvent =
   /** A retry's due time came. */
   | { kind: 'retry-time'; now: number; stopping: boolean }
   /** /retry answered: the job runs again. */
-  | { kind: 'retried'; status: JobStatusValue }
+  | { kind: 'retried'; status: JobStatusValue; now: number }
   /** /retry answered 404. */
   | { kind: 'retry-gone'; now: number; stopping: boolean }
   /** /retry failed for good. */
@@ -198,10 +201,17 @@ export function deadlineOf(item: RunningItem | RetryDueItem): number {
   return ttlDeadline(item.submittedAt, lease ? lease.ttlMs : item.ttlMs);
 }
 
-/** When the item next needs the driver without any event: a submit, a wait's end, a retry. */
-export function dueAt(item: ItemState): number | undefined {
-  if (item.phase === 'queued') return item.notBefore;
-  if (item.phase === 'uncertain') return item.waitUntil;
-  if (item.phase === 'retry-due') return item.retryAt;
+/** What falls due for an item without any event: its submit, the end of its orphan wait, its retry. */
+export interface ItemDue {
+  at: number;
+  work: DueWork;
+}
+
+/** When the item next needs the driver without any event, and for what. */
+export function dueOf(item: ItemState): ItemDue | undefined {
+  if (item.phase === 'queued')
+    return item.notBefore === undefined ? undefined : { at: item.notBefore, work: 'submit' };
+  if (item.phase === 'uncertain') return { at: item.waitUntil, work: 'orphan-wait-end' };
+  if (item.phase === 'retry-due') return { at: item.retryAt, work: 'retry' };
   return undefined;
 }

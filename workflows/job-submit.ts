@@ -130,6 +130,7 @@ async function resolveUncertain(run: Run, item: UncertainItem): Promise<void> {
     advanceJob(run, {
       kind: 'orphan-reported',
       jobId: adopted.jobId,
+      now: Date.now(),
       defaultTtlMs: run.job.ttlMs,
       ...(adopted.extendedTo === undefined ? {} : { extendedTo: adopted.extendedTo }),
     });

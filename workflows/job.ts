@@ -217,7 +217,7 @@ async function retryWhenDue(run: Run, item: RetryDueItem): Promise<void> {
   if (s.cost) run.earlierCost = s.cost;
   delete s.timings.runningAt;
   delete s.progress;
-  advanceJob(run, { kind: 'retried', status: observation.status });
+  advanceJob(run, { kind: 'retried', status: observation.status, now: Date.now() });
   applyObservation(run, observation);
 }
 

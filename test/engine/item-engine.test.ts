@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { stepItem } from '../../workflows/item-engine';
 import {
-  dueAt,
+  dueOf,
   type ItemEvent,
   type ItemRules,
   type ItemState,
@@ -39,6 +39,7 @@ const running = (extra: Partial<RunningItem> = {}): RunningItem => ({
   submittedAt: 1_000,
   ttlMs: 86_400_000,
   adopted: false,
+  aliveAt: 1_200,
   ...extra,
 });
 const retryDue = (extra: Partial<RetryDueItem> = {}): RetryDueItem => ({
@@ -52,6 +53,7 @@ const retryDue = (extra: Partial<RetryDueItem> = {}): RetryDueItem => ({
   submittedAt: 1_000,
   ttlMs: 86_400_000,
   adopted: false,
+  aliveAt: 1_200,
   finishedAt: 10_000,
   retryAt: 11_000,
   ...extra,
@@ -198,21 +200,27 @@ const cases: Case[] = [
   {
     name: 'an orphan that reports itself is adopted: running, counted from the submit',
     from: uncertain(),
-    event: { kind: 'orphan-reported', jobId: 'orphan', defaultTtlMs: 86_400_000 },
+    event: { kind: 'orphan-reported', jobId: 'orphan', now: 5_000, defaultTtlMs: 86_400_000 },
     to: { phase: 'running', jobId: 'orphan', adopted: true, attempts: 1, submissions: 1, submittedAt: 1_000 },
     counts: ['uncertainAdopted'],
   },
   {
     name: 'an adopted orphan under a lease still needs its extension',
     from: uncertain({ lease: { ttlMs: 60_000, answeredAt: 2_000 }, ttlMs: 3_600_000 }),
-    event: { kind: 'orphan-reported', jobId: 'orphan', defaultTtlMs: 86_400_000 },
+    event: { kind: 'orphan-reported', jobId: 'orphan', now: 5_000, defaultTtlMs: 86_400_000 },
     to: { phase: 'running', ttlMs: 3_600_000, lease: { ttlMs: 60_000, answeredAt: 2_000 } },
     counts: ['uncertainAdopted'],
   },
   {
     name: 'an adopted orphan the look already extended needs nothing more',
     from: uncertain({ lease: { ttlMs: 60_000, answeredAt: 2_000 } }),
-    event: { kind: 'orphan-reported', jobId: 'orphan', defaultTtlMs: 86_400_000, extendedTo: 3_600_000 },
+    event: {
+      kind: 'orphan-reported',
+      jobId: 'orphan',
+      now: 5_000,
+      defaultTtlMs: 86_400_000,
+      extendedTo: 3_600_000,
+    },
     to: { phase: 'running', ttlMs: 3_600_000, lease: undefined },
     counts: ['uncertainAdopted'],
   },
@@ -363,6 +371,13 @@ const cases: Case[] = [
     commands: [{ kind: 'cancel', jobId: 'job-1' }],
   },
   {
+    name: 'a 404 minutes after the submit, with no word from the poller: the ttl (results expire 30 min after the end)',
+    from: running({ aliveAt: 1_200 }),
+    event: { kind: 'gone', now: 5 * 60_000, stopping: false },
+    to: { phase: 'ended', outcome: 'expired', expired: 'ttl' },
+    commands: [{ kind: 'cancel', jobId: 'job-1' }],
+  },
+  {
     name: 'a 404 long before the ttl, not seen for a retention period: results expired unseen',
     from: running(),
     event: { kind: 'gone', now: 40 * 60_000, stopping: false },
@@ -441,7 +456,7 @@ const cases: Case[] = [
   {
     name: '/retry answered: running again, one more retry and attempt',
     from: retryDue(),
-    event: { kind: 'retried', status: 'IN_QUEUE' },
+    event: { kind: 'retried', status: 'IN_QUEUE', now: 11_500 },
     to: { phase: 'running', status: 'IN_QUEUE', retries: 1, attempts: 2, submissions: 1 },
     counts: ['retry'],
   },
@@ -497,7 +512,7 @@ describe('stepItem', () => {
       { kind: 'observed', status: 'IN_PROGRESS' },
       { kind: 'finished', status: 'FAILED', now: 5_000, cost: 0.1 },
       { kind: 'retry-time', now: 6_000, stopping: false },
-      { kind: 'retried', status: 'IN_QUEUE' },
+      { kind: 'retried', status: 'IN_QUEUE', now: 6_500 },
       { kind: 'finished', status: 'COMPLETED', now: 9_000, cost: 0.2 },
     ];
     for (const event of events) {
@@ -517,12 +532,13 @@ describe('stepItem', () => {
   });
 });
 
-describe('dueAt', () => {
-  it('is the time the driver must act without an event, per phase', () => {
-    expect(dueAt({ ...queuedItem(1), notBefore: 5 })).toBe(5);
-    expect(dueAt(uncertain({ waitUntil: 6 }))).toBe(6);
-    expect(dueAt(retryDue({ retryAt: 7 }))).toBe(7);
-    expect(dueAt(running())).toBeUndefined();
+describe('dueOf', () => {
+  it('is when the driver must act without an event, and for what, per phase', () => {
+    expect(dueOf({ ...queuedItem(1), notBefore: 5 })).toEqual({ at: 5, work: 'submit' });
+    expect(dueOf(queuedItem(1))).toBeUndefined();
+    expect(dueOf(uncertain({ waitUntil: 6 }))).toEqual({ at: 6, work: 'orphan-wait-end' });
+    expect(dueOf(retryDue({ retryAt: 7 }))).toEqual({ at: 7, work: 'retry' });
+    expect(dueOf(running())).toBeUndefined();
   });
 });
 
