@@ -11,6 +11,7 @@ import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
 import type { SubmitLeaseSetting } from '../contracts/submit-lease';
 import { emptyCounts } from './batch-outcomes';
+import { type CarriedItem, decodeItems, encodeItems } from './item-carry';
 import { stepItem } from './item-engine';
 import type { EndedItem, ItemCount, ItemEvent, ItemRules, ItemState, ItemStep } from './item-state';
 
@@ -38,8 +39,11 @@ export interface BatchState {
   total: number;
   /** Items below the cursor have been taken from the manifest. */
   cursor: number;
-  /** Items taken and not ended: queued again, uncertain, running or waiting for a retry. */
-  items: ItemState[];
+  /**
+   * Items taken and not ended (queued again, uncertain, running or waiting for a retry), in the
+   * compact form of item-carry.ts: up to maxConcurrency of them cross continue-as-new.
+   */
+  items: CarriedItem[];
   /** Lines of items that ended without output, not yet written. */
   lines: PendingResultLine[];
   /** Jobs given up before they were seen finished (a 404, a deadline), not yet cancelled. */
@@ -127,7 +131,7 @@ export function newBatchRun(input: ParsedBatchInput, carried: BatchState | undef
     polling: { ...BATCH_POLLING, ...job.polling },
     lease: job.submitLease !== false ? job.submitLease : undefined,
     state,
-    items: new Map(state.items.map((item) => [item.index, item])),
+    items: new Map(decodeItems(state.items).map((item) => [item.index, item])),
     sending: new Set(),
     submitsRunning: 0,
     retrying: new Set(),
@@ -149,7 +153,7 @@ export function bump(run: BatchRun): void {
 
 /** The state to carry into the next run. */
 export function carriedState(run: BatchRun): BatchState {
-  return { ...run.state, items: [...run.items.values()] };
+  return { ...run.state, items: encodeItems(run.items.values()) };
 }
 
 const TALLY_OF: Record<ItemCount, keyof BatchTally> = {
