@@ -109,6 +109,7 @@ export {
   type BatchResultsRef,
   type BatchStoreOption,
   type BatchSummary,
+  type BatchTarget,
   type BatchWorkflow,
   batchFailureOf,
   cancelBatch,
@@ -116,6 +117,7 @@ export {
   getBatchProgress,
   MAX_BATCH_INPUT_BYTES,
   pauseBatch,
+  type ReadBatchResultsOptions,
   type RedriveBatchOptions,
   readBatchResults,
   redriveBatch,
@@ -195,7 +197,9 @@ export {
   type ExtendJobTtlOptions,
   extendJobTtl,
   extendJobTtlOptionsSchema,
+  type FindJobOptions,
   findJobByJobId,
+  type GetJobSnapshotOptions,
   getJobSnapshot,
   JOB_FAILURE,
   type JobFailure,
@@ -205,6 +209,7 @@ export {
   type JobHandle,
   type JobListing,
   type JobResult,
+  type JobResultStoreOptions,
   type JobSnapshot,
   type JobWorkflowInput,
   jobFailureOf,
@@ -266,7 +271,14 @@ export {
   scheduleRunsQuery,
 } from './client/visibility-queries';
 // Following work as it runs, and finding it.
-export { type WatchOptions, watchBatch, watchJob } from './client/watch';
+export {
+  type WatchBatchOptions,
+  type WatchJobOptions,
+  type WatchOptions,
+  watchBatch,
+  watchJob,
+} from './client/watch';
+export type { WorkflowTarget } from './client/workflow-target';
 // The schemas every input is checked against, and the types they give.
 export {
   type AutomationControlsInput,

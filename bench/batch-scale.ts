@@ -188,7 +188,7 @@ async function runBatch(
       { endpointId, items: { manifest: { key: manifestKey } }, maxConcurrency: CONCURRENCY },
       { workflowId, taskQueue },
     );
-    const outcome = awaitBatch(env.client, handle).then(
+    const outcome = awaitBatch(env.client, { batch: handle }).then(
       (summary) => ({ summary }),
       (error: unknown) => ({ error }),
     );
@@ -197,7 +197,7 @@ async function runBatch(
     while (!finished) {
       finished = await Promise.race([outcome, sleep(PROGRESS_EVERY_MS).then(() => undefined)]);
       if (finished) break;
-      const progress = await getBatchProgress(env.client, handle).catch(() => undefined);
+      const progress = await getBatchProgress(env.client, { batch: handle }).catch(() => undefined);
       if (progress) {
         done = progress.done;
         say(
@@ -207,7 +207,7 @@ async function runBatch(
       }
       if (Date.now() - began > MAX_MS) {
         say(`  not done after ${seconds(MAX_MS, 0)}: cancelling the batch`);
-        await cancelBatch(env.client, handle).catch(() => undefined);
+        await cancelBatch(env.client, { batch: handle }).catch(() => undefined);
         await outcome;
         break;
       }

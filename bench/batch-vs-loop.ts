@@ -176,7 +176,7 @@ async function main() {
       { endpointId, items: { inline: Array.from({ length: ITEMS }, (_, i) => request(i)) }, maxConcurrency },
       { workflowId: `bench-batch-vs-loop-${randomUUID()}`, taskQueue },
     );
-    const summary = await awaitBatch(env.client, handle);
+    const summary = await awaitBatch(env.client, { batch: handle });
     const batchMs = performance.now() - started;
     const figures = await worker.figures();
     say(
@@ -192,7 +192,8 @@ async function main() {
     const jobs = jobTimes(emulator, endpointId);
     const use = serviceUse(jobs, WORKERS);
     const lines: Array<{ jobId?: string; finishedAt?: number }> = [];
-    for await (const line of readBatchResults(summary, { store: resultDir })) lines.push(line);
+    for await (const line of readBatchResults(env.client, { batch: summary, store: resultDir }))
+      lines.push(line);
     const byId = new Map(jobs.map((job) => [job.id, job]));
     const events: Parameters<typeof historyFigures>[0] = [];
     for await (const run of env.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) {

@@ -174,7 +174,7 @@ async function main() {
     },
     { workflowId: `bench-batch-${randomUUID()}`, taskQueue },
   );
-  const summary = await awaitBatch(env.client, handle).finally(removeFaults);
+  const summary = await awaitBatch(env.client, { batch: handle }).finally(removeFaults);
   const batchMs = performance.now() - batchStart;
   clearInterval(sampler);
   say(

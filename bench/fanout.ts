@@ -111,7 +111,7 @@ async function library(env: TestWorkflowEnvironment, taskQueue: string, run: str
   const startedAt = Date.now();
   const results = await Promise.all(
     handles.map((handle) =>
-      awaitJob(env.client, handle).catch((error: unknown) =>
+      awaitJob(env.client, { job: handle }).catch((error: unknown) =>
         error instanceof Error ? error : new Error(String(error)),
       ),
     ),
@@ -175,7 +175,7 @@ async function batch(env: TestWorkflowEnvironment, taskQueue: string, run: strin
     },
     { workflowId: `bench-fanout-${run}-batch`, taskQueue },
   );
-  const summary = await awaitBatch(env.client, handle);
+  const summary = await awaitBatch(env.client, { batch: handle });
   return { wallMs: Date.now() - began, summary };
 }
 

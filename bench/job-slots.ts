@@ -80,7 +80,7 @@ async function shortJobLatencies(scene: Scene, label: string): Promise<number[]>
       { endpointId: scene.shortEndpoint, request: { input: { output: { quick: i } } } },
       { workflowId: `bench-slots-${scene.run}-short-${label}-${i}`, taskQueue: scene.taskQueue },
     );
-    await awaitJob(scene.client, handle);
+    await awaitJob(scene.client, { job: handle });
     latencies.push(Date.now() - began);
   }
   return latencies;
@@ -89,11 +89,11 @@ async function shortJobLatencies(scene: Scene, label: string): Promise<number[]>
 /** Cancel request -> the emulator shows the remote job CANCELLED. */
 async function cancelLatency(scene: Scene, workflowId: string): Promise<number> {
   const { control } = scene.emulator;
-  const snapshot = await getJobSnapshot(scene.client, workflowId);
+  const snapshot = await getJobSnapshot(scene.client, { workflowId });
   const jobId = snapshot.jobId;
   if (!jobId) throw new Error(`${workflowId} has no job id yet`);
   const began = Date.now();
-  await cancelJob(scene.client, workflowId);
+  await cancelJob(scene.client, { workflowId });
   if (!(await until(() => control.job(jobId)?.status === 'CANCELLED', 300_000, 10))) {
     throw new Error(`the cancel of ${workflowId} did not reach the service within 300 s`);
   }
@@ -190,7 +190,7 @@ async function main(): Promise<void> {
       );
       // The workflow knows the job id once its submit returned.
       for (let k = 0; k < 100; k++) {
-        const snapshot = await getJobSnapshot(scene.client, workflowId).catch(() => undefined);
+        const snapshot = await getJobSnapshot(scene.client, { workflowId }).catch(() => undefined);
         if (snapshot?.jobId) break;
         await sleep(50);
       }
@@ -297,7 +297,7 @@ async function main(): Promise<void> {
     const rest = handles.slice(1);
     const results = await inBatches(rest.length, 200, async (k) => {
       try {
-        return await awaitJob(scene.client, rest[k] as JobHandle);
+        return await awaitJob(scene.client, { job: rest[k] as JobHandle });
       } catch (error) {
         return error instanceof Error ? error : new Error(String(error));
       }

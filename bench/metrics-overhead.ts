@@ -113,7 +113,9 @@ async function main(): Promise<void> {
             ),
           ),
         );
-        const settled = await Promise.allSettled(handles.map((handle) => awaitJob(env.client, handle)));
+        const settled = await Promise.allSettled(
+          handles.map((handle) => awaitJob(env.client, { job: handle })),
+        );
         const failed = settled.filter((r) => r.status === 'rejected').length;
         const seconds = (performance.now() - started) / 1000;
         // Read before the worker stops: its shutdown shuts the exporter, which empties it.

@@ -67,12 +67,12 @@ async function main() {
     const toStart: number[] = [];
     const toEnd: number[] = [];
     for (let k = 0; k < triggers; k += 1) {
-      const before = (await describeSchedule(client, id)).numActionsTaken;
+      const before = (await describeSchedule(client, { scheduleId: id })).numActionsTaken;
       const t0 = performance.now();
       await triggerSchedule(client, { scheduleId: id });
       let run: { workflowId: string; runId: string } | undefined;
       while (!run) {
-        const d = await describeSchedule(client, id);
+        const d = await describeSchedule(client, { scheduleId: id });
         if (d.numActionsTaken > before) run = d.recentRuns.at(-1);
       }
       toStart.push(performance.now() - t0);
@@ -85,7 +85,7 @@ async function main() {
     }
     say(`trigger -> run seen started (describe): ${spreadMs(toStart)} over ${triggers}`);
     say(`trigger -> job completed: ${spreadMs(toEnd)}`);
-    await deleteSchedule(client, id);
+    await deleteSchedule(client, { scheduleId: id });
 
     const bid = `bench-backfill-${Date.now()}`;
     await scheduleJob(client, input, {
@@ -106,12 +106,13 @@ async function main() {
       overlap: 'ALLOW_ALL',
     });
     let taken = 0;
-    while (taken < backfillMinutes) taken = (await describeSchedule(client, bid)).numActionsTaken;
+    while (taken < backfillMinutes)
+      taken = (await describeSchedule(client, { scheduleId: bid })).numActionsTaken;
     const allStarted = performance.now() - t0;
     for (const workflowId of ids) {
       for (;;) {
         try {
-          await awaitJob(client, workflowId);
+          await awaitJob(client, { job: workflowId });
           break;
         } catch (error) {
           if ((error as Error).name !== 'WorkflowNotFoundError') throw error;
@@ -128,7 +129,7 @@ async function main() {
     say(
       `the scheduler's history: ${events} events for ${backfillMinutes + 0} runs (${(events / backfillMinutes).toFixed(2)} per run)`,
     );
-    await deleteSchedule(client, bid);
+    await deleteSchedule(client, { scheduleId: bid });
   } finally {
     await worker.stop();
     await env.teardown();

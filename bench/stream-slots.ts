@@ -112,7 +112,8 @@ async function main(): Promise<void> {
     );
   } finally {
     const client = env?.client;
-    if (client) await Promise.allSettled(handles.map((handle) => cancelJob(client, handle.workflowId)));
+    if (client)
+      await Promise.allSettled(handles.map((handle) => cancelJob(client, { workflowId: handle.workflowId })));
     await worker?.stop();
     await emulator?.close();
     await env?.teardown();

@@ -176,7 +176,7 @@ async function main(): Promise<void> {
         let result: JobResult | undefined;
         let failure: Outcome['failure'];
         try {
-          result = await awaitJob(env!.client, handle);
+          result = await awaitJob(env!.client, { job: handle });
           if ((result.output as { index?: number } | undefined)?.index !== index)
             throw new Error(`job ${index}: wrong output`);
         } catch (error) {

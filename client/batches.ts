@@ -41,6 +41,7 @@ import { endpointIdKey } from '../workflows/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
+import { workflowHandleOf } from './workflow-target';
 
 export type {
   BatchCounts,
@@ -124,14 +125,20 @@ export async function startBatch(
   }
 }
 
+/** Which batch a call acts on. */
+export interface BatchTarget {
+  /** The batch: its workflow id, or the handle startBatch returned. */
+  batch: string | BatchHandle;
+}
+
 const handleOf = (client: Client, batch: string | BatchHandle): BatchHandle =>
-  typeof batch === 'string' ? client.workflow.getHandle<BatchWorkflow>(batch) : batch;
+  workflowHandleOf<BatchWorkflow>(client, batch, 'batch');
 
 /**
  * The batch's summary. A batch over its failure tolerance throws WorkflowFailedError; its summary
  * is in `batchFailureOf(error).summary`.
  */
-export async function awaitBatch(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
+export async function awaitBatch(client: Client, { batch }: BatchTarget): Promise<BatchSummary> {
   return waitForResult(handleOf(client, batch));
 }
 
@@ -153,27 +160,25 @@ export function batchFailureOf(error: unknown): BatchFailure | undefined {
   return { type: cause.type ?? 'Error', message: cause.message, ...(summary ? { summary } : {}) };
 }
 
-export function getBatchProgress(client: Client, batch: string | BatchHandle): Promise<BatchProgress> {
+export function getBatchProgress(client: Client, { batch }: BatchTarget): Promise<BatchProgress> {
   return handleOf(client, batch).query(batchProgressQuery);
 }
 
 /** Cancels the batch: every job in flight is cancelled at the service, then it ends as cancelled. */
-export async function cancelBatch(client: Client, batch: string | BatchHandle): Promise<void> {
+export async function cancelBatch(client: Client, { batch }: BatchTarget): Promise<void> {
   await handleOf(client, batch).cancel();
 }
 
 /** No new submissions until resumeBatch; jobs in flight carry on. */
-export async function pauseBatch(client: Client, batch: string | BatchHandle): Promise<void> {
+export async function pauseBatch(client: Client, { batch }: BatchTarget): Promise<void> {
   await handleOf(client, batch).signal(pauseBatchSignal);
 }
 
-export async function resumeBatch(client: Client, batch: string | BatchHandle): Promise<void> {
+export async function resumeBatch(client: Client, { batch }: BatchTarget): Promise<void> {
   await handleOf(client, batch).signal(resumeBatchSignal);
 }
 
-export interface SetBatchConcurrencyOptions {
-  /** The batch: its workflow id or handle. */
-  batch: string | BatchHandle;
+export interface SetBatchConcurrencyOptions extends BatchTarget {
   /** Jobs in flight at most from now on (1 to 10,000; 1,000 in mode 'children'). */
   maxConcurrency: number;
 }
@@ -190,9 +195,9 @@ export async function setBatchConcurrency(
 }
 
 /** The summary of a finished batch, whether it succeeded or went over its tolerance or budget. */
-export async function finishedSummary(client: Client, batch: string | BatchHandle): Promise<BatchSummary> {
+export async function finishedSummary(client: Client, { batch }: BatchTarget): Promise<BatchSummary> {
   try {
-    return await awaitBatch(client, batch);
+    return await awaitBatch(client, { batch });
   } catch (error) {
     const summary = batchFailureOf(error)?.summary;
     if (summary) return summary;
@@ -203,9 +208,7 @@ export async function finishedSummary(client: Client, batch: string | BatchHandl
   }
 }
 
-export interface RedriveBatchOptions extends StartBatchOptions {
-  /** The finished batch whose items did not complete: its workflow id or handle. */
-  batch: string | BatchHandle;
+export interface RedriveBatchOptions extends StartBatchOptions, BatchTarget {
   /** Options to change for the redrive (more retries, say). */
   changes?: Partial<Pick<BatchInput, 'job' | 'maxConcurrency' | 'failureTolerance' | 'pageSize'>>;
 }
@@ -217,7 +220,7 @@ export interface RedriveBatchOptions extends StartBatchOptions {
 export async function redriveBatch(client: Client, options: RedriveBatchOptions): Promise<BatchHandle> {
   const { batch, changes = {}, ...startOptions } = options;
   const handle = handleOf(client, batch);
-  const summary = await finishedSummary(client, handle);
+  const summary = await finishedSummary(client, { batch: handle });
   if (summary.counts.completed === summary.total)
     throw new ValidationError('batch', 'has no failed items to redrive');
   const history = await handle.fetchHistory();
@@ -231,21 +234,44 @@ export async function redriveBatch(client: Client, options: RedriveBatchOptions)
   );
 }
 
+const isResultsSource = (batch: ReadBatchResultsOptions['batch']): batch is BatchSummary | BatchResultsRef =>
+  typeof batch === 'object' && batch !== null && !('workflowId' in batch);
+
+async function resultsRefOf(
+  client: Client,
+  batch: ReadBatchResultsOptions['batch'],
+): Promise<BatchResultsRef> {
+  if (!isResultsSource(batch)) return (await finishedSummary(client, { batch })).results;
+  return 'results' in batch ? batch.results : batch;
+}
+
 /** The worker's RESULT_STORE_DIR (the local store lives in its `batches` folder), or a store. */
 export type BatchStoreOption = string | BatchStore;
 
 const storeOf = (store: BatchStoreOption): BatchStore =>
   typeof store === 'string' ? createLocalBatchStore(path.join(store, 'batches')) : store;
 
+export interface ReadBatchResultsOptions {
+  /**
+   * The batch: its summary (or the `results` of one), or its workflow id or handle, whose summary
+   * is read once it has finished (as finishedSummary does).
+   */
+  batch: string | BatchHandle | BatchSummary | BatchResultsRef;
+  /** Where the batch's worker wrote them: its RESULT_STORE_DIR, or a batch store. */
+  store: BatchStoreOption;
+  /** `'failures'`: only the items that did not complete. */
+  only?: 'failures';
+}
+
 /**
  * The result lines of a batch, one per item (with its index; not in item order). `only: 'failures'`
  * reads the items that did not complete.
  */
 export async function* readBatchResults(
-  results: BatchResultsRef | BatchSummary,
-  options: { store: BatchStoreOption; only?: 'failures' },
+  client: Client,
+  options: ReadBatchResultsOptions,
 ): AsyncIterable<BatchResultLine> {
-  const ref = 'results' in results ? results.results : results;
+  const ref = await resultsRefOf(client, options.batch);
   const store = storeOf(options.store);
   const seen = new Set<number>();
   const folders = options.only === 'failures' ? ['failures'] : ['results', 'failures'];

@@ -80,7 +80,7 @@ export function readItems(flag: string, raw: string): JobRequestInput[] {
 async function watchProgress(ctx: BatchCliContext, workflowId: string): Promise<void> {
   const bar = createBatchProgressBar(ctx.err, { isTTY: ctx.errIsTTY === true });
   try {
-    for await (const progress of watchBatch(await ctx.connect(), workflowId)) bar.update(progress);
+    for await (const progress of watchBatch(await ctx.connect(), { batch: workflowId })) bar.update(progress);
   } finally {
     bar.stop();
   }
@@ -92,7 +92,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
 
   async function summaryOrFailure(workflowId: string) {
     const client = await ctx.connect();
-    const result = awaitBatch(client, workflowId);
+    const result = awaitBatch(client, { batch: workflowId });
     // Its failure is read below, after the watch: until then it must not count as unhandled.
     result.catch(() => undefined);
     await watchProgress(ctx, workflowId);
@@ -146,7 +146,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .option('--watch', 'a progress line every second until the batch ends, then its summary')
     .action(async (workflowId: string, flags: { watch?: boolean }) => {
       if (flags.watch) return print(await summaryOrFailure(workflowId));
-      print(await getBatchProgress(await ctx.connect(), workflowId));
+      print(await getBatchProgress(await ctx.connect(), { batch: workflowId }));
     });
 
   batch
@@ -159,14 +159,15 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
       const client = await ctx.connect();
       let summary: Awaited<ReturnType<typeof awaitBatch>>;
       try {
-        summary = await awaitBatch(client, workflowId);
+        summary = await awaitBatch(client, { batch: workflowId });
       } catch (error) {
         const carried = batchFailureOf(error)?.summary;
         if (!carried) throw error;
         summary = carried;
       }
       const options = { store: flags.store, ...(flags.failures ? { only: 'failures' as const } : {}) };
-      for await (const line of readBatchResults(summary, options)) ctx.out(`${JSON.stringify(line)}\n`);
+      for await (const line of readBatchResults(client, { batch: summary, ...options }))
+        ctx.out(`${JSON.stringify(line)}\n`);
     });
 
   for (const [name, what, act] of [
@@ -179,7 +180,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
       .description(what)
       .argument('<workflow-id>')
       .action(async (workflowId: string) => {
-        await act(await ctx.connect(), workflowId);
+        await act(await ctx.connect(), { batch: workflowId });
         print({ workflowId, [name]: true });
       });
   }

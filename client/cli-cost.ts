@@ -49,7 +49,7 @@ export function addCostCommands(program: Command, ctx: CostCliContext): void {
     .argument('<workflow-id>')
     .option('--json', 'print JSON')
     .action(async (workflowId: string, flags: { json?: boolean }) => {
-      const report = await jobCost(await ctx.connect(), workflowId);
+      const report = await jobCost(await ctx.connect(), { workflowId });
       show(
         flags.json,
         report,
@@ -65,7 +65,7 @@ export function addCostCommands(program: Command, ctx: CostCliContext): void {
     .argument('<workflow-id>')
     .option('--json', 'print JSON')
     .action(async (workflowId: string, flags: { json?: boolean }) => {
-      const report = await batchCost(await ctx.connect(), workflowId);
+      const report = await batchCost(await ctx.connect(), { workflowId });
       const budget =
         report.budget === undefined
           ? ''

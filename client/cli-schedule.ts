@@ -209,7 +209,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
     .command('describe')
     .description('spec, policies, next run times, recent runs with their status')
     .argument('<schedule-id>')
-    .action(async (scheduleId: string) => print(await describeSchedule(await ctx.connect(), scheduleId)));
+    .action(async (scheduleId: string) => print(await describeSchedule(await ctx.connect(), { scheduleId })));
 
   for (const [name, what, act] of [
     ['pause', 'no scheduled runs until unpaused', pauseSchedule],
@@ -299,7 +299,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
     .description('delete the schedule (runs already started carry on)')
     .argument('<schedule-id>')
     .action(async (scheduleId: string) => {
-      await deleteSchedule(await ctx.connect(), scheduleId);
+      await deleteSchedule(await ctx.connect(), { scheduleId });
       print({ scheduleId, deleted: true });
     });
 }

@@ -205,7 +205,7 @@ export function buildProgram(
         taskQueue: taskQueue(),
       });
       if (!flags.wait) return print(io, { workflowId: handle.workflowId, started: true });
-      print(io, await awaitJob(temporal, handle));
+      print(io, await awaitJob(temporal, { job: handle }));
     });
 
   job
@@ -215,7 +215,7 @@ export function buildProgram(
     .option('--store <dir>', "read a large output from the worker's result store (its RESULT_STORE_DIR)")
     .action(async (workflowId: string, flags: { store?: string }) => {
       const options = flags.store ? { store: flags.store } : {};
-      print(io, await awaitJob(await connect(), workflowId, options));
+      print(io, await awaitJob(await connect(), { job: workflowId, ...options }));
     });
 
   job
@@ -223,7 +223,7 @@ export function buildProgram(
     .description("a job's snapshot: status, attempts, job ids, timings, progress")
     .argument('<workflow-id>')
     .action(async (workflowId: string) =>
-      print(io, await getJobSnapshot(await connect(), workflowId, { live: true })),
+      print(io, await getJobSnapshot(await connect(), { workflowId, live: true })),
     );
 
   job
@@ -231,7 +231,7 @@ export function buildProgram(
     .description('cancel the job workflow; it cancels the remote job first')
     .argument('<workflow-id>')
     .action(async (workflowId: string) => {
-      await cancelJob(await connect(), workflowId);
+      await cancelJob(await connect(), { workflowId });
       print(io, { workflowId, cancelRequested: true });
     });
 
@@ -347,7 +347,9 @@ export function buildProgram(
     .command('phase')
     .description('the phase of an endpoint lifecycle workflow')
     .argument('<workflow-id>')
-    .action(async (workflowId: string) => print(io, await getLifecyclePhase(await connect(), workflowId)));
+    .action(async (workflowId: string) =>
+      print(io, await getLifecyclePhase(await connect(), { workflowId })),
+    );
 
   addBatchCommands(program, { out: io.out, err: io.err, errIsTTY: io.errIsTTY === true, connect, taskQueue });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });

@@ -12,6 +12,7 @@ import type { CostEstimate } from '../contracts/cost';
 import { endpointIdKey } from '../workflows/search-attributes';
 import { finishedSummary, getBatchProgress } from './batches';
 import { getJobSnapshot, jobListQuery } from './jobs';
+import { type WorkflowTarget, workflowIdOf } from './workflow-target';
 
 export interface CostRange {
   since?: Date;
@@ -40,8 +41,8 @@ export interface JobCost {
   cost?: CostEstimate;
 }
 
-export async function jobCost(client: Client, workflowId: string): Promise<JobCost> {
-  const snapshot = await getJobSnapshot(client, workflowId);
+export async function jobCost(client: Client, { workflowId }: WorkflowTarget): Promise<JobCost> {
+  const snapshot = await getJobSnapshot(client, { workflowId });
   return { workflowId, ...(snapshot.cost ? { cost: snapshot.cost } : {}) };
 }
 
@@ -54,12 +55,12 @@ export interface BatchCostReport {
 }
 
 /** A running batch's running total (its progress), or a finished one's summary. */
-export async function batchCost(client: Client, workflowId: string): Promise<BatchCostReport> {
-  const described = await client.workflow.getHandle(workflowId).describe();
+export async function batchCost(client: Client, { workflowId }: WorkflowTarget): Promise<BatchCostReport> {
+  const described = await client.workflow.getHandle(workflowIdOf(workflowId)).describe();
   const running = described.status.name === 'RUNNING';
   const source = running
-    ? await getBatchProgress(client, workflowId)
-    : await finishedSummary(client, workflowId);
+    ? await getBatchProgress(client, { batch: workflowId })
+    : await finishedSummary(client, { batch: workflowId });
   return {
     workflowId,
     running,
@@ -102,8 +103,8 @@ export interface CostSource {
 export function costSourceOf(client: Client): CostSource {
   return {
     list: (query) => client.workflow.list({ query }),
-    jobCost: async (workflowId) => (await jobCost(client, workflowId)).cost,
-    batchCost: async (workflowId) => (await finishedSummary(client, workflowId)).cost,
+    jobCost: async (workflowId) => (await jobCost(client, { workflowId })).cost,
+    batchCost: async (workflowId) => (await finishedSummary(client, { batch: workflowId })).cost,
   };
 }
 

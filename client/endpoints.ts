@@ -40,6 +40,7 @@ import type {
 } from '../workflows/endpoint-lifecycle';
 import { describeEndpointStep } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
+import type { WorkflowTarget } from './workflow-target';
 
 export type { EphemeralBatchFailure } from '../workflows/endpoint-definitions';
 export { EPHEMERAL_FAILURE } from '../workflows/endpoint-definitions';
@@ -227,7 +228,10 @@ export function ephemeralFailureOf(error: unknown): EphemeralBatchFailure | unde
 }
 
 /** The phase of any endpoint lifecycle workflow, with the phases it went through. */
-export async function getLifecyclePhase(client: Client, workflowId: string): Promise<LifecycleStatus> {
+export async function getLifecyclePhase(
+  client: Client,
+  { workflowId }: WorkflowTarget,
+): Promise<LifecycleStatus> {
   const id = parse(lifecycleStartOptionsSchema.shape.workflowId.unwrap(), workflowId, 'workflowId');
   return client.workflow.getHandle(id).query(endpointLifecycleQuery);
 }

@@ -29,6 +29,7 @@ import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { queryLiteral, runningClause, startedByClause } from './visibility-queries';
 import { describeJob } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
+import { type WorkflowTarget, workflowHandleOf, workflowIdOf } from './workflow-target';
 
 export type { JobFailureDetails, JobFailureType } from '../contracts/failures';
 export { JOB_FAILURE } from '../contracts/failures';
@@ -132,17 +133,20 @@ function isResultStore(value: unknown): value is ResultStore {
   return typeof (value as Partial<ResultStore> | null)?.get === 'function';
 }
 
-export type AwaitJobOptions = z.input<typeof awaitJobOptionsSchema>;
+/** Where a job's large output is read from (awaitJob, runJob). */
+export type JobResultStoreOptions = z.input<typeof awaitJobOptionsSchema>;
+
+export interface AwaitJobOptions extends JobResultStoreOptions {
+  /** The job: its workflow id, or the handle startJob returned. */
+  job: string | JobHandle;
+}
 
 /** The result of a job; a failed job throws WorkflowFailedError (see jobFailureOf). */
-export async function awaitJob(
-  client: Client,
-  job: string | JobHandle,
-  options: AwaitJobOptions = {},
-): Promise<JobResult> {
-  const parsed = awaitJobOptionsSchema.safeParse(options);
-  if (!parsed.success) throw validationError(parsed.error, 'options');
-  const handle = typeof job === 'string' ? client.workflow.getHandle<typeof serverlessJob>(job) : job;
+export async function awaitJob(client: Client, options: AwaitJobOptions): Promise<JobResult> {
+  const { job, ...resultOptions } = options;
+  const handle = workflowHandleOf<typeof serverlessJob>(client, job, 'job');
+  const parsed = awaitJobOptionsSchema.safeParse(resultOptions);
+  if (!parsed.success) throw validationError(parsed.error, '');
   const result = await waitForResult(handle);
   if (!result.outputRef || parsed.data.store === undefined) return result;
   const store =
@@ -155,11 +159,11 @@ export async function awaitJob(
 export async function runJob(
   client: Client,
   input: JobWorkflowInput,
-  options: StartJobOptions & AwaitJobOptions,
+  options: StartJobOptions & JobResultStoreOptions,
 ): Promise<JobResult> {
   const { store, ...start } = options;
   const handle = await startJob(client, input, start);
-  return awaitJob(client, handle, store === undefined ? {} : { store });
+  return awaitJob(client, { job: handle, ...(store === undefined ? {} : { store }) });
 }
 
 /** A job workflow's failure, typed: `type` is one of JOB_FAILURE or a service error kind. */
@@ -182,16 +186,20 @@ export interface LiveJobSnapshot extends JobSnapshot {
   live?: { polls: number; progress?: unknown };
 }
 
+export interface GetJobSnapshotOptions extends WorkflowTarget {
+  /** Add the progress the wait activity has seen since the workflow's last change. */
+  live?: boolean;
+}
+
 /**
  * The workflow's snapshot. With `live`, the progress the wait activity has seen since (the
  * workflow itself learns progress only when the status changes, which keeps its history short).
  */
 export async function getJobSnapshot(
   client: Client,
-  workflowId: string,
-  options: { live?: boolean } = {},
+  options: GetJobSnapshotOptions,
 ): Promise<LiveJobSnapshot> {
-  const handle = client.workflow.getHandle<typeof serverlessJob>(workflowId);
+  const handle = client.workflow.getHandle<typeof serverlessJob>(workflowIdOf(options.workflowId));
   const snapshot: LiveJobSnapshot = await handle.query(jobSnapshotQuery);
   if (!options.live) return snapshot;
   const description = await handle.describe();
@@ -220,8 +228,8 @@ export async function getJobSnapshot(
 }
 
 /** Cancels the workflow; it cancels the remote job first, then ends as cancelled. */
-export async function cancelJob(client: Client, workflowId: string): Promise<void> {
-  await client.workflow.getHandle(workflowId).cancel();
+export async function cancelJob(client: Client, { workflowId }: WorkflowTarget): Promise<void> {
+  await client.workflow.getHandle(workflowIdOf(workflowId)).cancel();
 }
 
 export const extendJobTtlOptionsSchema = z.strictObject({
@@ -307,8 +315,16 @@ export async function* listJobs(client: Client, filter: JobFilter = {}): AsyncIt
   }
 }
 
+export interface FindJobOptions {
+  /** The remote job's id (the service's). */
+  jobId: string;
+}
+
 /** The workflow that owns (or owned) a remote job id. */
-export async function findJobByJobId(client: Client, jobId: string): Promise<JobListing | undefined> {
+export async function findJobByJobId(
+  client: Client,
+  { jobId }: FindJobOptions,
+): Promise<JobListing | undefined> {
   for await (const listing of listJobs(client, { jobId })) return listing;
   return undefined;
 }

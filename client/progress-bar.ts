@@ -114,7 +114,7 @@ export async function followBatchProgress(
   });
   const source = { read, ended: async () => ended, endedSignal: settled };
   try {
-    for await (const progress of watchSnapshots(source, { intervalMs: everyMs })) bar.update(progress);
+    for await (const progress of watchSnapshots(source, { interval: everyMs })) bar.update(progress);
   } finally {
     bar.stop();
   }

@@ -277,7 +277,10 @@ export interface ScheduleDetails {
  * A schedule: its spec and policies, its next times, and its recent runs with their status read
  * from each workflow. The workflow input is left out: it may carry credentials (s3Config).
  */
-export async function describeSchedule(client: Client, scheduleId: string): Promise<ScheduleDetails> {
+export async function describeSchedule(
+  client: Client,
+  { scheduleId }: ScheduleTarget,
+): Promise<ScheduleDetails> {
   const d = await handleOf(client, scheduleId).describe();
   const recentRuns = await Promise.all(
     d.info.recentActions.map(async ({ scheduledAt, takenAt, action }) => {
@@ -464,6 +467,6 @@ export async function updateSchedule(
 }
 
 /** Deletes the schedule; runs it started carry on. */
-export async function deleteSchedule(client: Client, scheduleId: string): Promise<void> {
+export async function deleteSchedule(client: Client, { scheduleId }: ScheduleTarget): Promise<void> {
   await handleOf(client, scheduleId).delete();
 }

@@ -1,5 +1,5 @@
 /**
- * Progress as an async iterator: `for await (const progress of watchBatch(client, id))` yields a
+ * Progress as an async iterator: `for await (const progress of watchBatch(client, { batch }))` yields a
  * snapshot each time the workflow's answer changes, looking once a second, and ends after the
  * workflow has closed with the snapshot it ended on. Snapshots come from the workflows' own
  * queries (which add nothing to history); a look that fails (the workflow not started yet, a
@@ -7,13 +7,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import { ValidationError } from '../api/errors';
 import type { BatchProgress } from '../contracts/batch-input';
-import { type BatchHandle, getBatchProgress } from './batches';
+import { durationSchema } from '../contracts/input-rules';
+import { type BatchTarget, getBatchProgress } from './batches';
 import { getJobSnapshot, type JobHandle, type LiveJobSnapshot } from './jobs';
+import { workflowHandleOf } from './workflow-target';
 
 export interface WatchOptions {
-  /** Time between two looks (default 1 s). */
-  intervalMs?: number;
+  /** Time between two looks: ms, or a string such as '500ms' or '5 seconds' (default 1 s). */
+  interval?: number | string;
   /** Ends the watch (the iterator returns) without waiting for the workflow. */
   signal?: AbortSignal;
 }
@@ -26,14 +29,24 @@ export interface SnapshotSource<T> {
   endedSignal?: Promise<unknown>;
 }
 
-/** The one watch loop: yields changed snapshots until the source has ended, then its last one. */
-export async function* watchSnapshots<T>(
+/**
+ * The one watch loop: yields changed snapshots until the source has ended, then its last one. A bad
+ * interval throws here, before the first look.
+ */
+export function watchSnapshots<T>(source: SnapshotSource<T>, options: WatchOptions = {}): AsyncGenerator<T> {
+  const interval = durationSchema.safeParse(options.interval ?? 1_000);
+  if (!interval.success)
+    throw new ValidationError('interval', interval.error.issues[0]?.message ?? 'is invalid');
+  return looks(source, interval.data, options.signal);
+}
+
+async function* looks<T>(
   source: SnapshotSource<T>,
-  options: WatchOptions = {},
+  intervalMs: number,
+  signal?: AbortSignal,
 ): AsyncGenerator<T> {
-  const intervalMs = options.intervalMs ?? 1_000;
   let last: string | undefined;
-  while (!options.signal?.aborted) {
+  while (!signal?.aborted) {
     // Asked before the read, so the read after the end shows where it ended.
     const ended = await source.ended().catch(() => false);
     const snapshot = await source.read().then(
@@ -48,9 +61,7 @@ export async function* watchSnapshots<T>(
       }
     }
     if (ended) return;
-    const pause = sleep(intervalMs, undefined, options.signal ? { signal: options.signal } : undefined).catch(
-      () => undefined,
-    );
+    const pause = sleep(intervalMs, undefined, signal ? { signal } : undefined).catch(() => undefined);
     await (source.endedSignal ? Promise.race([pause, source.endedSignal]) : pause);
   }
 }
@@ -61,29 +72,37 @@ async function workflowEnded(handle: WorkflowHandle): Promise<boolean> {
   return status.name !== 'RUNNING' && status.name !== 'CONTINUED_AS_NEW';
 }
 
+export interface WatchBatchOptions extends WatchOptions, BatchTarget {}
+
 /** A batch's progress (counts, in flight, rate, time left, cost) each time it changes. */
 export function watchBatch(
   client: Client,
-  batch: string | BatchHandle,
-  options: WatchOptions = {},
+  { batch, ...options }: WatchBatchOptions,
 ): AsyncGenerator<BatchProgress> {
-  const handle = typeof batch === 'string' ? client.workflow.getHandle(batch) : batch;
+  const handle = workflowHandleOf(client, batch, 'batch');
   return watchSnapshots(
-    { read: () => getBatchProgress(client, handle.workflowId), ended: () => workflowEnded(handle) },
+    {
+      read: () => getBatchProgress(client, { batch: handle.workflowId }),
+      ended: () => workflowEnded(handle),
+    },
     options,
   );
+}
+
+export interface WatchJobOptions extends WatchOptions {
+  /** The job: its workflow id, or the handle startJob returned. */
+  job: string | JobHandle;
 }
 
 /** A job's snapshot (phase, remote status, attempts, cost, the wait's latest progress) each time it changes. */
 export function watchJob(
   client: Client,
-  job: string | JobHandle,
-  options: WatchOptions = {},
+  { job, ...options }: WatchJobOptions,
 ): AsyncGenerator<LiveJobSnapshot> {
-  const handle = typeof job === 'string' ? client.workflow.getHandle(job) : job;
+  const handle = workflowHandleOf(client, job, 'job');
   return watchSnapshots(
     {
-      read: () => getJobSnapshot(client, handle.workflowId, { live: true }),
+      read: () => getJobSnapshot(client, { workflowId: handle.workflowId, live: true }),
       ended: () => workflowEnded(handle),
     },
     options,

@@ -34,11 +34,11 @@ async function main(): Promise<void> {
       { workflowId: id, taskQueue: config.temporal.taskQueue },
     );
     console.log(`[batch] ${id} started`);
-    const summary = await awaitBatch(client, handle);
+    const summary = await awaitBatch(client, { batch: handle });
     console.log(`[batch] ${summary.counts.completed} of ${summary.total} completed`);
 
     let lines = 0;
-    for await (const line of readBatchResults(summary, { store: config.resultStoreDir })) {
+    for await (const line of readBatchResults(client, { batch: summary, store: config.resultStoreDir })) {
       if (line.status === 'COMPLETED') lines += 1;
     }
     console.log(`[batch] ${lines} completed result lines read back`);

@@ -37,7 +37,11 @@ async function main(): Promise<void> {
       const { counts, total } = result.batch;
       console.log(`[ephemeral] ${counts.completed} of ${total} items completed`);
       let lines = 0;
-      for await (const _line of readBatchResults(result.batch, { store: config.resultStoreDir })) lines += 1;
+      for await (const _line of readBatchResults(client, {
+        batch: result.batch,
+        store: config.resultStoreDir,
+      }))
+        lines += 1;
       console.log(`[ephemeral] ${lines} result lines`);
     }
   } catch (error) {

@@ -26,9 +26,9 @@ async function main(): Promise<void> {
     );
     console.log(`[job] ${handle.workflowId} started`);
     // A large output stays in the worker's result store: `store` reads it back.
-    const { output, jobId, attempts } = await awaitJob(client, handle, { store: config.resultStoreDir });
+    const { output, jobId, attempts } = await awaitJob(client, { job: handle, store: config.resultStoreDir });
     console.log(`[job] ${jobId} completed after ${attempts} attempt(s):`, JSON.stringify(output));
-    const snapshot = await getJobSnapshot(client, handle.workflowId);
+    const snapshot = await getJobSnapshot(client, { workflowId: handle.workflowId });
     console.log(`[job] its snapshot: ${snapshot.status}, job ids ${snapshot.jobIds.join(', ')}`);
   } catch (error) {
     const failure = jobFailureOf(error);

@@ -72,14 +72,14 @@ async function main(): Promise<void> {
         taskQueue: config.temporal.taskQueue,
       },
     );
-    const next = (await describeSchedule(client, scheduleId)).nextActionTimes[0];
+    const next = (await describeSchedule(client, { scheduleId })).nextActionTimes[0];
     say(`1. schedule ${scheduleId}: next run ${next?.toISOString()} (02:00 Europe/Paris); triggering it now`);
     await triggerSchedule(client, { scheduleId });
     const runId = await until('the scheduled run', async () => {
-      const run = (await describeSchedule(client, scheduleId)).recentRuns[0];
+      const run = (await describeSchedule(client, { scheduleId })).recentRuns[0];
       return run?.workflowId;
     });
-    const nightly = await awaitBatch(client, runId);
+    const nightly = await awaitBatch(client, { batch: runId });
     say(
       `1. scheduled batch ${runId}: ${nightly.counts.completed} of ${nightly.total} renders completed, ` +
         `${nightly.submissions} submissions`,
@@ -95,7 +95,7 @@ async function main(): Promise<void> {
         `${reported.counters.runsCompleted} job completed`,
     );
   } finally {
-    await deleteSchedule(client, scheduleId).catch(() => undefined);
+    await deleteSchedule(client, { scheduleId }).catch(() => undefined);
     await client.connection.close();
     stop.abort();
     await worker;

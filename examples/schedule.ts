@@ -34,21 +34,21 @@ async function main(): Promise<void> {
         taskQueue: config.temporal.taskQueue,
       },
     );
-    const { nextActionTimes } = await describeSchedule(client, scheduleId);
+    const { nextActionTimes } = await describeSchedule(client, { scheduleId });
     console.log(`[schedule] ${scheduleId}: next run ${nextActionTimes[0]?.toISOString()}`);
 
     await triggerSchedule(client, { scheduleId });
     // The run appears in the schedule's description once the server has started it.
     let runId: string | undefined;
     for (let look = 0; runId === undefined && look < 300; look++) {
-      runId = (await describeSchedule(client, scheduleId)).recentRuns[0]?.workflowId;
+      runId = (await describeSchedule(client, { scheduleId })).recentRuns[0]?.workflowId;
       if (runId === undefined) await sleep(100);
     }
     if (runId === undefined) throw new Error('the triggered run never started');
-    const result = await awaitJob(client, runId);
+    const result = await awaitJob(client, { job: runId });
     console.log(`[schedule] triggered run ${runId}: ${result.status}`, JSON.stringify(result.output));
   } finally {
-    await deleteSchedule(client, scheduleId).catch(() => undefined);
+    await deleteSchedule(client, { scheduleId }).catch(() => undefined);
     await client.connection.close();
     stop.abort();
     await worker;

@@ -115,20 +115,18 @@ async function main(): Promise<void> {
     const run = `${Date.now()}`;
 
     // 1. A job that completes: webhook and polling both armed, the first to notice wins.
-    const completed = await awaitJob(
-      client,
-      await startJob(
+    const completed = await awaitJob(client, {
+      job: await startJob(
         client,
         { endpointId: echo, request: { input: { prompt: 'hello, durable world' } } },
         { workflowId: `demo-complete-${run}`, taskQueue },
       ),
-    );
+    });
     say(`1. completed: job ${completed.jobId} -> ${JSON.stringify(completed.output)}`);
 
     // 2. A job that fails once: the workflow retries it with /retry (same job id, same input).
-    const retried = await awaitJob(
-      client,
-      await startJob(
+    const retried = await awaitJob(client, {
+      job: await startJob(
         client,
         {
           endpointId: scripted,
@@ -140,7 +138,7 @@ async function main(): Promise<void> {
         },
         { workflowId: `demo-retry-${run}`, taskQueue },
       ),
-    );
+    });
     const retriedJob = emulator.control.job(retried.jobId);
     say(
       `2. failed once, retried: job ${retried.jobId} ${retriedJob?.status} after ${retriedJob?.attempts} attempts -> ${JSON.stringify(retried.output)}`,
@@ -158,17 +156,17 @@ async function main(): Promise<void> {
       { workflowId: cancelId, taskQueue },
     );
     for (let i = 0; i < 100; i++) {
-      const snapshot = await getJobSnapshot(client, cancelId);
+      const snapshot = await getJobSnapshot(client, { workflowId: cancelId });
       if (snapshot.status === 'IN_PROGRESS') break;
       await sleep(200);
     }
-    await cancelJob(client, cancelId);
+    await cancelJob(client, { workflowId: cancelId });
     try {
       await handle.result();
       say('3. cancellation: the workflow completed instead (unexpected)');
     } catch (error) {
       const cancelled = error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure;
-      const snapshot = await getJobSnapshot(client, cancelId);
+      const snapshot = await getJobSnapshot(client, { workflowId: cancelId });
       const remote = snapshot.jobId ? emulator.control.job(snapshot.jobId)?.status : undefined;
       say(
         `3. cancelled: workflow ${cancelled ? 'CANCELLED' : String(error)}, remote job ${snapshot.jobId} ${remote}`,
@@ -176,9 +174,8 @@ async function main(): Promise<void> {
     }
 
     // 4. A streamed job: chunks go to a file sink as they come, never into workflow history.
-    const streamed = await awaitJob(
-      client,
-      await startJob(
+    const streamed = await awaitJob(client, {
+      job: await startJob(
         client,
         {
           endpointId: streaming,
@@ -189,7 +186,7 @@ async function main(): Promise<void> {
         },
         { workflowId: `demo-stream-${run}`, taskQueue },
       ),
-    );
+    });
     const streamFile = path.join(config.resultStoreDir, 'streams', `demo-${run}.jsonl`);
     const lines = (await readFile(streamFile, 'utf8').catch(() => '')).split('\n').filter(Boolean);
     const text = lines
@@ -229,9 +226,9 @@ async function main(): Promise<void> {
       { workflowId: batchId, taskQueue },
     );
     say(`5. batch ${batchId}: 300 items, at most 60 in flight`);
-    const outcome = awaitBatch(client, batch);
+    const outcome = awaitBatch(client, { batch });
     await followBatchProgress(
-      () => getBatchProgress(client, batchId),
+      () => getBatchProgress(client, { batch: batchId }),
       createBatchProgressBar((chunk) => process.stderr.write(chunk), {
         isTTY: process.stderr.isTTY === true,
       }),
@@ -240,7 +237,7 @@ async function main(): Promise<void> {
     const summary = await outcome;
     let resultLines = 0;
     let matching = 0;
-    for await (const line of readBatchResults(summary, { store: config.resultStoreDir })) {
+    for await (const line of readBatchResults(client, { batch: summary, store: config.resultStoreDir })) {
       resultLines += 1;
       if (line.status === 'COMPLETED' && (line.output as { item?: number })?.item === line.index)
         matching += 1;

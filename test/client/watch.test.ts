@@ -17,7 +17,7 @@ describe('watchSnapshots', () => {
       ended: async () => looks >= 5,
     };
     const seen: number[] = [];
-    for await (const snapshot of watchSnapshots(source, { intervalMs: 0 })) seen.push(snapshot.done);
+    for await (const snapshot of watchSnapshots(source, { interval: 0 })) seen.push(snapshot.done);
     expect(seen).toEqual([1, 2, 3]);
     expect(looks).toBe(6);
   });
@@ -26,7 +26,7 @@ describe('watchSnapshots', () => {
     const controller = new AbortController();
     const source = { read: async () => ({ at: Math.random() }), ended: async () => false };
     let count = 0;
-    for await (const _ of watchSnapshots(source, { intervalMs: 0, signal: controller.signal })) {
+    for await (const _ of watchSnapshots(source, { interval: 0, signal: controller.signal })) {
       count += 1;
       if (count === 3) controller.abort();
     }

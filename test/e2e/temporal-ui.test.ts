@@ -117,7 +117,7 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
     );
     // The short items finish in service time as it runs; then the clock stops, and the rest wait.
     await eventually(async () => {
-      const progress = await getBatchProgress(stack.client, handle).catch(() => undefined);
+      const progress = await getBatchProgress(stack.client, { batch: handle }).catch(() => undefined);
       return progress?.counts.completed === 4 && progress.inFlight === 6 ? progress : undefined;
     }, 60_000);
     stack.control.freeze();
@@ -137,7 +137,7 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
     // Three more items finish at the service: the batch's query sees it, then the page does.
     stack.control.advance(MEDIUM_MS);
     await eventually(async () => {
-      const progress = await getBatchProgress(stack.client, handle);
+      const progress = await getBatchProgress(stack.client, { batch: handle });
       return progress.counts.completed === 7 ? progress : undefined;
     }, 60_000);
     await showsCount(url, 'Completed', 7);

@@ -203,7 +203,7 @@ describe(`awaiting ${JOBS} jobs at once on a dev server that admits ${LIMIT} lon
     // --- The fix: awaitJob on every job, on the same client. --------------------------------------
     let settled = 0;
     const awaits: Array<Promise<JobResult>> = handles.map((handle) =>
-      awaitJob(client, handle).finally(() => {
+      awaitJob(client, { job: handle }).finally(() => {
         settled += 1;
       }),
     );

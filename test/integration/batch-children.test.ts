@@ -57,7 +57,7 @@ describe('batch engine, child mode, on the emulator', () => {
       },
       { workflowId: batchId, taskQueue: stack.taskQueue },
     );
-    const summary = await awaitBatch(stack.client, handle);
+    const summary = await awaitBatch(stack.client, { batch: handle });
     expectBatchSummaryAllCompleted(summary, ITEMS);
     expect(summary).toMatchObject({
       submissions: ITEMS,
@@ -69,7 +69,7 @@ describe('batch engine, child mode, on the emulator', () => {
 
     const outputs = createLocalResultStore(dir);
     const lines: BatchResultLine[] = [];
-    for await (const line of readBatchResults(summary, { store: dir })) lines.push(line);
+    for await (const line of readBatchResults(stack.client, { batch: summary, store: dir })) lines.push(line);
     expect(lines).toHaveLength(ITEMS);
     expect(new Set(lines.map((line) => line.index)).size).toBe(ITEMS);
     for (const line of lines) {
@@ -125,8 +125,8 @@ describe('batch engine, child mode, on the emulator', () => {
       () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === 5,
       60_000,
     );
-    await cancelBatch(stack.client, handle.workflowId);
-    const error = await awaitBatch(stack.client, handle).then(
+    await cancelBatch(stack.client, { batch: handle.workflowId });
+    const error = await awaitBatch(stack.client, { batch: handle }).then(
       () => undefined,
       (caught: Error) => caught,
     );
@@ -136,10 +136,10 @@ describe('batch engine, child mode, on the emulator', () => {
     expect(jobs.every((job) => job.status === 'CANCELLED')).toBe(true);
     expect(stack.control.submissions(endpointId)).toBe(5);
     const lines: BatchResultLine[] = [];
-    for await (const line of readBatchResults(
-      { kind: 'serverless-batch-results', store: 'local', key: batchKeyFor(batchId) },
-      { store: dir },
-    ))
+    for await (const line of readBatchResults(stack.client, {
+      batch: { kind: 'serverless-batch-results', store: 'local', key: batchKeyFor(batchId) },
+      store: dir,
+    }))
       lines.push(line);
     expect(lines.map((line) => line.status)).toEqual(Array(5).fill('CANCELLED'));
   }, 300_000);

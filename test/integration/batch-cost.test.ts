@@ -72,7 +72,8 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
 
   async function lines(summary: BatchSummary): Promise<BatchResultLine[]> {
     const out: BatchResultLine[] = [];
-    for await (const line of readBatchResults(summary, { store: resultDir })) out.push(line);
+    for await (const line of readBatchResults(stack.client, { batch: summary, store: resultDir }))
+      out.push(line);
     return out;
   }
 
@@ -127,7 +128,7 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
       );
       stack.control.resume();
       resumed = true;
-      const summary = await awaitBatch(stack.client, handle);
+      const summary = await awaitBatch(stack.client, { batch: handle });
       expect(summary.counts.completed).toBe(3);
       expectCostsAddUp(summary, await lines(summary));
       const after = await eventually(async () => {
@@ -166,7 +167,7 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
       },
       { workflowId: `batch-cost-budget-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    const error = await awaitBatch(stack.client, handle).then(
+    const error = await awaitBatch(stack.client, { batch: handle }).then(
       () => undefined,
       (caught: unknown) => caught,
     );
@@ -214,7 +215,7 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
       { endpointId, mode: 'children', items: { inline: items(2) }, job: { polling: FAST_POLLING } },
       { workflowId: `batch-cost-children-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    const childSummary = await awaitBatch(stack.client, children);
+    const childSummary = await awaitBatch(stack.client, { batch: children });
     expect(childSummary.counts.completed).toBe(2);
     expect(childSummary.cost.amount).toBeGreaterThan(0);
     const job = await stack.start({
@@ -222,7 +223,7 @@ describe('batch cost and budget on the emulator (real worker with prices)', () =
       request: { input: { sleepMs: 2_000, output: 'one' } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, job);
+    const result = await awaitJob(stack.client, { job });
     expect(result.cost?.amount).toBeGreaterThan(0);
     const jobShown = await cli('cost', 'job', job.workflowId, '--json');
     expect(jobShown.code).toBe(0);

@@ -91,7 +91,10 @@ describe('the dev server SIGKILLed and restarted on its database file mid-batch 
       },
     );
 
-    const summary = await untilAnswered(() => awaitBatch(live.client, handle), Date.now() + 420_000);
+    const summary = await untilAnswered(
+      () => awaitBatch(live.client, { batch: handle }),
+      Date.now() + 420_000,
+    );
     const figures = await tallyBatch(live, endpointId, summary);
     reportBatch(
       'batch-dev-server-restart',

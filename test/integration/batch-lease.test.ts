@@ -54,7 +54,7 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
         },
         { workflowId: `batch-lease-${Date.now()}`, taskQueue: stack.taskQueue },
       );
-      return awaitBatch(stack.client, handle);
+      return awaitBatch(stack.client, { batch: handle });
     })().finally(removeFaults);
 
     expect(summary).toMatchObject({ total: ITEMS, counts: { completed: ITEMS }, failures: 0 });
@@ -65,7 +65,10 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
     expect(summary.uncertainSubmits).toBeGreaterThan(0);
 
     const lines: BatchResultLine[] = [];
-    for await (const line of readBatchResults(summary, { store: stack.workerEnv.RESULT_STORE_DIR as string }))
+    for await (const line of readBatchResults(stack.client, {
+      batch: summary,
+      store: stack.workerEnv.RESULT_STORE_DIR as string,
+    }))
       lines.push(line);
     expect(lines).toHaveLength(ITEMS);
     for (const line of lines)
@@ -118,7 +121,9 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
       const adopted = await start(quick, 5_000);
       const resent = await start(slow, 30_000);
       for (const handle of [adopted, resent])
-        await eventually(async () => (await getBatchProgress(stack.client, handle)).uncertainSubmits === 3);
+        await eventually(
+          async () => (await getBatchProgress(stack.client, { batch: handle })).uncertainSubmits === 3,
+        );
       expect(control.submissions(quick)).toBe(3);
       expect(control.submissions(slow)).toBe(3);
       const orphans = control.jobs(slow).map((job) => job.id);
@@ -126,7 +131,7 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
 
       // 5 s of service time: the quick orphans finish inside their 10 s lease and report.
       control.advance(5_000);
-      const adoptedSummary = await awaitBatch(stack.client, adopted);
+      const adoptedSummary = await awaitBatch(stack.client, { batch: adopted });
       expect(adoptedSummary).toMatchObject({
         counts: { completed: 3 },
         submissions: 3,
@@ -143,7 +148,7 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
       await eventually(() => control.submissions(slow) === 6, 120_000);
       await eventually(() => control.jobs(slow).every((job) => job.policy.ttl > 10_000), 30_000);
       control.advance(30_000);
-      const resentSummary = await awaitBatch(stack.client, resent);
+      const resentSummary = await awaitBatch(stack.client, { batch: resent });
       expect(resentSummary).toMatchObject({
         counts: { completed: 3 },
         submissions: 6,
@@ -151,7 +156,8 @@ describe('a batch under a submit lease (dev server, emulator over HTTP, real wor
         lease: { uncertainAdopted: 0, resubmittedAfterLease: 3, leaseLapses: 0 },
       });
       const lines: BatchResultLine[] = [];
-      for await (const line of readBatchResults(resentSummary, {
+      for await (const line of readBatchResults(stack.client, {
+        batch: resentSummary,
         store: stack.workerEnv.RESULT_STORE_DIR as string,
       }))
         lines.push(line);

@@ -68,7 +68,7 @@ describe('batch engine on the emulator', () => {
       },
       { workflowId: `batch-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    const summary = await awaitBatch(stack.client, handle);
+    const summary = await awaitBatch(stack.client, { batch: handle });
     expect(summary).toMatchObject({
       total: ITEMS,
       counts: {
@@ -90,7 +90,8 @@ describe('batch engine on the emulator', () => {
     expect(stack.control.submissions(endpointId)).toBe(ITEMS);
 
     const lines: BatchResultLine[] = [];
-    for await (const line of readBatchResults(summary, {
+    for await (const line of readBatchResults(stack.client, {
+      batch: summary,
       store: stack.workerEnv.RESULT_STORE_DIR as string,
     })) {
       lines.push(line);
@@ -105,7 +106,7 @@ describe('batch engine on the emulator', () => {
         expect(line.attempts).toBe(failsOnce(line.index) ? 2 : 1);
       }
     }
-    const progress = await getBatchProgress(stack.client, handle.workflowId);
+    const progress = await getBatchProgress(stack.client, { batch: handle.workflowId });
     expect(progress).toMatchObject({ done: ITEMS, inFlight: 0 });
     // Counters, not items, in history: under 0.3 events per item, the goal (no signal per job either).
     // (0.22 to 0.28 here, where fixed costs weigh more; 0.23 and 0.25 in the last runs; the bench
@@ -116,10 +117,14 @@ describe('batch engine on the emulator', () => {
     );
   }, 600_000);
 
-  async function linesOf(summary: Parameters<typeof readBatchResults>[0], only?: 'failures') {
+  async function linesOf(summary: Parameters<typeof readBatchResults>[1]['batch'], only?: 'failures') {
     const lines: BatchResultLine[] = [];
     const store = stack.workerEnv.RESULT_STORE_DIR as string;
-    for await (const line of readBatchResults(summary, { store, ...(only ? { only } : {}) }))
+    for await (const line of readBatchResults(stack.client, {
+      batch: summary,
+      store,
+      ...(only ? { only } : {}),
+    }))
       lines.push(line);
     return lines;
   }
@@ -143,7 +148,7 @@ describe('batch engine on the emulator', () => {
       },
       { workflowId: `batch-over-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    const error = await awaitBatch(stack.client, handle).then(
+    const error = await awaitBatch(stack.client, { batch: handle }).then(
       () => undefined,
       (caught: unknown) => caught,
     );
@@ -174,7 +179,7 @@ describe('batch engine on the emulator', () => {
       taskQueue: stack.taskQueue,
       changes: { job: { ...NO_LEASE, retry: { maxRetries: 2, initialInterval: 100 } } },
     });
-    const again = await awaitBatch(stack.client, redrive);
+    const again = await awaitBatch(stack.client, { batch: redrive });
     expect(again).toMatchObject({ total: summary.failures + summary.notStarted, failures: 0 });
     const outputs = (await linesOf(again)).map((line) => (line.output as { index: number }).index);
     const first = lines.filter((line) => line.status === 'COMPLETED').map((line) => line.index);
@@ -191,7 +196,7 @@ describe('batch engine on the emulator', () => {
       { endpointId, items: { inline }, job: { ...NO_LEASE, uncertainSubmitWait: '2 minutes' }, pageSize: 10 },
       { workflowId: `batch-orphans-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    const summary = await awaitBatch(stack.client, handle);
+    const summary = await awaitBatch(stack.client, { batch: handle });
     expect(summary).toMatchObject({
       counts: { completed: 50, uncertain: 0 },
       uncertainSubmits: 5,
@@ -220,8 +225,8 @@ describe('batch engine on the emulator', () => {
       () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === 30,
       60_000,
     );
-    await cancelBatch(stack.client, handle.workflowId);
-    const error = await awaitBatch(stack.client, handle).then(
+    await cancelBatch(stack.client, { batch: handle.workflowId });
+    const error = await awaitBatch(stack.client, { batch: handle }).then(
       () => undefined,
       (caught: Error) => caught,
     );
@@ -233,7 +238,7 @@ describe('batch engine on the emulator', () => {
 
     // Cancelled, its summary and results are still there: 30 CANCELLED lines, 170 never started,
     // and a redrive of all 200 (numbered 0..199 in their order) on a fresh endpoint.
-    const summary = await finishedSummary(stack.client, handle);
+    const summary = await finishedSummary(stack.client, { batch: handle });
     expect(summary).toMatchObject({
       total: 200,
       counts: { cancelled: 30, completed: 0 },
@@ -250,11 +255,11 @@ describe('batch engine on the emulator', () => {
       changes: { maxConcurrency: 200 },
     });
     const progress = await eventually(async () => {
-      const now = await getBatchProgress(stack.client, redrive.workflowId);
+      const now = await getBatchProgress(stack.client, { batch: redrive.workflowId });
       return now.cursor > 0 ? now : undefined;
     }, 60_000);
     expect(progress.total).toBe(200);
-    await cancelBatch(stack.client, redrive.workflowId);
-    await awaitBatch(stack.client, redrive).catch(() => undefined);
+    await cancelBatch(stack.client, { batch: redrive.workflowId });
+    await awaitBatch(stack.client, { batch: redrive }).catch(() => undefined);
   }, 300_000);
 });

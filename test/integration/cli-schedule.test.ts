@@ -107,7 +107,7 @@ describe('the CLI: schedules', () => {
     expect((await cli('schedule', 'trigger', id)).code).toBe(0);
     const run = await eventually(async () => (await cli('schedule', 'describe', id)).json().recentRuns[0]);
     expect(run.workflowId).toMatch(new RegExp(`^${id}-\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$`));
-    expect(await awaitBatch(stack.client, run.workflowId)).toMatchObject({
+    expect(await awaitBatch(stack.client, { batch: run.workflowId })).toMatchObject({
       total: 2,
       counts: { completed: 2 },
     });
@@ -153,7 +153,9 @@ describe('the CLI: schedules', () => {
       return recent.length === 2 ? recent : undefined;
     });
     expect(runs[1]!.workflowId).toBe(`${id}-${past.toISOString().replace('.000Z', 'Z')}`);
-    expect(await awaitBatch(stack.client, runs[1]!.workflowId)).toMatchObject({ counts: { completed: 2 } });
+    expect(await awaitBatch(stack.client, { batch: runs[1]!.workflowId })).toMatchObject({
+      counts: { completed: 2 },
+    });
 
     // The same window again: its time's run exists (closed), so nothing is sent; --rerun sends it.
     const again = await cli('schedule', 'backfill', id, ...window);
@@ -218,7 +220,7 @@ describe('the CLI: schedules', () => {
     ).toBe(0);
     expect((await run('schedule', 'trigger', id, '--overlap', 'ALLOW_ALL')).code).toBe(0);
     const recent = await eventually(async () => (await run('schedule', 'describe', id)).json().recentRuns[0]);
-    expect(await awaitJob(stack.client, recent.workflowId)).toMatchObject({ output: 'scheduled' });
+    expect(await awaitJob(stack.client, { job: recent.workflowId })).toMatchObject({ output: 'scheduled' });
     await eventually(
       async () => (await run('schedule', 'describe', id)).json().recentRuns[0]?.status === 'COMPLETED',
     );

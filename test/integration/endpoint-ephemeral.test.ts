@@ -52,7 +52,8 @@ describe('ephemeral endpoint with real job and batch workflows (dev server, emul
 
   async function linesOf(summary: BatchSummary): Promise<BatchResultLine[]> {
     const lines: BatchResultLine[] = [];
-    for await (const line of readBatchResults(summary, { store: stack.resultDir })) lines.push(line);
+    for await (const line of readBatchResults(stack.env.client, { batch: summary, store: stack.resultDir }))
+      lines.push(line);
     return lines.sort((a, b) => a.index - b.index);
   }
 

@@ -20,9 +20,9 @@ describe('cancelling the job workflow (dev server, emulator over HTTP, real work
 
   /** Cancels the workflow and checks it ended cancelled after cancelling the remote job. */
   async function cancelAndCheck(workflowId: string, jobId: string) {
-    await cancelJob(stack.client, workflowId);
+    await cancelJob(stack.client, { workflowId });
 
-    const error = await awaitJob(stack.client, workflowId).then(
+    const error = await awaitJob(stack.client, { job: workflowId }).then(
       () => undefined,
       (caught: unknown) => caught,
     );
@@ -32,7 +32,7 @@ describe('cancelling the job workflow (dev server, emulator over HTTP, real work
     expect((await handle.describe()).status.name).toBe('CANCELLED');
 
     expect(stack.control.job(jobId)?.status).toBe('CANCELLED');
-    const snapshot = await getJobSnapshot(stack.client, workflowId);
+    const snapshot = await getJobSnapshot(stack.client, { workflowId });
     expect(snapshot).toMatchObject({
       phase: 'cancelled',
       status: 'CANCELLED',

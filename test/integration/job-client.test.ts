@@ -86,7 +86,7 @@ describe('job client facade', () => {
       expect((await second.describe()).runId).toBe((await first.describe()).runId);
       await fake.called('waitForJobChange');
       poller.release();
-      const result = await awaitJob(env.client, workflowId);
+      const result = await awaitJob(env.client, { job: workflowId });
       expect(result.status).toBe('COMPLETED');
       // Finished: starting it again returns the same, finished job.
       const again = await runJob(env.client, input(), { workflowId, taskQueue });
@@ -130,8 +130,8 @@ describe('job client facade', () => {
     await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const workflowId = uniqueTaskQueue('ref');
       const handle = await startJob(env.client, input(), { workflowId, taskQueue });
-      expect((await awaitJob(env.client, handle)).outputRef).toEqual(outputRef);
-      const resolved = await awaitJob(env.client, handle, { store: dir });
+      expect((await awaitJob(env.client, { job: handle })).outputRef).toEqual(outputRef);
+      const resolved = await awaitJob(env.client, { job: handle, store: dir });
       expect(resolved.output).toEqual(big);
       expect(resolved).not.toHaveProperty('outputRef');
     });
@@ -167,13 +167,13 @@ describe('job client facade', () => {
       const workflowId = uniqueTaskQueue('live-retry');
       await startJob(env.client, input(), { workflowId, taskQueue });
       const snapshot = await waitFor(
-        () => getJobSnapshot(env.client, workflowId, { live: true }),
+        () => getJobSnapshot(env.client, { workflowId, live: true }),
         (seen) => seen.live !== undefined,
         "the poller's heartbeat in the snapshot",
       );
       expect(snapshot).toMatchObject({ status: 'IN_PROGRESS', live: { polls: 3, progress: { step: 9 } } });
       // The second look, when the server's timer fires, sees it finished.
-      await awaitJob(env.client, workflowId);
+      await awaitJob(env.client, { job: workflowId });
       expect(fake.named('waitForJobChange').map((call) => call.attempt)).toEqual([1, 1, 2]);
     });
   });
@@ -200,7 +200,7 @@ describe('job client facade', () => {
       const workflowId = uniqueTaskQueue('live');
       await startJob(env.client, input(), { workflowId, taskQueue });
       const snapshot = await waitFor(
-        () => getJobSnapshot(env.client, workflowId, { live: true }),
+        () => getJobSnapshot(env.client, { workflowId, live: true }),
         (seen) => seen.live !== undefined,
         "the poller's heartbeat in the snapshot",
       );
@@ -210,7 +210,7 @@ describe('job client facade', () => {
         live: { polls: 7, progress: { step: 5 } },
       });
       release = true;
-      await awaitJob(env.client, workflowId);
+      await awaitJob(env.client, { job: workflowId });
     });
   });
 
@@ -220,8 +220,8 @@ describe('job client facade', () => {
       const workflowId = uniqueTaskQueue('cancel');
       await startJob(env.client, input(), { workflowId, taskQueue });
       await fake.called('waitForJobChange');
-      await cancelJob(env.client, workflowId);
-      const error = await awaitJob(env.client, workflowId).catch((e: unknown) => e);
+      await cancelJob(env.client, { workflowId });
+      const error = await awaitJob(env.client, { job: workflowId }).catch((e: unknown) => e);
       expect(jobFailureOf(error)).toBeUndefined();
       expect((await env.client.workflow.getHandle(workflowId).describe()).status.name).toBe('CANCELLED');
     });
@@ -238,7 +238,7 @@ describe('job client facade', () => {
     });
     // Visibility follows the workflow's end on its own schedule: wait for the closed record.
     const found = await waitFor(
-      () => findJobByJobId(env.client, jobId),
+      () => findJobByJobId(env.client, { jobId }),
       (seen) => seen?.workflowStatus === 'COMPLETED',
       'the finished job in visibility',
     );

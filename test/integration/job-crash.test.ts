@@ -85,7 +85,7 @@ describe('a worker killed mid-job (dev server, emulator over HTTP, worker proces
       relay.target = second.gatewayUrl();
       // The job finishes now; its webhook reaches the new worker's gateway through the relay.
       stack.control.advance(3_600_000);
-      const result = await awaitJob(stack.client, handle);
+      const result = await awaitJob(stack.client, { job: handle });
 
       expect(result).toMatchObject({
         jobId,

@@ -66,7 +66,7 @@ describe('job workflow under injected faults (dev server, emulator over HTTP, re
       request: { input: { sleepMs: 1_000, output: 'through the storm' } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'through the storm', submissions: 1, uncertainSubmits: 0 });
     expect(stack.control.submissions(endpointId)).toBe(1);
@@ -96,7 +96,7 @@ describe('job workflow under injected faults (dev server, emulator over HTTP, re
       request: { input: { sleepMs: 1_000, output: 'after the storm' } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'after the storm', submissions: 1, uncertainSubmits: 0 });
     expect(stack.control.submissions(endpointId)).toBe(1);
@@ -151,7 +151,7 @@ describe('job workflow under injected faults (dev server, emulator over HTTP, re
       retry: { maxRetries: 1, initialInterval: 50 },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'recovered', attempts: 2, retries: 1, submissions: 1 });
     expect(stack.control.submissions(endpointId)).toBe(1);
@@ -174,7 +174,7 @@ describe('job workflow under injected faults (dev server, emulator over HTTP, re
       onUncertainSubmit: 'fail',
       polling: FAST_POLLING,
     });
-    const error = await awaitJob(stack.client, handle).then(
+    const error = await awaitJob(stack.client, { job: handle }).then(
       () => undefined,
       (caught: unknown) => caught,
     );
@@ -199,7 +199,7 @@ describe('job workflow under injected faults (dev server, emulator over HTTP, re
       onUncertainSubmit: 'resubmit',
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'second send', submissions: 2, uncertainSubmits: 1 });
     expect(result.jobIds).toHaveLength(1);

@@ -60,7 +60,7 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
           stream: { sink: { kind: 'signal', workflowId: collector.workflowId } },
           polling: FAST_POLLING,
         });
-        const result = await awaitJob(stack.client, handle);
+        const result = await awaitJob(stack.client, { job: handle });
         expect(result.stream).toEqual({ chunks: 12 });
 
         // The result counts a chunk only once its batch was signalled: all of them are there, in order.
@@ -129,8 +129,8 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
       stack.control.advance(15 * 60_000);
       expect(stack.control.job(jobId)).toMatchObject({ status: 'IN_PROGRESS', deleted: false });
 
-      await cancelJob(stack.client, handle.workflowId);
-      await expect(awaitJob(stack.client, handle)).rejects.toThrow();
+      await cancelJob(stack.client, { workflowId: handle.workflowId });
+      await expect(awaitJob(stack.client, { job: handle })).rejects.toThrow();
       expect(stack.control.job(jobId)?.status).toBe('CANCELLED');
     } finally {
       stack.control.resume();
@@ -146,14 +146,12 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
       request: { input: { tokens: 5_000, tokenDelayMs: 1 } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
     expect(result).not.toHaveProperty('output');
     expect(result.outputRef).toMatchObject({ kind: 'serverless-result-ref' });
     expect(result.outputRef?.bytes).toBeGreaterThan(256_000);
 
-    const resolved = await awaitJob(stack.client, handle, {
-      store: stack.workerEnv.RESULT_STORE_DIR,
-    });
+    const resolved = await awaitJob(stack.client, { job: handle, store: stack.workerEnv.RESULT_STORE_DIR });
     const output = resolved.output as Array<{ output_tokens: number; text: string[] }>;
     expect(output).toHaveLength(5_000);
     expect(output[4_999]).toMatchObject({ output_tokens: 5_000, text: ['token4999 '] });
@@ -173,7 +171,7 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
       request: { input: { sleepMs: 1_000, output: 'in one call' } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'in one call', submissions: 1, attempts: 1 });
     expect(result.jobId).toMatch(/^sync-/);
@@ -202,13 +200,13 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
       ).length;
 
     const without = await run(false);
-    expect((await awaitJob(stack.client, without)).output).toBe('ok');
+    expect((await awaitJob(stack.client, { job: without })).output).toBe('ok');
     const bare = (await without.describe()).typedSearchAttributes;
     for (const key of [endpointIdKey, jobIdKey, jobStatusKey]) expect(bare.get(key)).toBeUndefined();
     expect(await upserts(without)).toBe(0);
 
     const withDefault = await run();
-    const result = await awaitJob(stack.client, withDefault);
+    const result = await awaitJob(stack.client, { job: withDefault });
     const set = (await withDefault.describe()).typedSearchAttributes;
     expect(set.get(endpointIdKey)).toBe(endpointId);
     expect(set.get(jobIdKey)).toEqual([result.jobId]);

@@ -76,7 +76,7 @@ describe('submitting under a lease (dev server, emulator over HTTP, real worker 
       ),
     );
     const results = await inBatches(LEASE_JOBS, 100, (k) =>
-      awaitJob(stack.client, handles[k] as JobHandle),
+      awaitJob(stack.client, { job: handles[k] as JobHandle }),
     ).finally(removeFaults);
 
     results.forEach((result, index) => {
@@ -138,7 +138,9 @@ describe('submitting under a lease (dev server, emulator over HTTP, real worker 
 
       // 5 s of service time: the quick orphans finish inside their 10 s lease and report.
       control.advance(5_000);
-      const adoptedResults = await Promise.all(adopted.map((handle) => awaitJob(stack.client, handle)));
+      const adoptedResults = await Promise.all(
+        adopted.map((handle) => awaitJob(stack.client, { job: handle })),
+      );
       adoptedResults.forEach((result, index) => {
         expect(result).toMatchObject({
           output: { endpointId: quick, index },
@@ -162,7 +164,9 @@ describe('submitting under a lease (dev server, emulator over HTTP, real worker 
           60_000,
         );
       control.advance(30_000);
-      const resentResults = await Promise.all(resent.map((handle) => awaitJob(stack.client, handle)));
+      const resentResults = await Promise.all(
+        resent.map((handle) => awaitJob(stack.client, { job: handle })),
+      );
       resentResults.forEach((result, index) => {
         expect(result).toMatchObject({
           output: { endpointId: slow, index },

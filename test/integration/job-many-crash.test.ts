@@ -72,7 +72,7 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
       await second.running;
       stack.control.advance(HOUR_MS);
 
-      const results = await Promise.all(handles.map((handle) => awaitJob(stack.client, handle)));
+      const results = await Promise.all(handles.map((handle) => awaitJob(stack.client, { job: handle })));
       results.forEach((result, index) => {
         expect(result.output).toEqual({ index });
         expect(result.submissions).toBe(1);

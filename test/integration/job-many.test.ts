@@ -67,12 +67,15 @@ function manyJobsSuite(webhooks: boolean) {
         { endpointId: shortEndpoint, request: { input: { output: { quick: true } } }, polling: FAST_POLLING },
         { label: 'short' },
       );
-      expect(await awaitJob(stack.client, short)).toMatchObject({ output: { quick: true }, submissions: 1 });
+      expect(await awaitJob(stack.client, { job: short })).toMatchObject({
+        output: { quick: true },
+        submissions: 1,
+      });
 
       // A cancel of one of the 1,000 reaches the service.
       const victim = handles[0] as JobHandle;
       const victimJob = await stack.snapshotWhen(victim.workflowId, (s) => s.status === 'IN_PROGRESS');
-      await cancelJob(stack.client, victim.workflowId);
+      await cancelJob(stack.client, { workflowId: victim.workflowId });
       await eventually(() => control.job(victimJob.jobId as string)?.status === 'CANCELLED', 120_000);
 
       // An endpoint teardown runs to its end.
@@ -92,7 +95,7 @@ function manyJobsSuite(webhooks: boolean) {
       // The hour passes: every one of the 999 completes with its own output.
       control.advance(HOUR_MS);
       const results = await inBatches(JOBS - 1, 100, (k) =>
-        awaitJob(stack.client, handles[k + 1] as JobHandle),
+        awaitJob(stack.client, { job: handles[k + 1] as JobHandle }),
       );
       results.forEach((result, k) => {
         expect(result.output).toEqual({ index: k + 1 });

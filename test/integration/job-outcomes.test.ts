@@ -34,7 +34,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
       request: { input: { sleepMs: 3_000, output: { answer: 42, words: ['a', 'b'] } } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     const [job] = stack.control.jobs(endpointId);
     expect(result).toMatchObject({
@@ -50,7 +50,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
     });
     expect(job?.status).toBe('COMPLETED');
     expect(stack.control.submissions(endpointId)).toBe(1);
-    const snapshot = await getJobSnapshot(stack.client, handle.workflowId);
+    const snapshot = await getJobSnapshot(stack.client, { workflowId: handle.workflowId });
     expect(snapshot).toMatchObject({ phase: 'completed', status: 'COMPLETED', jobId: job?.id });
   });
 
@@ -61,7 +61,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
       request: { input: { sleepMs: 1_000, fail: 'CUDA out of memory: tried to allocate 20 GiB' } },
       polling: FAST_POLLING,
     });
-    const failure = await failureOf(awaitJob(stack.client, handle));
+    const failure = await failureOf(awaitJob(stack.client, { job: handle }));
 
     const [job] = stack.control.jobs(endpointId);
     expect(job?.status).toBe('FAILED');
@@ -86,7 +86,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
       request: { input: { hang: true }, policy: { executionTimeout: 5_000 } },
       polling: FAST_POLLING,
     });
-    const failure = await failureOf(awaitJob(stack.client, handle));
+    const failure = await failureOf(awaitJob(stack.client, { job: handle }));
 
     const [job] = stack.control.jobs(endpointId);
     expect(job?.status).toBe('TIMED_OUT');
@@ -106,7 +106,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
     expect(running.phase).toBe('waiting');
     await stack.service.jobs.cancel(endpointId, running.jobId as string);
 
-    const failure = await failureOf(awaitJob(stack.client, handle));
+    const failure = await failureOf(awaitJob(stack.client, { job: handle }));
     expect(failure?.type).toBe('JobCancelled');
     expect(failure?.details).toMatchObject({ jobId: running.jobId, status: 'CANCELLED' });
     expect(stack.control.job(running.jobId as string)?.status).toBe('CANCELLED');
@@ -122,7 +122,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
       request: { input: { sleepMs: 1_000, output: { marker } } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
     expect(result.output).toEqual({ marker });
 
     const secret = stack.webhookSecret as string;

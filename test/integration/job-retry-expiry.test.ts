@@ -37,7 +37,7 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
       retry: { maxRetries: 3, initialInterval: 50 },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     const jobs = stack.control.jobs(endpointId);
     expect(jobs).toHaveLength(1);
@@ -65,7 +65,7 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
       retry: { maxRetries: 1, initialInterval: 50, on: ['TIMED_OUT'] },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     const job = stack.control.job(result.jobId);
     expect(result).toMatchObject({ output: 'in time', attempts: 2, retries: 1, jobIds: [result.jobId] });
@@ -81,7 +81,7 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
       retry: { maxRetries: 1, initialInterval: 50 },
       polling: FAST_POLLING,
     });
-    const failure = await failureOf(awaitJob(stack.client, handle));
+    const failure = await failureOf(awaitJob(stack.client, { job: handle }));
     expect(failure?.type).toBe('JobFailed');
     expect(failure?.details).toMatchObject({ error: 'bad weights', attempts: 2, retries: 1, submissions: 1 });
     expect(stack.control.jobs(endpointId)[0]).toMatchObject({ status: 'FAILED', attempts: 2, retries: 1 });
@@ -137,7 +137,7 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
       expect(stack.control.job(jobId)).toMatchObject({ expired: true, removedReason: 'expired' });
       allowRetries();
 
-      const failure = await failureOf(awaitJob(stack.client, handle));
+      const failure = await failureOf(awaitJob(stack.client, { job: handle }));
       expect(failure?.type).toBe('JobExpired');
       expect(failure?.details).toMatchObject({ expired: 'results', jobId, jobIds: [jobId], retries: 0 });
       // Refused, not retried: the emulator saw one run and no retry; nothing was submitted again.
@@ -177,7 +177,7 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
         allowRetries();
       }
 
-      const failure = await failureOf(awaitJob(stack.client, handle));
+      const failure = await failureOf(awaitJob(stack.client, { job: handle }));
       expect(failure?.type).toBe('JobExpired');
       const jobIds = failure?.details?.jobIds ?? [];
       expect(jobIds).toHaveLength(2);
@@ -206,7 +206,7 @@ describe('job workflow retries and expiry (dev server, emulator over HTTP, real 
       // The clock moves past the ttl only once the workflow holds the job (and any lease is extended).
       await stack.snapshotWhen(handle.workflowId, (s) => s.jobId !== undefined && s.phase === 'waiting');
       stack.control.advance(10_001);
-      failure = await failureOf(awaitJob(stack.client, handle));
+      failure = await failureOf(awaitJob(stack.client, { job: handle }));
     } finally {
       stack.control.resume();
     }

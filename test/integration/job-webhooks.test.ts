@@ -64,7 +64,7 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
       request: { input: { sleepMs: 1_000, output: 'found by polling' } },
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'found by polling', submissions: 1 });
     expect(stack.control.job(result.jobId)?.webhook).toContain('/webhooks/');
@@ -86,15 +86,16 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
       polling: SLOW_POLLING,
     });
     const looked = await eventually(async () => {
-      const snapshot = await getJobSnapshot(stack.client, handle.workflowId, { live: true }).catch(
-        () => undefined,
-      );
+      const snapshot = await getJobSnapshot(stack.client, {
+        workflowId: handle.workflowId,
+        live: true,
+      }).catch(() => undefined);
       return snapshot?.live && snapshot.live.polls >= 1 ? snapshot : undefined;
     });
     expect(looked).toMatchObject({ status: 'IN_QUEUE', phase: 'waiting' });
     // Cold start (5 s) and the run (1 s): the job completes and the service calls twice.
     stack.control.advance(6_000);
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     expect(result).toMatchObject({ output: 'once', submissions: 1, jobIds: [result.jobId] });
     expect(stack.control.submissions(endpointId)).toBe(1);
@@ -183,7 +184,7 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
 
     // The job really finishes: the result is the service's output, not the forged one.
     stack.control.advance(3_600_000);
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
     expect(result).toMatchObject({ jobId, output: 'genuine', submissions: 1 });
   });
 
@@ -197,7 +198,7 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
       uncertainSubmitWait: '1 minute',
       polling: FAST_POLLING,
     });
-    const result = await awaitJob(stack.client, handle);
+    const result = await awaitJob(stack.client, { job: handle });
 
     const jobs = stack.control.jobs(endpointId);
     expect(jobs).toHaveLength(1);

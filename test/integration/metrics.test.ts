@@ -78,13 +78,15 @@ describe('worker metrics on a real run (dev server, emulator over HTTP, real wor
     // Every webhook of the first job is lost: polling alone finishes it.
     const stopLosing = stack.control.webhookFaults({ lose: 1 });
     const firstHandle = await start(1);
-    const first = await awaitJob(stack.client, firstHandle);
+    const first = await awaitJob(stack.client, { job: firstHandle });
     stopLosing();
     // Then a 429 storm (Retry-After 0: the client's own backoff paces it) on /run and /status.
     const fault = { endpointId, kind: 'status' as const, httpStatus: 429, retryAfterSeconds: 0 };
     stack.control.injectFault({ ...fault, operation: 'run', times: 2 });
     stack.control.injectFault({ ...fault, operation: 'status', times: 3 });
-    const rest = await Promise.all([start(2), start(3)].map(async (h) => awaitJob(stack.client, await h)));
+    const rest = await Promise.all(
+      [start(2), start(3)].map(async (h) => awaitJob(stack.client, { job: await h })),
+    );
     const results = [first, ...rest];
     expect(results.map((r) => r.output)).toEqual(['job 1', 'job 2', 'job 3']);
 
@@ -145,7 +147,9 @@ describe('worker metrics on a real run (dev server, emulator over HTTP, real wor
       });
     }
     // The snapshot carries the same estimate as the result.
-    expect((await getJobSnapshot(stack.client, firstHandle.workflowId)).cost).toEqual(first.cost);
+    expect((await getJobSnapshot(stack.client, { workflowId: firstHandle.workflowId })).cost).toEqual(
+      first.cost,
+    );
     const estimated = results.reduce((total, r) => total + (r.cost?.amount ?? 0), 0);
     // The same estimates, each once (summed in another order: equal but for float rounding).
     expect(sum('durable_serverless_estimated_cost_total')).toBeCloseTo(estimated, 9);

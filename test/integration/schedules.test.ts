@@ -42,7 +42,7 @@ describe('schedules on the dev server', () => {
     endpointId = stack.endpoint({ workersMin: 0, workersMax: 10 });
   });
   afterAll(async () => {
-    for (const id of created) await deleteSchedule(stack.client, id).catch(() => undefined);
+    for (const id of created) await deleteSchedule(stack.client, { scheduleId: id }).catch(() => undefined);
     await stack?.close();
   });
 
@@ -60,7 +60,7 @@ describe('schedules on the dev server', () => {
   };
   const describeWhen = (id: string, check: (d: ScheduleDetails) => boolean) =>
     eventually(async () => {
-      const d = await describeSchedule(stack.client, id);
+      const d = await describeSchedule(stack.client, { scheduleId: id });
       return check(d) ? d : undefined;
     });
 
@@ -73,7 +73,7 @@ describe('schedules on the dev server', () => {
       note: 'nightly at 3 in Paris',
       memo: { owner: 'tests' },
     });
-    const before = await describeSchedule(stack.client, id);
+    const before = await describeSchedule(stack.client, { scheduleId: id });
     expect(before).toMatchObject({
       kind: 'job',
       workflowType: 'serverlessJob',
@@ -99,11 +99,11 @@ describe('schedules on the dev server', () => {
     const started = await describeWhen(id, (d) => d.recentRuns.length === 1);
     const run = started.recentRuns[0]!;
     expect(run.workflowId).toBe(scheduledRunWorkflowId(id, run.scheduledAt));
-    expect(await awaitJob(stack.client, run.workflowId)).toMatchObject({
+    expect(await awaitJob(stack.client, { job: run.workflowId })).toMatchObject({
       status: 'COMPLETED',
       output: { ran: 'now' },
     });
-    const after = await describeSchedule(stack.client, id);
+    const after = await describeSchedule(stack.client, { scheduleId: id });
     expect(after.recentRuns).toMatchObject([{ workflowId: run.workflowId, status: 'COMPLETED' }]);
     expect(after.numActionsTaken).toBe(1);
 
@@ -123,11 +123,17 @@ describe('schedules on the dev server', () => {
       taskQueue: stack.taskQueue,
       paused: true,
     });
-    expect((await describeSchedule(stack.client, id)).paused).toBe(true);
+    expect((await describeSchedule(stack.client, { scheduleId: id })).paused).toBe(true);
     await unpauseSchedule(stack.client, { scheduleId: id, note: 'back on' });
-    expect(await describeSchedule(stack.client, id)).toMatchObject({ paused: false, note: 'back on' });
+    expect(await describeSchedule(stack.client, { scheduleId: id })).toMatchObject({
+      paused: false,
+      note: 'back on',
+    });
     await pauseSchedule(stack.client, { scheduleId: id, note: 'maintenance' });
-    expect(await describeSchedule(stack.client, id)).toMatchObject({ paused: true, note: 'maintenance' });
+    expect(await describeSchedule(stack.client, { scheduleId: id })).toMatchObject({
+      paused: true,
+      note: 'maintenance',
+    });
   });
 
   it('pauses itself when a run fails, with pauseOnFailure', async () => {
@@ -180,7 +186,9 @@ describe('schedules on the dev server', () => {
       stack.control.resume();
     }
     for (const workflowId of expected)
-      expect(await awaitJob(stack.client, workflowId)).toMatchObject({ output: { backfilled: true } });
+      expect(await awaitJob(stack.client, { job: workflowId })).toMatchObject({
+        output: { backfilled: true },
+      });
 
     // Closed now, where Temporal alone would start them again: the backfill finds their runs and
     // sends nothing. The trigger after it shows that nothing else started (7 if it had).
@@ -242,7 +250,7 @@ describe('schedules on the dev server', () => {
     } finally {
       stack.control.resume();
     }
-    expect(await awaitJob(stack.client, workflowId)).toMatchObject({ output: 'once' });
+    expect(await awaitJob(stack.client, { job: workflowId })).toMatchObject({ output: 'once' });
   });
 
   it('updates the spec and the input; the next run takes the new input', async () => {
@@ -259,7 +267,7 @@ describe('schedules on the dev server', () => {
       input: jobInput('new'),
       note: 'moved to 4:30',
     });
-    const updated = await describeSchedule(stack.client, id);
+    const updated = await describeSchedule(stack.client, { scheduleId: id });
     expect(updated).toMatchObject({ note: 'moved to 4:30', policies: { overlap: 'BUFFER_ONE' } });
     // Several coming runs, one a day, each at 04:30 UTC.
     const times = updated.nextActionTimes.map((time) => time.getTime());
@@ -268,7 +276,7 @@ describe('schedules on the dev server', () => {
     for (const time of updated.nextActionTimes) expect(time.toISOString()).toMatch(/T04:30:00\.000Z$/);
     await triggerSchedule(stack.client, { scheduleId: id });
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
-    expect(await awaitJob(stack.client, run.workflowId)).toMatchObject({ output: 'new' });
+    expect(await awaitJob(stack.client, { job: run.workflowId })).toMatchObject({ output: 'new' });
   });
 
   it('runs a scheduled batch', async () => {
@@ -286,10 +294,10 @@ describe('schedules on the dev server', () => {
         taskQueue: stack.taskQueue,
       },
     );
-    expect((await describeSchedule(stack.client, id)).kind).toBe('batch');
+    expect((await describeSchedule(stack.client, { scheduleId: id })).kind).toBe('batch');
     await triggerSchedule(stack.client, { scheduleId: id });
     const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
-    expect(await awaitBatch(stack.client, run.workflowId)).toMatchObject({
+    expect(await awaitBatch(stack.client, { batch: run.workflowId })).toMatchObject({
       total: 3,
       counts: { completed: 3 },
     });
@@ -346,13 +354,13 @@ describe('schedules on the dev server', () => {
         taskQueue: stack.taskQueue,
         paused: true,
       });
-      const before = await describeSchedule(stack.client, id);
+      const before = await describeSchedule(stack.client, { scheduleId: id });
       expect(before.nextActionTimes.length, cron).toBeGreaterThan(0);
       await updateSchedule(stack.client, { scheduleId: id, note: 'only the note' });
-      const after = await describeSchedule(stack.client, id);
+      const after = await describeSchedule(stack.client, { scheduleId: id });
       expect(after.note).toBe('only the note');
       expect(after.nextActionTimes, cron).toEqual(before.nextActionTimes);
-      await deleteSchedule(stack.client, id);
+      await deleteSchedule(stack.client, { scheduleId: id });
     }
   });
 
@@ -363,7 +371,9 @@ describe('schedules on the dev server', () => {
       spec: { cron: ['@hourly'] },
       taskQueue: stack.taskQueue,
     });
-    await deleteSchedule(stack.client, id);
-    await expect(describeSchedule(stack.client, id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    await deleteSchedule(stack.client, { scheduleId: id });
+    await expect(describeSchedule(stack.client, { scheduleId: id })).rejects.toBeInstanceOf(
+      ScheduleNotFoundError,
+    );
   });
 });

@@ -61,7 +61,7 @@ describe('a running batch through the Temporal CLI', () => {
     });
     // The short items finish; then the service's clock stops and the long ones stay in flight.
     await eventually(async () => {
-      const progress = await getBatchProgress(stack.client, handle).catch(() => undefined);
+      const progress = await getBatchProgress(stack.client, { batch: handle }).catch(() => undefined);
       return progress?.counts.completed === 4 && progress.inFlight === 6 ? progress : undefined;
     }, 60_000);
     stack.control.freeze();

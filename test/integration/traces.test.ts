@@ -54,7 +54,7 @@ describe('traces (dev server, emulator over HTTP, real worker with tracing on)',
       { endpointId, request: { input: { sleepMs: 1_000, output: 'traced' } }, polling: FAST_POLLING },
       { workflowId: `traces-${randomUUID()}`, taskQueue: stack.taskQueue },
     );
-    expect(await awaitJob(client, handle)).toMatchObject({ output: 'traced' });
+    expect(await awaitJob(client, { job: handle })).toMatchObject({ output: 'traced' });
 
     // Workflow spans leave the sandbox through a sink after their activation: wait for the last one.
     const spans = await eventually(() => {

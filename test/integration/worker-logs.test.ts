@@ -51,10 +51,12 @@ describe("the worker's logs at debug level (dev server, emulator over HTTP, work
 
       // Completes; the webhook comes in through the gateway.
       const completedEndpoint = stack.endpoint();
-      const completed = await awaitJob(
-        stack.client,
-        await run({ endpointId: completedEndpoint, request: { input: { sleepMs: 1_000, output: 'fine' } } }),
-      );
+      const completed = await awaitJob(stack.client, {
+        job: await run({
+          endpointId: completedEndpoint,
+          request: { input: { sleepMs: 1_000, output: 'fine' } },
+        }),
+      });
       jobIds.push(completed.jobId);
       await eventually(() =>
         stack.control.webhookDeliveries().some((d) => d.jobId === completed.jobId && d.httpStatus === 200),
@@ -73,14 +75,14 @@ describe("the worker's logs at debug level (dev server, emulator over HTTP, work
         endpointId: failingEndpoint,
         request: { input: { sleepMs: 500, fail: 'CUDA out of memory' } },
       });
-      await expect(awaitJob(stack.client, failing)).rejects.toThrow();
+      await expect(awaitJob(stack.client, { job: failing })).rejects.toThrow();
 
       // The answer to a submit is lost: an uncertain submit, logged as such; under the submit lease
       // (on by default with webhooks) the orphan reports itself by webhook and is adopted.
       const lostEndpoint = stack.endpoint();
       stack.control.injectFault({ operation: 'run', endpointId: lostEndpoint, kind: 'drop-after', times: 1 });
       const lost = await run({ endpointId: lostEndpoint, request: { input: { sleepMs: 500 } } });
-      await expect(awaitJob(stack.client, lost)).resolves.toMatchObject({
+      await expect(awaitJob(stack.client, { job: lost })).resolves.toMatchObject({
         status: 'COMPLETED',
         uncertainSubmits: 1,
         uncertainAdopted: 1,

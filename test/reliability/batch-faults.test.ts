@@ -87,7 +87,7 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
         },
         { workflowId: `${name}-${randomUUID()}`, taskQueue: stack.taskQueue },
       );
-      return untilAnswered(() => finishedSummary(stack.client, handle), Date.now() + 420_000);
+      return untilAnswered(() => finishedSummary(stack.client, { batch: handle }), Date.now() + 420_000);
     })().finally(() => {
       for (const remove of removers) remove();
     });

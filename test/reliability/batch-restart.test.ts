@@ -69,7 +69,10 @@ describe('reliability: a batch of 2,000 items through a restart (real server on 
     );
     expect(down.runningAtService).toBeGreaterThan(0);
 
-    const summary = await untilAnswered(() => awaitBatch(live.client, handle), Date.now() + 300_000);
+    const summary = await untilAnswered(
+      () => awaitBatch(live.client, { batch: handle }),
+      Date.now() + 300_000,
+    );
 
     // The service's side: one job per item, none twice, none missing.
     const jobsPerItem = new Map<number, number>();
@@ -82,7 +85,8 @@ describe('reliability: a batch of 2,000 items through a restart (real server on 
 
     // The results file: one line per item, each with its own output.
     const lines: BatchResultLine[] = [];
-    for await (const line of readBatchResults(summary, { store: live.resultDir })) lines.push(line);
+    for await (const line of readBatchResults(live.client, { batch: summary, store: live.resultDir }))
+      lines.push(line);
     const byIndex = new Map(lines.map((line) => [line.index, line]));
     const wrong = lines.filter(
       (line) => line.status !== 'COMPLETED' || !isDeepStrictEqual(line.output, batchItemOutput(line.index)),

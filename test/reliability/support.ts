@@ -126,7 +126,7 @@ export function runJobs(
         () => startJob(stack.client, input, { workflowId, taskQueue: stack.taskQueue }),
         deadline,
       );
-      outcome.result = await untilAnswered(() => awaitJob(stack.client, handle), deadline);
+      outcome.result = await untilAnswered(() => awaitJob(stack.client, { job: handle }), deadline);
     } catch (error) {
       const failure = error instanceof WorkflowFailedError ? jobFailureOf(error) : undefined;
       if (failure) outcome.failure = failure;

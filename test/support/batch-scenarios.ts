@@ -133,7 +133,7 @@ export async function runWorkerKillBatch(
   const killsDoneAt = Date.now();
 
   const summary = await untilAnswered(
-    () => finishedSummary(stack.client, handle),
+    () => finishedSummary(stack.client, { batch: handle }),
     Date.now() + options.summaryWaitMs,
   );
   const figures = await tallyBatch(stack, endpointId, summary);

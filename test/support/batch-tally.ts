@@ -7,11 +7,14 @@
  * ran.
  */
 import { isDeepStrictEqual } from 'node:util';
+import type { Client } from '@temporalio/client';
 import { type BatchResultLine, type BatchSummary, readBatchResults } from '../../client/batches';
 import type { EmulatorControl, JobState } from '../../emulator';
 
 /** What a tally reads: the emulator's jobs, and the workers' RESULT_STORE_DIR. */
 export interface TallySource {
+  /** The Temporal client the batch's results are read through. */
+  client: Client;
   control: EmulatorControl;
   resultDir: string;
 }
@@ -101,7 +104,8 @@ export async function tallyBatch(
     jobsOf.set(item, list);
   }
   const lines = new Map<number, BatchResultLine>();
-  for await (const line of readBatchResults(summary, { store: stack.resultDir })) lines.set(line.index, line);
+  for await (const line of readBatchResults(stack.client, { batch: summary, store: stack.resultDir }))
+    lines.set(line.index, line);
 
   const statuses: Record<string, number> = {};
   let completed = 0;

@@ -287,7 +287,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     async snapshotWhen(workflowId, check, timeoutMs = 30_000) {
       return eventually(async () => {
         // A query before the first workflow task has run is refused; try again.
-        const snapshot = await getJobSnapshot(env.client, workflowId).catch(() => undefined);
+        const snapshot = await getJobSnapshot(env.client, { workflowId }).catch(() => undefined);
         return snapshot && check(snapshot) ? snapshot : undefined;
       }, timeoutMs);
     },

@@ -128,7 +128,7 @@ describe('endpoint facade: bad input is refused before anything starts, with the
     expect((await refusal(startProvisionEndpoint(client, valid, { taskQueue: '' }))).field).toBe(
       'options.taskQueue',
     );
-    expect((await refusal(getLifecyclePhase(client, ''))).field).toBe('workflowId');
+    expect((await refusal(getLifecyclePhase(client, { workflowId: '' }))).field).toBe('workflowId');
     expect(started).toEqual([]);
   });
 });
