@@ -1,3 +1,4 @@
+import ms, { type StringValue } from 'ms';
 import { z } from 'zod';
 import { ConfigError } from './errors';
 
@@ -31,10 +32,36 @@ export function baseUrl(versionSegment?: '/v1' | '/v2') {
   });
 }
 
-export const timeoutsSchema = z.object({
-  connectMs: z.number().int().positive().default(10_000),
-  headersMs: z.number().int().positive().default(30_000),
-  bodyMs: z.number().int().positive().default(30_000),
+const TIMEOUT_RULE = "must be a positive duration (ms, or a string such as '30s' or '2 minutes')";
+
+/** A timeout: ms, or a string the `ms` package reads ('30s', '2 minutes'); parsed to whole ms. */
+function timeoutSchema(fallback: number) {
+  return z
+    .union([z.number(), z.string()], { error: TIMEOUT_RULE })
+    .default(fallback)
+    .transform((value, ctx) => {
+      let parsed: number;
+      try {
+        parsed = typeof value === 'number' ? value : ms(value as StringValue);
+      } catch {
+        parsed = Number.NaN;
+      }
+      if (!Number.isFinite(parsed) || parsed <= 0) {
+        ctx.addIssue({ code: 'custom', message: TIMEOUT_RULE });
+        return z.NEVER;
+      }
+      return Math.round(parsed);
+    });
+}
+
+/** The HTTP timeouts of every call; parsed to ms under the same names (parsing again changes nothing). */
+export const timeoutsSchema = z.strictObject({
+  /** Opening the connection (default 10 s). */
+  connect: timeoutSchema(10_000),
+  /** From the request sent to the response's headers (default 30 s). */
+  headers: timeoutSchema(30_000),
+  /** Between two chunks of the response's body (default 30 s). */
+  body: timeoutSchema(30_000),
 });
 
 export const serviceConfigSchema = z.object({

@@ -36,9 +36,9 @@ export interface Transport {
 /** One pooled, keep-alive dispatcher for the whole client, with every timeout bounded. */
 export function createDispatcher(timeouts: ServiceConfig['timeouts']): Dispatcher {
   return new Agent({
-    connect: { timeout: timeouts.connectMs },
-    headersTimeout: timeouts.headersMs,
-    bodyTimeout: timeouts.bodyMs,
+    connect: { timeout: timeouts.connect },
+    headersTimeout: timeouts.headers,
+    bodyTimeout: timeouts.body,
     keepAliveTimeout: 10_000,
     keepAliveMaxTimeout: 60_000,
   });

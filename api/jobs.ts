@@ -94,7 +94,7 @@ export function createJobOperations(config: ServiceConfig, transport: Transport)
       const body = jobRequestBody(request, 'runSync');
       const wait = options?.wait;
       const headersTimeoutMs = Math.max(
-        config.timeouts.headersMs,
+        config.timeouts.headers,
         (wait ?? JOB_LIMITS.waitDefaultMs) + RUNSYNC_HEADERS_MARGIN_MS,
       );
       const path = wait === undefined ? 'runsync' : `runsync?wait=${wait}`;

@@ -27,18 +27,33 @@ describe('loadServiceConfig', () => {
       graphqlUrl: 'https://gql.example.test/graphql',
       restUrl: 'https://rest.example.test/v1',
       authScheme: 'bearer',
-      timeouts: { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 },
+      timeouts: { connect: 10_000, headers: 30_000, body: 30_000 },
     });
   });
 
   it('lets options win over the environment and reads the auth scheme', () => {
     const config = loadServiceConfig(
       { ...env, SERVERLESS_AUTH_SCHEME: 'bare' },
-      { apiUrl: 'http://127.0.0.1:9/v2', timeouts: { headersMs: 5 } },
+      { apiUrl: 'http://127.0.0.1:9/v2', timeouts: { headers: 5 } },
     );
     expect(config.apiUrl).toBe('http://127.0.0.1:9/v2');
     expect(config.authScheme).toBe('bare');
-    expect(config.timeouts).toEqual({ connectMs: 10_000, headersMs: 5, bodyMs: 30_000 });
+    expect(config.timeouts).toEqual({ connect: 10_000, headers: 5, body: 30_000 });
+  });
+
+  it('takes timeouts as durations (ms or a string), parses them to ms, and parses its own result alike', () => {
+    const config = loadServiceConfig(env, { timeouts: { connect: '2s', headers: '1 minute', body: 1_500 } });
+    expect(config.timeouts).toEqual({ connect: 2_000, headers: 60_000, body: 1_500 });
+    expect(loadServiceConfig({}, config)).toEqual(config);
+  });
+
+  it.each([
+    [{ headers: 'soon' }, 'timeouts.headers'],
+    [{ connect: 0 }, 'timeouts.connect'],
+    [{ headersMs: 5 }, 'timeouts'],
+  ])('refuses the timeouts %j, naming %s', (timeouts, field) => {
+    const error = configError(() => loadServiceConfig(env, { timeouts } as never));
+    expect(error.variable).toBe(field);
   });
 
   it.each([

@@ -334,7 +334,7 @@ describe('network faults', () => {
   });
 
   it('no answer within the headers timeout: a retryable Timeout that may have reached the service', async () => {
-    const impatient = clientFor(service, { config: { timeouts: { headersMs: 100 } } });
+    const impatient = clientFor(service, { config: { timeouts: { headers: 100 } } });
     // Held until removed: the answer never comes within the client's timeout, however slow the machine.
     const release = service.control.injectFault({
       operation: 'run',
