@@ -15,6 +15,7 @@ import {
   type EndpointFields,
   type FaultRuleInput,
   faultRuleSchema,
+  starveOptionsSchema,
   type WebhookFaultInput,
   webhookFaultSchema,
 } from './schemas';
@@ -56,6 +57,14 @@ export interface EmulatorControl {
   updateEndpoint(endpointId: string, changes: Partial<Omit<EndpointFields, 'id'>>): EndpointState;
   /** The /health body of an endpoint, without going through HTTP or the rate limits. */
   health(endpointId: string): HealthBody;
+  /**
+   * The service has no workers for the endpoint (GPUs run out) until `restoreEndpoint`, or until
+   * service time `until` (as `now()` counts it): its jobs wait IN_QUEUE, /health counts the workers
+   * it wants as `throttled`, jobs already running finish. Starving again replaces `until`.
+   */
+  starveEndpoint(endpointId: string, options?: { until?: number }): EndpointState;
+  /** Ends a starvation: throttled workers cold-start and take the queued jobs in order. Idempotent. */
+  restoreEndpoint(endpointId: string): EndpointState;
   /** REST creation picks the first available of gpuTypeIds; every type is available unless set here. */
   setGpuAvailability(gpuType: string, available: boolean): void;
   /** Adds an API key; a new `id` (or none) makes a new account, an existing id adds a key to it. */
@@ -131,6 +140,7 @@ export function createControl(engine: Engine): EmulatorControl {
       engine.faults.clear();
       engine.webhooks.clear();
       engine.rateLimiter.reset();
+      for (const endpoint of store.endpoints.values()) engine.scheduler.restore(endpoint);
     },
     advance(ms) {
       clock.advance(ms);
@@ -154,6 +164,20 @@ export function createControl(engine: Engine): EmulatorControl {
     health(endpointId) {
       clock.runDue();
       return healthBody(engine, endpointFor(endpointId));
+    },
+    starveEndpoint(endpointId, options = {}) {
+      clock.runDue();
+      const endpoint = endpointFor(endpointId);
+      const parsed = starveOptionsSchema(clock.now()).safeParse(options);
+      if (!parsed.success) throw new Error(`invalid starvation: ${describeZodError(parsed.error)}`);
+      engine.scheduler.starve(endpoint, parsed.data.until ?? null);
+      return endpointState(engine, endpoint);
+    },
+    restoreEndpoint(endpointId) {
+      clock.runDue();
+      const endpoint = endpointFor(endpointId);
+      engine.scheduler.restore(endpoint);
+      return endpointState(engine, endpoint);
     },
     setGpuAvailability(gpuType, available) {
       store.gpuAvailability.set(gpuType, available);

@@ -14,6 +14,8 @@ export type EndpointState = EndpointFields & {
   accountId: string;
   createdAt: number;
   workers: WorkerCounts;
+  /** Set while the service gives the endpoint no workers; `until` null: until restored. */
+  starved: { until: number | null } | null;
 };
 
 function checkVolume(account: Account, networkVolumeId: string | null) {
@@ -84,6 +86,7 @@ export function endpointState(engine: Engine, endpoint: Endpoint): EndpointState
     accountId: endpoint.accountId,
     createdAt: endpoint.createdAt,
     workers: engine.scheduler.counts(endpoint),
+    starved: endpoint.starved ? { until: endpoint.starved.until } : null,
   };
 }
 
@@ -141,9 +144,10 @@ export function healthBody(engine: Engine, endpoint: Endpoint): HealthBody {
     workers: {
       idle: w.idle,
       initializing: w.initializing,
-      ready: w.idle + w.running,
+      // A starved endpoint's running workers finish their job but take no other.
+      ready: endpoint.starved ? 0 : w.idle + w.running,
       running: w.running,
-      throttled: 0,
+      throttled: w.throttled,
       unhealthy: 0,
     },
   };

@@ -258,3 +258,13 @@ export const webhookFaultSchema = z.object({
 });
 export type WebhookFaultInput = z.input<typeof webhookFaultSchema>;
 export type WebhookFault = z.output<typeof webhookFaultSchema>;
+
+/** control.starveEndpoint: `until` is a service time still to come. */
+export const starveOptionsSchema = (now: number) =>
+  z.object({
+    until: z
+      .number()
+      .refine(Number.isFinite, 'until must be a finite service time in ms')
+      .refine((until) => until > now, `until must be later than the emulator's now (${now})`)
+      .optional(),
+  });

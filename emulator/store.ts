@@ -5,13 +5,14 @@ import type { EndpointFields, ServerlessDiscount } from './schemas';
 // All state of the emulator. Plain records; the modules that change them (jobs.ts, scheduler.ts,
 // endpoints.ts) keep the per-endpoint counters in step so /health never has to scan.
 
-export type WorkerStatus = 'initializing' | 'idle' | 'running';
+/** `throttled`: wanted by the endpoint, but the service has no GPU for it (the endpoint is starved). */
+export type WorkerStatus = 'initializing' | 'idle' | 'running' | 'throttled';
 
 export interface Worker {
   id: string;
   state: WorkerStatus;
   job?: Job;
-  /** Cold start while initializing, idle timeout while idle. */
+  /** Cold start while initializing, idle timeout while idle or throttled. */
   timer?: TimerHandle;
 }
 
@@ -73,6 +74,11 @@ export interface Endpoint {
   retried: number;
   dispatchPending: boolean;
   deleted: boolean;
+  /**
+   * Set while the service has no workers to give the endpoint: its queue waits, running jobs go on.
+   * `until` (service time) ends it by itself; null waits for a restore.
+   */
+  starved?: { until: number | null; timer?: TimerHandle };
 }
 
 export interface NetworkVolume {

@@ -5,6 +5,8 @@ import type { Endpoint, Job, Worker } from '../store';
 // Workers of each endpoint: started within workersMin..workersMax, a cold start (shorter with
 // FLASHBOOT) before their first job, stopped after idleTimeout seconds without work. Only jobs that
 // are not lowPriority create demand; a lowPriority job waits for a worker that exists anyway.
+// A starved endpoint gets no GPU: the workers it wants are `throttled` (counted, never started),
+// the ones running finish their job and then wait throttled too; a restore cold-starts them.
 
 export interface SchedulerDeps {
   clock: Clock;
@@ -18,6 +20,7 @@ export interface WorkerCounts {
   initializing: number;
   idle: number;
   running: number;
+  throttled: number;
 }
 
 export interface Scheduler {
@@ -30,20 +33,33 @@ export interface Scheduler {
   reconcile(endpoint: Endpoint): void;
   stopAll(endpoint: Endpoint): void;
   counts(endpoint: Endpoint): WorkerCounts;
+  /**
+   * Takes the endpoint's GPUs away until `restore` (or service time `until`): idle and starting
+   * workers become throttled at once, running ones when their job ends. Starving again replaces `until`.
+   */
+  starve(endpoint: Endpoint, until: number | null): void;
+  /** Gives the GPUs back: throttled workers cold-start and take the queue in order. Idempotent. */
+  restore(endpoint: Endpoint): void;
 }
 
 export function createScheduler(deps: SchedulerDeps): Scheduler {
   const { clock } = deps;
 
   function counts(endpoint: Endpoint): WorkerCounts {
-    const result = { initializing: 0, idle: 0, running: 0 };
+    const result = { initializing: 0, idle: 0, running: 0, throttled: 0 };
     for (const worker of endpoint.workers.values()) result[worker.state]++;
     return result;
   }
 
   function boot(endpoint: Endpoint) {
-    const worker: Worker = { id: newShortId(), state: 'initializing' };
+    const worker: Worker = { id: newShortId(), state: 'throttled' };
     endpoint.workers.set(worker.id, worker);
+    if (!endpoint.starved) warmUp(endpoint, worker);
+  }
+
+  function warmUp(endpoint: Endpoint, worker: Worker) {
+    clock.cancel(worker.timer);
+    worker.state = 'initializing';
     const startup = endpoint.fields.flashBootType === 'FLASHBOOT' ? deps.flashBootMs : deps.coldStartMs;
     worker.timer = clock.after(startup, () => {
       worker.timer = undefined;
@@ -78,6 +94,10 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
 
   function dispatch(endpoint: Endpoint) {
     if (endpoint.deleted) return;
+    if (endpoint.starved) {
+      reconcile(endpoint);
+      return;
+    }
     for (const worker of endpoint.workers.values()) {
       if (endpoint.queue.size === 0) break;
       if (worker.state !== 'idle') continue;
@@ -98,7 +118,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     while (endpoint.workers.size < workersMin) boot(endpoint);
 
     const now = counts(endpoint);
-    let deficit = endpoint.queuedNormal - now.idle - now.initializing;
+    let deficit = endpoint.queuedNormal - now.idle - now.initializing - now.throttled;
     while (deficit > 0 && endpoint.workers.size < workersMax) {
       boot(endpoint);
       deficit--;
@@ -106,7 +126,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
 
     // Above the maximum (it was lowered): idle and starting workers go now, busy ones on release.
     let excess = endpoint.workers.size - workersMax;
-    for (const state of ['idle', 'initializing'] as const) {
+    for (const state of ['throttled', 'idle', 'initializing'] as const) {
       for (const worker of [...endpoint.workers.values()]) {
         if (excess <= 0) break;
         if (worker.state !== state) continue;
@@ -115,13 +135,15 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       }
     }
 
+    // A throttled worker no longer wanted goes like an idle one.
+    const waiting = (worker: Worker) => worker.state === 'idle' || worker.state === 'throttled';
     for (const worker of endpoint.workers.values()) {
-      if (worker.state !== 'idle') continue;
+      if (!waiting(worker)) continue;
       const mayStop = endpoint.workers.size > workersMin && endpoint.queue.size === 0;
       if (mayStop && !worker.timer) {
         worker.timer = clock.after(idleTimeout * 1000, () => {
           worker.timer = undefined;
-          if (worker.state === 'idle' && endpoint.workers.size > endpoint.fields.workersMin) {
+          if (waiting(worker) && endpoint.workers.size > endpoint.fields.workersMin) {
             stop(endpoint, worker);
           }
         });
@@ -130,6 +152,17 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
         worker.timer = undefined;
       }
     }
+  }
+
+  function restore(endpoint: Endpoint) {
+    if (!endpoint.starved || endpoint.deleted) return;
+    clock.cancel(endpoint.starved.timer);
+    endpoint.starved = undefined;
+    for (const worker of endpoint.workers.values()) {
+      if (worker.state === 'throttled') warmUp(endpoint, worker);
+    }
+    reconcile(endpoint);
+    scheduleDispatch(endpoint);
   }
 
   return {
@@ -147,7 +180,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
         stop(endpoint, worker);
         return;
       }
-      worker.state = 'idle';
+      worker.state = endpoint.starved ? 'throttled' : 'idle';
       dispatch(endpoint);
     },
     reconcile(endpoint) {
@@ -155,8 +188,22 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       scheduleDispatch(endpoint);
     },
     stopAll(endpoint) {
+      clock.cancel(endpoint.starved?.timer);
       for (const worker of [...endpoint.workers.values()]) stop(endpoint, worker);
     },
     counts,
+    starve(endpoint, until) {
+      clock.cancel(endpoint.starved?.timer);
+      endpoint.starved = { until };
+      if (until !== null) endpoint.starved.timer = clock.at(until, () => restore(endpoint));
+      for (const worker of endpoint.workers.values()) {
+        if (worker.state !== 'idle' && worker.state !== 'initializing') continue;
+        clock.cancel(worker.timer);
+        worker.timer = undefined;
+        worker.state = 'throttled';
+      }
+      reconcile(endpoint);
+    },
+    restore,
   };
 }

@@ -198,6 +198,7 @@ describe('changing the scaling bounds', () => {
       initializing: 0,
       idle: 1,
       running: 0,
+      throttled: 0,
     });
   });
 });
