@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { LIMITS } from './limits';
 import { describeZodError } from './schemas';
@@ -21,7 +22,7 @@ export interface Plan {
   end: PlanEnd;
 }
 
-export const TEMPLATES = ['echo', 'sleep', 'fail', 'stream', 'scripted'] as const;
+export const TEMPLATES = ['echo', 'sleep', 'fail', 'stream', 'scripted', 'oom'] as const;
 
 const duration = z.int().min(0).max(LIMITS.ttlMaxMs);
 
@@ -36,6 +37,12 @@ export const scriptedInputSchema = z.object({
   chunks: z.array(z.unknown()).optional(),
 });
 export type ScriptedInput = z.infer<typeof scriptedInputSchema>;
+
+export const oomInputSchema = scriptedInputSchema.extend({
+  oomShare: z.number().min(0).max(1).default(1),
+  oomSeed: z.string().default(''),
+});
+export type OomInput = z.input<typeof oomInputSchema>;
 
 const sleepInputSchema = z.object({ sleepMs: duration.default(1000) });
 const failInputSchema = z.object({ error: z.string().optional(), sleepMs: duration.default(0) });
@@ -58,8 +65,16 @@ function parseInput<T>(schema: z.ZodType<T>, input: unknown, template: string): 
 const isPlan = (value: unknown): value is Plan =>
   typeof value === 'object' && value !== null && 'end' in value && 'steps' in value;
 
+/** What a handler knows of where it runs. */
+export interface RunContext {
+  attempt: number;
+  /** The endpoint's GPU tier, e.g. AMPERE_24. */
+  gpuIds: string;
+}
+
 /** Template ids name the handler; any other template id runs the scripted handler. */
-export function planFor(templateId: string, input: Record<string, unknown>, attempt: number): Plan {
+export function planFor(templateId: string, input: Record<string, unknown>, context: RunContext): Plan {
+  const { attempt } = context;
   switch (templateId) {
     case 'echo':
       return { steps: [], end: { kind: 'complete', at: 0, output: input } };
@@ -75,6 +90,8 @@ export function planFor(templateId: string, input: Record<string, unknown>, atte
     }
     case 'stream':
       return streamPlan(input);
+    case 'oom':
+      return oomPlan(input, context);
     default:
       return scriptedPlan(input, attempt);
   }
@@ -124,4 +141,50 @@ function scriptedPlan(input: Record<string, unknown>, attempt: number): Plan {
     steps,
     end: { kind: 'complete', at: sleep, output: args.output !== undefined ? args.output : input },
   };
+}
+
+/**
+ * A model too big for some inputs: the share `oomShare` of inputs runs out of GPU memory as soon as
+ * it starts; the others run as the scripted handler says. Which inputs fail is a pure function of
+ * the input (without oomShare and oomSeed) and oomSeed, so a run is repeatable, a retry of the same
+ * input fails again, and raising the share only adds failing inputs.
+ */
+function oomPlan(input: Record<string, unknown>, context: RunContext): Plan {
+  const args = parseInput(oomInputSchema, input, 'oom');
+  if (isPlan(args)) return args;
+  const { oomShare: _share, oomSeed: _seed, ...rest } = input;
+  if (unitHash(`${args.oomSeed}\n${canonicalJson(rest)}`) < args.oomShare) {
+    return { steps: [], end: { kind: 'fail', at: 0, error: cudaOutOfMemory(context.gpuIds) } };
+  }
+  return scriptedPlan(input, context.attempt);
+}
+
+/** The message a PyTorch worker reports, with the capacity of the endpoint's GPU tier. */
+export function cudaOutOfMemory(gpuIds: string): string {
+  const gib = Number(/_(\d+)/.exec(gpuIds)?.[1] ?? 24);
+  const total = (gib * 0.985).toFixed(2);
+  return (
+    `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total ` +
+    `capacity of ${total} GiB of which 1.17 GiB is free. Of the allocated memory ${(gib * 0.9).toFixed(2)} GiB ` +
+    'is allocated by PyTorch. If reserved but unallocated memory is large try setting ' +
+    'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.'
+  );
+}
+
+/** A number in [0, 1) that depends only on `text`. */
+function unitHash(text: string): number {
+  return createHash('sha256').update(text).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+/** JSON with object keys sorted, so two equal inputs hash alike whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }

@@ -8,8 +8,8 @@ import { addAccount } from './store';
 
 export type { EmulatorControl } from './control';
 export type { EndpointState, HealthBody } from './endpoints';
-export type { ScriptedInput } from './handlers';
-export { scriptedInputSchema, TEMPLATES } from './handlers';
+export type { OomInput, ScriptedInput } from './handlers';
+export { oomInputSchema, scriptedInputSchema, TEMPLATES } from './handlers';
 export type { JobState, StatusBody } from './jobs';
 export type { JobStatusValue, RateOperation } from './limits';
 export { GPU_TIERS, LIMITS, RATE_LIMITS } from './limits';

@@ -130,7 +130,10 @@ export function startJob(engine: Engine, endpoint: Endpoint, job: Job, worker: W
   job.delayTime = round(now - job.queuedAt);
   setStatus(endpoint, job, 'IN_PROGRESS');
 
-  const plan = planFor(endpoint.fields.templateId, job.input, job.attempts);
+  const plan = planFor(endpoint.fields.templateId, job.input, {
+    attempt: job.attempts,
+    gpuIds: endpoint.fields.gpuIds,
+  });
   for (const step of plan.steps) {
     job.runTimers.push(
       clock.after(step.at, () => {
