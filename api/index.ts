@@ -2,9 +2,17 @@
 export { DEFAULT_RETRY_429, type Retry429Policy, retry429Schema } from './backoff';
 export * from './client';
 export * from './config';
-export { ConfigError, ServiceError, type ServiceErrorKind, ValidationError } from './errors';
+export {
+  ConfigError,
+  ServiceError,
+  type ServiceErrorInit,
+  type ServiceErrorKind,
+  ValidationError,
+} from './errors';
 export { jobRequestBody } from './jobs';
 export {
+  BATCH_ITEM_OUTCOMES,
+  type BatchItemOutcome,
   type CallOutcome,
   type LibraryMetrics,
   noopMetrics,

@@ -12,7 +12,8 @@ export type { OomInput, ScriptedInput } from './handlers';
 export { oomInputSchema, scriptedInputSchema, TEMPLATES } from './handlers';
 export type { JobState, StatusBody } from './jobs';
 export type { JobStatusValue, RateOperation } from './limits';
-export { GPU_TIERS, LIMITS, RATE_LIMITS } from './limits';
+export { GPU_TIERS, JOB_STATUSES, LIMITS, RATE_LIMITS } from './limits';
+export type { WorkerCounts } from './queue/scheduler';
 export type {
   EmulatorOptions,
   EndpointFields,
@@ -21,7 +22,15 @@ export type {
   SeedFile,
   WebhookFaultInput as WebhookFaultRule,
 } from './schemas';
-export { seedFileSchema } from './schemas';
+export {
+  emulatorOptionsSchema,
+  endpointFieldsSchema,
+  FAULT_OPERATIONS,
+  faultRuleSchema,
+  seedFileSchema,
+  webhookFaultSchema,
+} from './schemas';
+export type { RemovalReason } from './store';
 export type { WebhookDelivery } from './webhooks';
 
 export interface Emulator {

@@ -1,7 +1,8 @@
 // Every workflow the worker registers. The worker bundles this file.
+import type { BatchInput, BatchSummary } from '../contracts/batch-input';
+import { serverlessBatch as batchWorkflow } from './batch';
 
 export { automationWorkflow } from './automation';
-export { serverlessBatch } from './batch';
 export {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,
@@ -10,3 +11,43 @@ export {
 } from './endpoint-lifecycle';
 export { serverlessJob } from './job';
 export { stackCheck } from './stack-check';
+
+/**
+ * The batch workflow as a caller starts it: a BatchInput in, its summary out (what it carries
+ * through continue-as-new is its own).
+ */
+export const serverlessBatch: (input: BatchInput) => Promise<BatchSummary> = batchWorkflow;
+
+// The inputs and results of the workflows, and the schemas they are checked with.
+export { type Endpoint, endpointSchema } from '../api/schemas/endpoint';
+export {
+  type AutomationCarry,
+  type AutomationCounters,
+  type AutomationEvent,
+  type AutomationWorkflowInput,
+  automationEventSchema,
+  type InFlightRun,
+} from '../contracts/automation-input';
+export {
+  type BatchCost,
+  type BatchCounts,
+  type BatchInput,
+  type BatchLeaseCounts,
+  type BatchResultsRef,
+  type BatchSummary,
+  batchInputSchema,
+} from '../contracts/batch-input';
+export {
+  type EphemeralEndpointInput,
+  ephemeralEndpointInputSchema,
+  type ProvisionEndpointInput,
+  provisionEndpointInputSchema,
+  type TeardownEndpointInput,
+  teardownEndpointInputSchema,
+  type UpdateEndpointInput,
+  updateEndpointInputSchema,
+} from '../contracts/endpoint-input';
+export { type JobWorkflowInput, jobWorkflowInputSchema } from '../contracts/job-input';
+export { type JobResult, jobResultSchema } from '../contracts/job-snapshot';
+export type { EphemeralResult, ProvisionResult, TeardownResult } from './endpoint-definitions';
+export type { StackCheckInput } from './stack-check';
