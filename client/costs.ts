@@ -56,7 +56,8 @@ export interface BatchCostReport {
 
 /** A running batch's running total (its progress), or a finished one's summary. */
 export async function batchCost(client: Client, { workflowId }: WorkflowTarget): Promise<BatchCostReport> {
-  const described = await client.workflow.getHandle(workflowIdOf(workflowId)).describe();
+  const id = workflowIdOf(workflowId);
+  const described = await client.workflow.getHandle(id).describe();
   const running = described.status.name === 'RUNNING';
   const source = running
     ? await getBatchProgress(client, { batch: workflowId })

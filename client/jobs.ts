@@ -199,7 +199,8 @@ export async function getJobSnapshot(
   client: Client,
   options: GetJobSnapshotOptions,
 ): Promise<LiveJobSnapshot> {
-  const handle = client.workflow.getHandle<typeof serverlessJob>(workflowIdOf(options.workflowId));
+  const workflowId = workflowIdOf(options.workflowId);
+  const handle = client.workflow.getHandle<typeof serverlessJob>(workflowId);
   const snapshot: LiveJobSnapshot = await handle.query(jobSnapshotQuery);
   if (!options.live) return snapshot;
   const description = await handle.describe();
@@ -229,7 +230,8 @@ export async function getJobSnapshot(
 
 /** Cancels the workflow; it cancels the remote job first, then ends as cancelled. */
 export async function cancelJob(client: Client, { workflowId }: WorkflowTarget): Promise<void> {
-  await client.workflow.getHandle(workflowIdOf(workflowId)).cancel();
+  const id = workflowIdOf(workflowId);
+  await client.workflow.getHandle(id).cancel();
 }
 
 export const extendJobTtlOptionsSchema = z.strictObject({
