@@ -7,6 +7,7 @@ import { setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   type BatchCost,
   type BatchCounts,
+  type BatchInput,
   type BatchProgress,
   type BatchResultLine,
   type BatchSummary,
@@ -55,6 +56,8 @@ export interface ChildBatchState {
 /** One run of the child mode: the carried state and what lives only as long as the run. */
 export interface ChildBatch {
   o: ParsedBatchInput;
+  /** The caller's input as given: the next run's starts from it. */
+  caller: BatchInput;
   s: ChildBatchState;
   batchId: string;
   /** Children started (or starting) and not ended, by item index. */

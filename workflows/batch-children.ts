@@ -21,11 +21,10 @@
  *   continues as new carrying the cursor and the counters only (no child spans two runs). The
  *   window empties at each such turn.
  */
+
 import {
-  allHandlersFinished,
   CancellationScope,
   condition,
-  continueAsNew,
   isCancellation,
   log,
   proxyActivities,
@@ -33,7 +32,6 @@ import {
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
 import type { BatchInput, BatchSummary, ParsedBatchInput } from '../contracts/batch-input';
-import type { serverlessBatch } from './batch';
 import {
   type ChildBatch,
   type ChildBatchState,
@@ -45,6 +43,7 @@ import {
   setChildBatchHandlers,
 } from './batch-children-state';
 import { idle, RECORD_CHUNK, recordActivities, startChildren, startRecord } from './batch-children-window';
+import { continueBatch, runIsFull } from './batch-continue';
 import { endWith } from './batch-outcomes';
 
 export type { ChildBatchState } from './batch-children-state';
@@ -58,10 +57,12 @@ const stageActivities = proxyActivities<BatchActivities>({
 /** Runs (or carries on) a batch in child mode; returns its summary or throws the typed failure. */
 export async function runChildBatch(
   o: ParsedBatchInput,
+  caller: BatchInput,
   carried: ChildBatchState | undefined,
 ): Promise<BatchSummary> {
   const b: ChildBatch = {
     o,
+    caller,
     s: carried ?? newChildBatchState(o),
     batchId: workflowInfo().workflowId,
     inflight: new Set<number>(),
@@ -95,7 +96,7 @@ async function runWindow(b: ChildBatch): Promise<BatchSummary> {
   const { s } = b;
   for (;;) {
     stopIfDue(b);
-    const full = runIsFull(b.o);
+    const full = runIsFull(b.o.maxEventsPerRun);
     if (!full) startChildren(b);
     startRecord(b);
     if ((s.stopping || s.cursor >= s.total) && idle(b)) return endWith(childSummary(b));
@@ -124,22 +125,14 @@ function stopIfDue(b: ChildBatch): void {
   }
 }
 
-/** The run is full when Temporal suggests continuing as new or it reached maxEventsPerRun. */
-function runIsFull(o: ParsedBatchInput): boolean {
-  const info = workflowInfo();
-  return info.continueAsNewSuggested || info.historyLength >= o.maxEventsPerRun;
-}
-
 /** With no child open and every line written: the next run carries the cursor and the counters. */
-async function continueWithNextRun(b: ChildBatch): Promise<never> {
+function continueWithNextRun(b: ChildBatch): Promise<never> {
   const { s } = b;
-  await condition(allHandlersFinished);
-  s.events += workflowInfo().historyLength;
-  s.runs += 1;
-  const { items: _items, ...rest } = b.o;
-  // The items are in the store now: the next run reads the manifest, never the inline list.
-  const next = { ...rest, items: { manifest: { key: s.manifestKey } } } as BatchInput;
-  return continueAsNew<typeof serverlessBatch>({ ...next, carried: { children: s } });
+  return continueBatch(b.caller, s.manifestKey, () => {
+    s.events += workflowInfo().historyLength;
+    s.runs += 1;
+    return { children: s };
+  });
 }
 
 /**

@@ -6,7 +6,13 @@
  * queued for batch-cancel.ts).
  */
 import type { CancellationScope } from '@temporalio/workflow';
-import type { BatchCost, BatchCounts, ParsedBatchInput, PendingResultLine } from '../contracts/batch-input';
+import type {
+  BatchCost,
+  BatchCounts,
+  BatchInput,
+  ParsedBatchInput,
+  PendingResultLine,
+} from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
 import type { SubmitLeaseSetting } from '../contracts/submit-lease';
@@ -68,6 +74,8 @@ export interface BatchState {
 /** A run: the carried state, with the items by index, and the activities under way. */
 export interface BatchRun {
   readonly input: ParsedBatchInput;
+  /** The caller's input as given: the next run's starts from it. */
+  readonly caller: BatchInput;
   readonly rules: ItemRules;
   readonly polling: Polling;
   /** The lease setting the submits carry; undefined: off. */
@@ -96,7 +104,12 @@ export interface BatchRun {
   timer?: { due: number; scope: CancellationScope };
 }
 
-export function newBatchRun(input: ParsedBatchInput, carried: BatchState | undefined, now: number): BatchRun {
+export function newBatchRun(
+  input: ParsedBatchInput,
+  caller: BatchInput,
+  carried: BatchState | undefined,
+  now: number,
+): BatchRun {
   const state: BatchState = carried ?? {
     batchKey: '',
     manifestKey: '',
@@ -127,6 +140,7 @@ export function newBatchRun(input: ParsedBatchInput, carried: BatchState | undef
   const { job } = input;
   return {
     input,
+    caller,
     rules: { ...job, submitKind: 'run', retryGridMs: RETRY_GRID_MS },
     polling: { ...BATCH_POLLING, ...job.polling },
     lease: job.submitLease !== false ? job.submitLease : undefined,

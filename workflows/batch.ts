@@ -31,10 +31,8 @@
  */
 import {
   ApplicationFailure,
-  allHandlersFinished,
   CancellationScope,
   condition,
-  continueAsNew,
   isCancellation,
   setCurrentDetails,
   sleep,
@@ -51,6 +49,7 @@ import {
 import { batchCurrentDetails } from '../contracts/current-details';
 import { cancelInFlight, startCancels } from './batch-cancel';
 import { type ChildBatchState, runChildBatch } from './batch-children';
+import { continueBatch, runIsFull } from './batch-continue';
 import { checkStops, listen, progress, summary } from './batch-controls';
 import { startExtensions } from './batch-lease';
 import { endWith } from './batch-outcomes';
@@ -89,9 +88,14 @@ export async function serverlessBatch(input: BatchRunInput): Promise<BatchSummar
   try {
     const result =
       options.mode === 'children'
-        ? await runChildBatch(options, carried && 'children' in carried ? carried.children : undefined)
+        ? await runChildBatch(
+            options,
+            callerInput,
+            carried && 'children' in carried ? carried.children : undefined,
+          )
         : await runActivityBatch(
             options,
+            callerInput,
             carried && 'activities' in carried ? carried.activities : undefined,
           );
     await emitOnEnd(options.emitOnEnd, 'batch.completed', { ...result });
@@ -106,9 +110,10 @@ export async function serverlessBatch(input: BatchRunInput): Promise<BatchSummar
 /** The activities mode: a few activities follow every job. */
 async function runActivityBatch(
   options: ParsedBatchInput,
+  caller: BatchInput,
   carried: BatchState | undefined,
 ): Promise<BatchSummary> {
-  const run = newBatchRun(options, carried, Date.now());
+  const run = newBatchRun(options, caller, carried, Date.now());
   listen(run);
   try {
     if (!carried) await stage(run);
@@ -129,7 +134,7 @@ async function loop(run: BatchRun): Promise<BatchSummary> {
     adoptOrphans(run);
     settleUncertain(run, now);
     checkStops(run);
-    if (!run.draining && runIsFull(run)) run.draining = true;
+    if (!run.draining && runIsFull(run.input.maxEventsPerRun)) run.draining = true;
     if (run.draining) {
       cancelWatchers(run);
       if (idle(run)) await continueWithNewRun(run);
@@ -185,11 +190,6 @@ function nextDue(run: BatchRun, now: number): ItemDue | undefined {
   return next;
 }
 
-function runIsFull(run: BatchRun): boolean {
-  const info = workflowInfo();
-  return info.continueAsNewSuggested || info.historyLength >= run.input.maxEventsPerRun;
-}
-
 function finished(run: BatchRun): boolean {
   const { state } = run;
   const queued = [...run.items.values()].some((item) => item.phase === 'queued');
@@ -198,13 +198,12 @@ function finished(run: BatchRun): boolean {
   return nothingLeft && !underWay && state.lines.length === 0 && state.toCancel.length === 0 && idle(run);
 }
 
-async function continueWithNewRun(run: BatchRun): Promise<never> {
-  await condition(allHandlersFinished);
-  const state = carriedState(run);
-  state.events += workflowInfo().historyLength;
-  state.runs += 1;
-  // The items are in the store now: the next run starts from the manifest, never the inline list.
-  const { items: _items, ...rest } = run.input;
-  const input = { ...rest, items: { manifest: { key: state.manifestKey } } } as BatchInput;
-  return continueAsNew<typeof serverlessBatch>({ ...input, carried: { activities: state } });
+/** The next run carries the cursor, the items under way (compact) and the counters. */
+function continueWithNewRun(run: BatchRun): Promise<never> {
+  return continueBatch(run.caller, run.state.manifestKey, () => {
+    const state = carriedState(run);
+    state.events += workflowInfo().historyLength;
+    state.runs += 1;
+    return { activities: state };
+  });
 }

@@ -44,6 +44,8 @@ describe('batch workflow: child mode, continue-as-new', () => {
       maxConcurrency: 5,
       maxEventsPerRun: 200,
       failureTolerance: { count: failing },
+      // The next run starts from the caller's input, durations as given.
+      job: { polling: { initialInterval: '1 second', maxInterval: '2 seconds' } },
     };
     const summary = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
       const handle = await env.client.workflow.start<typeof serverlessBatch>('serverlessBatch', {

@@ -85,7 +85,12 @@ describe('batch workflow: continue-as-new', () => {
           maxConcurrency: 20,
           pageSize: 5,
           maxEventsPerRun,
-          job: { retry: { maxRetries: 1, initialInterval: 1_000 } },
+          // Durations in both forms: the next run starts from the caller's input, which the input
+          // schema takes again (the parsed form, in milliseconds, it would refuse).
+          job: {
+            retry: { maxRetries: 1, initialInterval: '1 second' },
+            polling: { initialInterval: 1_000, maxInterval: '2 seconds' },
+          },
         }),
       );
       const progress = () => handle.query(batchProgressQuery);
