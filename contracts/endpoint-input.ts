@@ -14,7 +14,7 @@ import {
   saveEndpointInputSchema,
 } from '../api/schemas/endpoint';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
-import { type BatchInput, batchInputSchema, batchItemOptionsSchema, parseBatchInput } from './batch-input';
+import { type BatchInput, batchItemOptionsSchema, parseBatchInput } from './batch-input';
 import { positiveDurationSchema } from './input-rules';
 import { parseJobWorkflowInput } from './job-input';
 
@@ -152,10 +152,30 @@ export const ephemeralJobSchema = z.strictObject({
  * The batch an ephemeral endpoint runs: the batch workflow's input without endpointId (the
  * ephemeral workflow fills in its endpoint), the same schema and defaults.
  */
-export const ephemeralBatchSchema = batchInputSchema.omit({ endpointId: true });
-
 /** Stands in for the endpoint id while an input is checked before the endpoint exists. */
 const PLACEHOLDER_ENDPOINT_ID = 'ephemeral';
+
+/** A batch input without endpointId, as a caller writes it. */
+export type EphemeralBatch = Omit<BatchInput, 'endpointId'>;
+
+/**
+ * A batch input without endpointId, checked now by the batch's own rules (parseBatchInput) and
+ * kept as the caller gave it: the batch workflow parses its input itself, and a parsed input (its
+ * durations in milliseconds under other names) is not an input.
+ */
+export const ephemeralBatchSchema = z
+  .custom<EphemeralBatch>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
+    error: 'must be a batch input (an object)',
+  })
+  .superRefine((value, ctx) => {
+    if ('endpointId' in value) {
+      // The ephemeral workflow names the endpoint it provisions.
+      ctx.addIssue({ code: 'custom', message: 'unknown field(s) endpointId' });
+      return;
+    }
+    const parsed = parseBatchInput({ ...value, endpointId: PLACEHOLDER_ENDPOINT_ID });
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.rule, path: parsed.field.split('.') });
+  });
 
 export const ephemeralEndpointInputSchema = z
   .strictObject({
@@ -180,12 +200,6 @@ export const ephemeralEndpointInputSchema = z
     path: ['jobs'],
   })
   .superRefine((value, ctx) => {
-    // The batch's rules beyond its schema (parseBatchInput's), checked now as the batch would.
-    if (value.batch !== undefined) {
-      const parsed = parseBatchInput({ ...value.batch, endpointId: PLACEHOLDER_ENDPOINT_ID });
-      if (!parsed.ok)
-        ctx.addIssue({ code: 'custom', message: parsed.rule, path: ['batch', ...parsed.field.split('.')] });
-    }
     // Inputs of the library's job workflow are checked now, so a bad one never costs an endpoint.
     if (value.jobWorkflowType !== DEFAULT_JOB_WORKFLOW_TYPE) return;
     value.jobs?.forEach((job, index) => {
@@ -195,8 +209,6 @@ export const ephemeralEndpointInputSchema = z
       ctx.addIssue({ code: 'custom', message: parsed.rule, path: ['jobs', index, 'input', ...inner] });
     });
   });
-
-export type EphemeralBatch = z.output<typeof ephemeralBatchSchema>;
 
 /** JSON with keys in order, so two option objects compare equal however their keys were written. */
 function canonical(value: unknown): string {
@@ -235,10 +247,8 @@ export function jobsAsBatch(request: EphemeralEndpointRequest): EphemeralBatch |
     job: first,
     failureTolerance: { count: 0 },
   } as Omit<BatchInput, 'endpointId'>;
-  const parsed = parseBatchInput({ ...batch, endpointId: PLACEHOLDER_ENDPOINT_ID });
-  if (!parsed.ok) return undefined;
-  const { endpointId: _endpointId, ...value } = parsed.value;
-  return value;
+  // Checked as the batch will check it, and handed on as written (the batch parses it itself).
+  return parseBatchInput({ ...batch, endpointId: PLACEHOLDER_ENDPOINT_ID }).ok ? batch : undefined;
 }
 
 export type ProvisionEndpointInput = z.input<typeof provisionEndpointInputSchema>;

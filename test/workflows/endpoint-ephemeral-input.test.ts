@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
 import { EPHEMERAL_FAILURE, ephemeralFailureOf, startEphemeralEndpoint } from '../../client/endpoints';
+import { type BatchInput, parseBatchInput } from '../../contracts/batch-input';
 import {
   type EphemeralEndpointInput,
   ephemeralEndpointInputSchema,
@@ -40,30 +41,25 @@ const endpoint = { templateId: 'tpl', gpuIds: 'AMPERE_24' } as const;
 const inline = (count: number) => ({ inline: Array.from({ length: count }, (_, i) => ({ input: { i } })) });
 
 describe('startEphemeralEndpoint with a batch', () => {
-  it('starts with the batch parsed (the batch defaults applied), nothing else started', async () => {
+  it('starts with the batch as written, checked by the batch rules, nothing else started', async () => {
     const { client, started } = recordingClient();
-    await startEphemeralEndpoint(
-      client,
-      { endpoint, batch: { items: inline(2), failureTolerance: { percentage: 10 } } },
-      { workflowId: 'eph-1' },
-    );
+    // Durations as a caller writes them: the batch workflow parses its input itself, so the
+    // ephemeral workflow hands it on unparsed (a parsed one, in milliseconds, is no input).
+    const batch = {
+      items: inline(2),
+      failureTolerance: { percentage: 10 },
+      job: { polling: { initialInterval: '1 second', maxInterval: '5 seconds' } },
+    };
+    await startEphemeralEndpoint(client, { endpoint, batch }, { workflowId: 'eph-1' });
     expect(started).toHaveLength(1);
     expect(started[0]).toMatchObject({
       type: 'ephemeralEndpointWorkflow',
-      options: {
-        workflowId: 'eph-1',
-        args: [
-          {
-            batch: {
-              items: inline(2),
-              maxConcurrency: 100,
-              pageSize: 100,
-              failureTolerance: { percentage: 10 },
-            },
-          },
-        ],
-      },
+      options: { workflowId: 'eph-1', args: [{ batch }] },
     });
+    const handedOn = (started[0]?.options.args as Array<{ batch: BatchInput }>)[0]?.batch;
+    // The batch applies its defaults when it parses what it is given.
+    const parsed = parseBatchInput({ ...handedOn, endpointId: 'ep-1' } as BatchInput);
+    expect(parsed.ok && parsed.value).toMatchObject({ maxConcurrency: 100, pageSize: 100 });
   });
 
   const polling = { initialInterval: 5_000, maxInterval: 1_000 };
@@ -130,9 +126,11 @@ describe('jobsAsBatch', () => {
       items: { inline: [{ input: { i: 0 } }, { input: { i: 1 } }] },
       job: { maxSubmissions: 2, retry: { maxRetries: 2 } },
       failureTolerance: { count: 0 },
-      maxConcurrency: 100,
     });
     expect(batch).not.toHaveProperty('endpointId');
+    // Handed on as written: the batch's own parse applies its defaults.
+    const parsed = parseBatchInput({ ...(batch as object), endpointId: 'ep-1' } as BatchInput);
+    expect(parsed.ok && parsed.value).toMatchObject({ maxConcurrency: 100 });
   });
 
   it.each([
