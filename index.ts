@@ -290,6 +290,7 @@ export {
 export { type BatchCost, type BatchLeaseCounts, batchInputSchema } from './contracts/batch-input';
 export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } from './contracts/cost';
 export {
+  type EphemeralBatch,
   type EphemeralEndpointInput,
   ephemeralEndpointInputSchema,
   type ProvisionEndpointInput,

@@ -38,6 +38,7 @@ export {
   batchInputSchema,
 } from '../contracts/batch-input';
 export {
+  type EphemeralBatch,
   type EphemeralEndpointInput,
   ephemeralEndpointInputSchema,
   type ProvisionEndpointInput,
