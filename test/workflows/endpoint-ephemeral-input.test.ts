@@ -56,7 +56,8 @@ describe('startEphemeralEndpoint with a batch', () => {
       type: 'ephemeralEndpointWorkflow',
       options: { workflowId: 'eph-1', args: [{ batch }] },
     });
-    const handedOn = (started[0]?.options.args as Array<{ batch: BatchInput }>)[0]?.batch;
+    const [args] = (started[0]?.options.args ?? []) as Array<{ batch: BatchInput }>;
+    const handedOn = args?.batch;
     // The batch applies its defaults when it parses what it is given.
     const parsed = parseBatchInput({ ...handedOn, endpointId: 'ep-1' } as BatchInput);
     expect(parsed.ok && parsed.value).toMatchObject({ maxConcurrency: 100, pageSize: 100 });
