@@ -9,50 +9,17 @@ import type { ItemState } from './item-state';
 
 type CarriedPhase = Exclude<ItemState['phase'], 'ended'>;
 
-/** The order of each phase's fields in the compact form; a new field goes at the end of its list. */
+/**
+ * The order of each phase's fields in the compact form. A new field goes at the end of its phase's
+ * list, never into the shared prefixes (that would move every field after it).
+ */
+const TALLY = ['index', 'attempts', 'submissions', 'retries', 'cost'] as const;
+const KNOWN_JOB = [...TALLY, 'jobId', 'submittedAt', 'ttlMs', 'adopted', 'aliveAt', 'status'] as const;
 const FIELDS: Record<CarriedPhase, readonly string[]> = {
-  queued: ['index', 'attempts', 'submissions', 'retries', 'cost', 'rejectedTries', 'notBefore'],
-  uncertain: [
-    'index',
-    'attempts',
-    'submissions',
-    'retries',
-    'cost',
-    'sentAt',
-    'waitUntil',
-    'webhookArmed',
-    'ttlMs',
-    'lease',
-  ],
-  running: [
-    'index',
-    'attempts',
-    'submissions',
-    'retries',
-    'cost',
-    'jobId',
-    'submittedAt',
-    'ttlMs',
-    'adopted',
-    'aliveAt',
-    'status',
-    'lease',
-  ],
-  'retry-due': [
-    'index',
-    'attempts',
-    'submissions',
-    'retries',
-    'cost',
-    'jobId',
-    'submittedAt',
-    'ttlMs',
-    'adopted',
-    'aliveAt',
-    'status',
-    'finishedAt',
-    'retryAt',
-  ],
+  queued: [...TALLY, 'rejectedTries', 'notBefore'],
+  uncertain: [...TALLY, 'sentAt', 'waitUntil', 'webhookArmed', 'ttlMs', 'lease'],
+  running: [...KNOWN_JOB, 'lease'],
+  'retry-due': [...KNOWN_JOB, 'finishedAt', 'retryAt'],
 };
 const PHASES = Object.keys(FIELDS) as CarriedPhase[];
 
