@@ -35,6 +35,7 @@ import {
   storeKeySchema,
   type WatchedItem,
 } from '../contracts/batch-input';
+import { roundCost } from '../contracts/cost';
 import { firstIssue } from '../contracts/input-rules';
 import { type Polling, submitRequestSchema } from '../contracts/job-types';
 import {
@@ -414,7 +415,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               // The item's line carries all its runs: the earlier ones of a retried job too.
               const itemCost =
                 cost || earlierCost !== undefined
-                  ? Math.round(((cost?.amount ?? 0) + (earlierCost ?? 0)) * 1e6) / 1e6
+                  ? roundCost((cost?.amount ?? 0) + (earlierCost ?? 0))
                   : undefined;
               if (status.status === 'COMPLETED') {
                 const output =

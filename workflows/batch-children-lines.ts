@@ -4,9 +4,10 @@
  */
 import { ApplicationFailure, ChildWorkflowFailure, isCancellation } from '@temporalio/workflow';
 import type { BatchResultLine } from '../contracts/batch-input';
+import { roundCost } from '../contracts/cost';
 import type { JobResult } from '../contracts/job-snapshot';
 import type { ChildBatchState } from './batch-children-state';
-import { outcomeOf, roundCost } from './batch-outcomes';
+import { outcomeOf } from './batch-outcomes';
 import { JOB_FAILURE, type JobFailureDetails } from './job-failures';
 
 /** What a child's result or failure tells of its submissions, retries and lease. */

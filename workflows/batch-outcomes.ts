@@ -92,5 +92,3 @@ export function resultsRefs(batchKey: string): Pick<BatchSummary, 'results' | 'f
   const ref = { kind: 'serverless-batch-results' as const, store: 'local', key: batchKey };
   return { results: ref, failuresRef: { ...ref, only: 'failures' } };
 }
-
-export { roundCost } from '../contracts/cost';
