@@ -16,6 +16,7 @@
  * an ActivityFailure does not see `nextRetryDelay`.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { z } from 'zod';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type FailureFacts, JOB_EXPIRED, SUBMIT_UNCERTAIN } from '../contracts/failures';
 
@@ -107,4 +108,18 @@ export async function asActivityFailures<T>(context: FailureContext, fn: () => P
   } catch (error) {
     throw toApplicationFailure(error, context);
   }
+}
+
+/** An activity's input checked against its schema: a BadRequest naming the field and the rule. */
+export function parsed<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = [what, ...(issue?.path.map(String) ?? [])].join('.');
+  throw ApplicationFailure.create({
+    type: 'BadRequest',
+    message: `invalid activity input: ${field}: ${issue?.message ?? 'is invalid'}`,
+    nonRetryable: true,
+    details: [{ field, rule: issue?.message ?? 'is invalid' }],
+  });
 }

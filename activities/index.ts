@@ -14,4 +14,5 @@ export { type BatchStore, createLocalBatchStore } from './batch-store';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
 export { createLocalResultStore, type ResultStore } from './result-store';
+export { createRouteActivities, type RouteActivities } from './route';
 export { createStackCheckActivities } from './stack-check';

@@ -51,7 +51,7 @@ import { leaseApplies } from '../contracts/submit-lease';
 import { requestOf } from './batch';
 import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
-import { JOB_EXPIRED, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
+import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
 import type { ObserveOptions } from './job-observe';
 import { observe } from './job-observe';
@@ -119,19 +119,6 @@ export function currentWorkflowId(): string {
       nonRetryable: true,
     });
   return execution.workflowId;
-}
-
-function parsed<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = [what, ...(issue?.path.map(String) ?? [])].join('.');
-  throw ApplicationFailure.create({
-    type: 'BadRequest',
-    message: `invalid activity input: ${field}: ${issue?.message ?? 'is invalid'}`,
-    nonRetryable: true,
-    details: [{ field, rule: issue?.message ?? 'is invalid' }],
-  });
 }
 
 /** A submit's error as the policy above says: certain ones keep their type, the rest are uncertain. */

@@ -57,7 +57,17 @@ export interface LibraryMetrics {
    * The endpoint id is NOT a label: an implementation may map it to an alias the operator named.
    */
   jobsInFlight(endpointId: string, delta: 1 | -1): void;
+  /**
+   * A queued job of a starved endpoint looked at to be withdrawn: `withdrawn` (cancelled, never
+   * started), `stopped` (the cancel came as it started), `started` (left where it runs).
+   */
+  routeWithdrawal(outcome: RouteWithdrawalOutcome): void;
+  /** A job submitted to another endpoint of its route, and why it moved. */
+  routeHop(reason: RouteHopReason): void;
 }
+
+export type RouteWithdrawalOutcome = 'withdrawn' | 'stopped' | 'started';
+export type RouteHopReason = 'starved' | 'capacity-failure';
 
 const nothing = () => {};
 
@@ -71,6 +81,8 @@ export const noopMetrics: LibraryMetrics = {
   estimatedCost: nothing,
   batchItemFinished: nothing,
   jobsInFlight: nothing,
+  routeWithdrawal: nothing,
+  routeHop: nothing,
 };
 
 export function callOutcome(status: number | undefined): CallOutcome {

@@ -30,6 +30,7 @@ import {
   storeKeySchema,
 } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
+import { firstEndpoint } from '../contracts/job-input';
 import {
   batchProgressQuery,
   batchSummaryQuery,
@@ -115,7 +116,7 @@ export async function startBatch(
       args: [input],
       ...describeBatch(input),
       // So `cost endpoint` (and a visibility query) finds the batches of an endpoint.
-      typedSearchAttributes: [{ key: endpointIdKey, value: input.endpointId }],
+      typedSearchAttributes: [{ key: endpointIdKey, value: firstEndpoint(input) }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

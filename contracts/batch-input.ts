@@ -9,8 +9,9 @@ import { z } from 'zod';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
 import { firstIssue } from './input-rules';
-import { jobWorkflowInputSchema } from './job-input';
+import { firstEndpoint, jobWorkflowInputSchema } from './job-input';
 import { storeKeySchema, submitRequestSchema } from './job-types';
+import { routeSchema } from './route';
 
 export { storeKeySchema } from './job-types';
 
@@ -67,7 +68,14 @@ export function concurrencyIssue(mode: BatchMode, value: number): string | undef
 }
 
 export const batchInputSchema = z.strictObject({
-  endpointId: pathSegmentSchema,
+  /** The endpoint every item runs on (exactly one of endpointId and route). */
+  endpointId: pathSegmentSchema.optional(),
+  /**
+   * Or endpoints to spread the items over (contracts/route.ts): each with a window of its own;
+   * items flow to the endpoints with room, cheaper first when priced; an endpoint that starves
+   * its queue, fails for capacity or is deleted is drained and skipped until it recovers.
+   */
+  route: routeSchema.optional(),
   items: itemsSchema,
   /**
    * 'activities' (default): a few activities follow every job, and history holds counters only.
@@ -99,7 +107,8 @@ export const batchInputSchema = z.strictObject({
 });
 
 export type BatchInput = z.input<typeof batchInputSchema>;
-export type ParsedBatchInput = z.infer<typeof batchInputSchema>;
+/** The parsed input; `endpointId` is the first endpoint (the route's first when it names a route). */
+export type ParsedBatchInput = Omit<z.infer<typeof batchInputSchema>, 'endpointId'> & { endpointId: string };
 export type BatchItemOptions = z.infer<typeof batchItemOptionsSchema>;
 
 export function parseBatchInput(
@@ -107,6 +116,10 @@ export function parseBatchInput(
 ): { ok: true; value: ParsedBatchInput } | { ok: false; field: string; rule: string } {
   const result = batchInputSchema.safeParse(raw);
   if (!result.success) return { ok: false, ...firstIssue(result.error) };
+  if ((result.data.endpointId === undefined) === (result.data.route === undefined))
+    return { ok: false, field: 'endpointId', rule: 'exactly one of endpointId and route is required' };
+  if (result.data.route && result.data.mode === 'children')
+    return { ok: false, field: 'route', rule: "applies to mode 'activities' only" };
   const tooMany = concurrencyIssue(result.data.mode, result.data.maxConcurrency);
   if (tooMany) return { ok: false, field: 'maxConcurrency', rule: tooMany };
   if (result.data.mode === 'children' && result.data.job.outputInlineMaxBytes !== undefined)
@@ -120,7 +133,7 @@ export function parseBatchInput(
     if (polling.maxIntervalMs < polling.initialIntervalMs)
       return { ok: false, field: 'job.polling.maxIntervalMs', rule: 'must not be below initialIntervalMs' };
   }
-  return { ok: true, value: result.data };
+  return { ok: true, value: { ...result.data, endpointId: firstEndpoint(result.data) } };
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
 import { durationBetween, durationSchema, firstIssue } from './input-rules';
 import { type Polling, requestRefSchema, streamSinkSchema, submitRequestSchema } from './job-types';
+import { type Route, routeSchema } from './route';
 import { LEASE_MIN_MS } from './submit-lease';
 
 /** The ttl of a job at the service (10 seconds to 7 days), as a duration. */
@@ -95,7 +96,13 @@ export const jobRetrySchema = z
 
 export const jobWorkflowInputSchema = z
   .strictObject({
-    endpointId: pathSegmentSchema,
+    /** The endpoint the job runs on (exactly one of endpointId and route). */
+    endpointId: pathSegmentSchema.optional(),
+    /**
+     * Or endpoints to fall back through (contracts/route.ts): submitted to the first; withdrawn
+     * from one that starves it in the queue, or moved on a capacity failure, to the next.
+     */
+    route: routeSchema.optional(),
     /** The job request without `webhook`: the worker adds its own per-workflow URL. */
     request: submitRequestSchema.optional(),
     /** Or where the worker reads it (exactly one of request and requestRef). */
@@ -167,6 +174,14 @@ export const jobWorkflowInputSchema = z
     /** Send an event to this automation when the job ends (chaining; workflows/emit-on-end.ts). */
     emitOnEnd: emitOnEndSchema.optional(),
   })
+  .refine((input) => (input.endpointId === undefined) !== (input.route === undefined), {
+    error: 'exactly one of endpointId and route is required',
+    path: ['endpointId'],
+  })
+  .refine((input) => !(input.route && input.mode === 'runsync'), {
+    error: 'a route needs mode async or sync (a /runsync job cannot be withdrawn from the queue)',
+    path: ['route'],
+  })
   .refine((input) => (input.request === undefined) !== (input.requestRef === undefined), {
     error: 'exactly one of request and requestRef is required',
     path: ['request'],
@@ -190,8 +205,13 @@ export const jobWorkflowInputSchema = z
 
 /** What callers pass (durations as '10 minutes' or ms, defaults optional). */
 export type JobWorkflowInput = z.input<typeof jobWorkflowInputSchema>;
-/** The input with defaults filled in and durations in ms. */
-export type ParsedJobWorkflowInput = z.infer<typeof jobWorkflowInputSchema>;
+/**
+ * The input with defaults filled in and durations in ms; `endpointId` is the job's first endpoint
+ * (the route's first when it names a route).
+ */
+export type ParsedJobWorkflowInput = Omit<z.infer<typeof jobWorkflowInputSchema>, 'endpointId'> & {
+  endpointId: string;
+};
 export type JobRetryOptions = z.infer<typeof jobRetrySchema>;
 export type JobMode = ParsedJobWorkflowInput['mode'];
 
@@ -224,7 +244,7 @@ export function parseJobWorkflowInput(
         : '';
     return { ok: false, field, rule: `${rule}${hint}` };
   }
-  const options = result.data;
+  const options = { ...result.data, endpointId: firstEndpoint(result.data) };
   const polling = {
     ...POLLING_DEFAULTS[options.mode === 'async' ? 'async' : 'sync'],
     ...options.polling,
@@ -243,4 +263,15 @@ export function parseJobWorkflowInput(
       polling,
     },
   };
+}
+
+/**
+ * The endpoint a job or batch starts on: its own, or its route's first (on a parsed route, the
+ * first in price order).
+ */
+export function firstEndpoint(input: {
+  endpointId?: string | undefined;
+  route?: { endpoints: ReadonlyArray<{ endpointId: string }> } | undefined;
+}): string {
+  return input.endpointId ?? (input.route as Route).endpoints[0]!.endpointId;
 }

@@ -102,6 +102,18 @@ export function createPrometheusMetrics(
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const routeWithdrawals = new Counter({
+    name: `${p}route_withdrawals_total`,
+    help: 'Queued jobs of starved endpoints looked at to be withdrawn, by outcome (withdrawn, stopped, started)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const routeHops = new Counter({
+    name: `${p}route_hops_total`,
+    help: 'Jobs submitted to another endpoint of their route, by reason (starved, capacity-failure)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
   const inFlight = new Gauge({
     name: `${p}jobs_in_flight`,
     help: 'Remote jobs submitted or retried and not yet seen finished, as this process saw them (sum over workers)',
@@ -138,6 +150,8 @@ export function createPrometheusMetrics(
     jobRunFinished: (status) => runsFinished.inc({ status }),
     estimatedCost: (tier, amount) => cost.inc({ tier }, amount),
     batchItemFinished: (outcome) => batchItems.inc({ outcome }),
+    routeWithdrawal: (outcome) => routeWithdrawals.inc({ outcome }),
+    routeHop: (reason) => routeHops.inc({ reason }),
     jobsInFlight(endpointId, delta) {
       inFlight.inc(delta);
       const alias = aliases.get(endpointId);

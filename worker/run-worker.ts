@@ -16,6 +16,7 @@ import {
   createBatchJobReports,
   createEndpointActivities,
   createJobActivities,
+  createRouteActivities,
   createStackCheckActivities,
   type JobActivityDeps,
 } from '../activities';
@@ -54,6 +55,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createJobActivities(deps),
     ...createBatchActivities(deps),
     ...createEndpointActivities(deps),
+    ...createRouteActivities(deps),
     ...createAutomationActivities(deps),
   };
 }

@@ -36,6 +36,8 @@ export interface BatchTally {
   leaseLapses: number;
   retries: number;
   webhooks: number;
+  /** Moves of items to another endpoint of the route. */
+  hops: number;
 }
 
 /** Everything a run hands to the next one. */
@@ -128,6 +130,7 @@ export function newBatchRun(
       leaseLapses: 0,
       retries: 0,
       webhooks: 0,
+      hops: 0,
     },
     maxConcurrency: input.maxConcurrency,
     paused: false,
@@ -141,7 +144,13 @@ export function newBatchRun(
   return {
     input,
     caller,
-    rules: { ...job, submitKind: 'run', retryGridMs: RETRY_GRID_MS },
+    rules: {
+      ...job,
+      submitKind: 'run',
+      retryGridMs: RETRY_GRID_MS,
+      routeLength: input.route?.endpoints.length ?? 1,
+      capacityFailures: input.route?.capacityFailures ?? [],
+    },
     polling: { ...BATCH_POLLING, ...job.polling },
     lease: job.submitLease !== false ? job.submitLease : undefined,
     state,
@@ -177,6 +186,7 @@ const TALLY_OF: Record<ItemCount, keyof BatchTally> = {
   resubmittedAfterLease: 'resubmittedAfterLease',
   leaseLapse: 'leaseLapses',
   retry: 'retries',
+  hop: 'hops',
 };
 
 /**

@@ -15,11 +15,13 @@ type CarriedPhase = Exclude<ItemState['phase'], 'ended'>;
  */
 const TALLY = ['index', 'attempts', 'submissions', 'retries', 'cost'] as const;
 const KNOWN_JOB = [...TALLY, 'jobId', 'submittedAt', 'ttlMs', 'adopted', 'aliveAt', 'status'] as const;
+/** A route's fields come last in every phase: absent on a single endpoint, they cost nothing. */
+const ROUTED = ['endpoint', 'hops'] as const;
 const FIELDS: Record<CarriedPhase, readonly string[]> = {
-  queued: [...TALLY, 'rejectedTries', 'notBefore'],
-  uncertain: [...TALLY, 'sentAt', 'waitUntil', 'webhookArmed', 'ttlMs', 'lease'],
-  running: [...KNOWN_JOB, 'lease'],
-  'retry-due': [...KNOWN_JOB, 'finishedAt', 'retryAt'],
+  queued: [...TALLY, 'rejectedTries', 'notBefore', ...ROUTED],
+  uncertain: [...TALLY, 'sentAt', 'waitUntil', 'webhookArmed', 'ttlMs', 'lease', ...ROUTED],
+  running: [...KNOWN_JOB, 'lease', ...ROUTED],
+  'retry-due': [...KNOWN_JOB, 'finishedAt', 'retryAt', ...ROUTED],
 };
 const PHASES = Object.keys(FIELDS) as CarriedPhase[];
 

@@ -18,6 +18,7 @@
  * are the rules of job-rules.ts and contracts/submit-lease.ts.
  */
 import { roundCost } from '../contracts/cost';
+import { isCapacityFailure } from '../contracts/route';
 import { extensionTtl, orphanWaitUntil } from '../contracts/submit-lease';
 import type {
   EndedItem,
@@ -96,7 +97,26 @@ function tally(item: ItemState): ItemTally {
     submissions: item.submissions,
     retries: item.retries,
     ...(item.cost === undefined ? {} : { cost: item.cost }),
+    ...(item.endpoint === undefined ? {} : { endpoint: item.endpoint }),
+    ...(item.hops === undefined ? {} : { hops: item.hops }),
   };
+}
+
+/** Where a submit went: the event's word, else where the item was meant to go. */
+function placed(endpoint: number | undefined): { endpoint?: number } {
+  return endpoint === undefined || endpoint === 0 ? {} : { endpoint };
+}
+
+/** The item queued for the next endpoint of the route, with the move counted. */
+function hop(item: ItemState, rules: ItemRules): ItemStep {
+  const next = Math.min((item.endpoint ?? 0) + 1, rules.routeLength - 1);
+  const { endpoint: _endpoint, ...rest } = requeue(item);
+  return step({ ...rest, ...placed(next), hops: (item.hops ?? 0) + 1 }, ['hop']);
+}
+
+/** Whether the route has an endpoint after the item's. */
+export function hasNextEndpoint(item: ItemState, rules: ItemRules): boolean {
+  return (item.endpoint ?? 0) + 1 < rules.routeLength;
 }
 
 function requeue(item: ItemState): QueuedItem {
@@ -130,9 +150,11 @@ function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemS
       const lease = event.leaseTtlMs;
       const pending =
         lease !== undefined && !event.extended && extensionTtl(lease, event.ttlMs) !== undefined;
+      const { endpoint: _endpoint, ...counted } = tally(item);
       const running: RunningItem = {
         phase: 'running',
-        ...tally(item),
+        ...counted,
+        ...placed(event.endpoint ?? item.endpoint),
         attempts: item.attempts + 1,
         submissions: item.submissions + 1,
         jobId: event.jobId,
@@ -158,9 +180,11 @@ function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemS
         lease !== undefined
           ? orphanWaitUntil(event.answeredAt, lease, event.webhookArmed)
           : event.answeredAt + (event.webhookArmed ? rules.uncertainSubmitWait : 0);
+      const { endpoint: _endpoint, ...counted } = tally(item);
       const uncertain: UncertainItem = {
         phase: 'uncertain',
-        ...tally(item),
+        ...counted,
+        ...placed(event.endpoint ?? item.endpoint),
         submissions: item.submissions + 1,
         sentAt: event.sentAt,
         waitUntil,
@@ -234,6 +258,10 @@ function fromRunning(item: RunningItem, event: ItemEvent, rules: ItemRules): Ite
       return step({ ...item, ttlMs: event.ttlMs });
     case 'observed':
       return step({ ...item, status: event.status });
+    case 'withdrawn':
+      // Seen started before any cancel: it stays where it is.
+      if (event.outcome === 'started') return step({ ...item, status: 'IN_PROGRESS' });
+      return hop(item, rules);
     case 'finished':
       return finished(item, event, rules);
     case 'gone': {
@@ -266,6 +294,12 @@ function finished(
 ): ItemStep {
   const withCost: RunningItem =
     event.cost === undefined ? item : { ...item, cost: roundCost((item.cost ?? 0) + event.cost) };
+  if (
+    event.status === 'FAILED' &&
+    hasNextEndpoint(item, rules) &&
+    isCapacityFailure(event.error, rules.capacityFailures)
+  )
+    return hop(withCost, rules);
   const decision = afterTerminal(event.status, rules.retry, item.retries);
   switch (decision.kind) {
     case 'completed':

@@ -16,6 +16,10 @@ export interface ItemRules extends JobRuleOptions {
   submitKind: SubmitKind;
   /** Retries fall due on multiples of this (the batch groups retries of close failures into one call). */
   retryGridMs: number;
+  /** Endpoints of the route (1: a single endpoint): a hop goes to the next one while there is one. */
+  routeLength: number;
+  /** Error texts that mean "no capacity here" (contracts/route.ts isCapacityFailure). */
+  capacityFailures: readonly string[];
 }
 
 /** What every phase carries: which item, what it has tried and what it has cost so far. */
@@ -29,6 +33,13 @@ export interface ItemTally {
   retries: number;
   /** The estimated cost of its finished runs, when prices are known. */
   cost?: number;
+  /**
+   * Its endpoint's position in the route (absent: the first). Queued, where it goes next (a
+   * batch may pick another with room); from its submit on, where its job is.
+   */
+  endpoint?: number;
+  /** Moves to another endpoint of the route (withdrawn when starved, or a capacity failure). */
+  hops?: number;
 }
 
 /** A submit under a lease: the job's ttl is the lease until its extension is settled. */
@@ -119,6 +130,8 @@ export type ItemEvent =
       answeredAt: number;
       leaseTtlMs?: number;
       extended?: boolean;
+      /** The route position it went to (absent: where the item said). */
+      endpoint?: number;
     }
   /** The service certainly did not act on the submit. */
   | { kind: 'rejected'; rejection: SubmitRejection & { type: string; message: string }; now: number }
@@ -130,6 +143,8 @@ export type ItemEvent =
       webhookArmed: boolean;
       ttlMs?: number;
       leaseTtlMs?: number;
+      /** The route position it went to (absent: where the item said). */
+      endpoint?: number;
     }
   /** An orphan reported itself by webhook and was confirmed; `extendedTo`: the look extended it. */
   | { kind: 'orphan-reported'; jobId: string; now: number; defaultTtlMs: number; extendedTo?: number }
@@ -151,6 +166,12 @@ export type ItemEvent =
   | { kind: 'gone'; now: number; lastAliveAt?: number; stopping: boolean }
   /** The ttl deadline came and the last look found the job unfinished (or found nothing). */
   | { kind: 'deadline'; now: number; status?: JobStatusValue; stopping: boolean }
+  /**
+   * The answer of a withdrawal (its endpoint starved it in the queue): `withdrawn`, cancelled and
+   * confirmed never started; `stopped`, the cancel came as it started (it ran only that long);
+   * `started`, seen IN_PROGRESS before any cancel (it stays).
+   */
+  | { kind: 'withdrawn'; outcome: 'withdrawn' | 'stopped' | 'started'; now: number }
   /** The ttl was extended by the caller (counted from submission). */
   | { kind: 'ttl-extended'; ttlMs: number }
   /** A retry's due time came. */
@@ -176,7 +197,9 @@ export type ItemCount =
   | 'uncertainAdopted'
   | 'resubmittedAfterLease'
   | 'leaseLapse'
-  | 'retry';
+  | 'retry'
+  /** A move to another endpoint of the route. */
+  | 'hop';
 
 export type ItemCommand =
   /** Call /retry now. */
@@ -193,6 +216,11 @@ export interface ItemStep {
 /** A new item, before its first submit. */
 export function queuedItem(index: number): QueuedItem {
   return { phase: 'queued', index, attempts: 0, submissions: 0, retries: 0, rejectedTries: 0 };
+}
+
+/** The item's endpoint's position in the route. */
+export function endpointOf(item: ItemState): number {
+  return item.endpoint ?? 0;
 }
 
 /** The moment the service deletes the job: its ttl (the lease's, until extended) from submission. */

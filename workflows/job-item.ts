@@ -10,7 +10,14 @@ import { type Run, setDeadline, submitKind } from './job-run';
 
 /** The engine's rules for this job: the caller's options, one item, no grouping of retries. */
 export function jobRules(run: Run): ItemRules {
-  return { ...run.job.options, submitKind: submitKind(run), retryGridMs: 1 };
+  const { route } = run.job.options;
+  return {
+    ...run.job.options,
+    submitKind: submitKind(run),
+    retryGridMs: 1,
+    routeLength: route?.endpoints.length ?? 1,
+    capacityFailures: route?.capacityFailures ?? [],
+  };
 }
 
 const SNAPSHOT_COUNT: Partial<

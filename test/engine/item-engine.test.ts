@@ -25,6 +25,8 @@ const rules: ItemRules = {
   uncertainSubmitWait: 30_000,
   submitKind: 'run',
   retryGridMs: 1,
+  routeLength: 1,
+  capacityFailures: [],
 };
 const resubmitting: ItemRules = { ...rules, onExpired: 'resubmit', onUncertainSubmit: 'resubmit' };
 

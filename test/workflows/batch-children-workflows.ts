@@ -41,7 +41,7 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
   } finally {
     await CancellationScope.nonCancellable(() => acts.childEnded({ index }));
   }
-  const tally = { endpointId: input.endpointId, jobId: `job-${index}`, jobIds: [`job-${index}`] };
+  const tally = { endpointId: input.endpointId as string, jobId: `job-${index}`, jobIds: [`job-${index}`] };
   if (fate.kind === 'FAILED')
     throw ApplicationFailure.create({
       type: 'JobFailed',
@@ -56,7 +56,7 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
       nonRetryable: true,
       details: [
         {
-          endpointId: input.endpointId,
+          endpointId: input.endpointId as string,
           jobIds: [],
           attempts: 0,
           retries: 0,
