@@ -6,7 +6,8 @@
  *
  * - stageBatchItems: turns the items (inline, a manifest, the failures of an earlier batch) into a
  *   manifest in the store, checking every line first;
- * - submitBatchPage: POST /run for a page of items under the client's rate limiter. Never retried
+ * - submitBatchPage: POST /run for a page of items to one endpoint (with that endpoint's input
+ *   overrides when the batch runs over a route), under the client's rate limiter. Never retried
  *   by Temporal, like the job workflow's submit: per item it answers the job id, a certain failure
  *   or "uncertain" (the request may have created a job whose id never came back). Under a submit
  *   lease (contracts/submit-lease.ts) each request goes out with ttl = the lease;
@@ -44,6 +45,7 @@ import {
   intervalAfter,
   JOB_UNCHANGED,
 } from '../contracts/job-wait-policy';
+import { isCapacityFailure, requestFor } from '../contracts/route';
 import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../contracts/submit-lease';
 import type { BatchJobReports } from './batch-job-reports';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
@@ -105,6 +107,11 @@ function badRequest(field: string, rule: string): ApplicationFailure {
     nonRetryable: true,
     details: [{ field, rule }],
   });
+}
+
+/** The first of the route's capacity failure patterns a job's error text contains. */
+function capacityPattern(error: string, patterns: readonly string[] | undefined): string | undefined {
+  return patterns?.find((pattern) => isCapacityFailure(error, [pattern]));
 }
 
 /** Parses one manifest line into a request; a problem names the line and the field. */
@@ -221,6 +228,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       webhook?: boolean;
       /** The batch's submitLease setting; absent: no lease (batches started before it). */
       submitLease?: SubmitLeaseSetting;
+      /** Fields set in every job's input on this endpoint of the batch's route. */
+      inputOverrides?: Record<string, unknown>;
     }): Promise<{ results: SubmitItemResult[] }> {
       const startedAt = Date.now();
       const { workflowId } = context();
@@ -236,7 +245,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
           let request: JobRequestInput;
           try {
-            request = requestOf(lines[k] as string, i);
+            request = requestFor(requestOf(lines[k] as string, i), {
+              endpointId: input.endpointId,
+              ...(input.inputOverrides === undefined ? {} : { inputOverrides: input.inputOverrides }),
+            });
           } catch (error) {
             return {
               i,
@@ -337,6 +349,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       returnAfter: number;
       holdMs: number;
       inlineMaxBytes?: number;
+      /** The route's capacityFailures: a FAILED job's error text is matched against them here. */
+      capacityFailures?: string[];
     }): Promise<{ changes: ItemChange[]; running: number; currency?: string }> {
       const { info, runId } = context();
       const ctx = Context.current();
@@ -378,7 +392,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           let errors = 0;
           const looked = [...pending.values()].filter((item) => full || reports?.hasEnded(item[1]));
           await Promise.all(
-            looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost]) => {
+            looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost, hops]) => {
               let status: Awaited<ReturnType<typeof client.jobs.status>>;
               try {
                 status = await client.jobs.status(input.endpointId, jobId, { signal });
@@ -404,6 +418,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                 const key = `${input.batchKey}/errors/${i}-${attempts}-${createHash('sha256').update(jobId).digest('hex').slice(0, 16)}`;
                 await store.writeLines(key, [JSON.stringify(shorten(status.error))]);
                 change.errorRef = key;
+                const pattern = capacityPattern(status.error, input.capacityFailures);
+                if (pattern !== undefined) change.capacityFailure = pattern;
               }
               const first = inFlight.finished(input.endpointId, jobId);
               if (first) metrics.jobRunFinished(status.status);
@@ -414,7 +430,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               }
               // The item's line carries all its runs: the earlier ones of a retried job too.
               const itemCost =
-                cost || earlierCost !== undefined
+                cost || (earlierCost !== undefined && earlierCost !== null)
                   ? roundCost((cost?.amount ?? 0) + (earlierCost ?? 0))
                   : undefined;
               if (status.status === 'COMPLETED') {
@@ -430,6 +446,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                 const line: BatchResultLine = {
                   index: i,
                   jobId,
+                  endpointId: input.endpointId,
+                  ...(hops ? { hops } : {}),
                   status: 'COMPLETED',
                   ...output,
                   attempts,

@@ -133,17 +133,28 @@ export function cancelJobsSummary(count: number): string {
   return `cancel ${plural(count, 'job')}`;
 }
 
+/** A route's look at an endpoint's room (GET /health). */
+export function endpointCapacitySummary(endpointId: string): string {
+  return `read the room of endpoint ${id(endpointId)}`;
+}
+
+/** A route's withdrawal of queued jobs from an endpoint that starves them. */
+export function withdrawJobsSummary(count: number, endpointId: string): string {
+  return `withdraw ${plural(count, 'queued job')} from endpoint ${id(endpointId)}`;
+}
+
 export function recordResultsSummary(count: number): string {
   return `record ${plural(count, 'result')}`;
 }
 
 /** What an item's due time brings: its retry, its submit after a backoff, or the end of its orphan wait. */
-export type DueWork = 'retry' | 'submit' | 'orphan-wait-end';
+export type DueWork = 'retry' | 'submit' | 'orphan-wait-end' | 'route-check';
 
 const DUE_WORK: Record<DueWork, string> = {
   retry: 'the next retry',
   submit: 'the next submit after a backoff',
   'orphan-wait-end': "the end of an uncertain submit's wait for its orphan",
+  'route-check': "a look at a route's endpoints (a queue waiting too long, a drain ending)",
 };
 
 /** The batch's one timer: when its next item falls due, and what falls due then. */

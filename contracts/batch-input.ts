@@ -147,7 +147,9 @@ export type WatchedItem = [
   attempts: number,
   submittedAt: number,
   /** The estimated cost of its earlier runs (a retried job), so its line carries the sum. */
-  earlierCost?: number,
+  earlierCost?: number | null,
+  /** Its moves between the route's endpoints, so its line says them (absent: none). */
+  hops?: number,
 ];
 
 /** A submit's answer for one item. */
@@ -181,6 +183,11 @@ export interface ItemChange {
   executionTime?: number;
   /** 404: the service no longer knows the job. */
   gone?: boolean;
+  /**
+   * A FAILED run whose error text contains one of the route's capacityFailures: the pattern it
+   * matched (the caller's words, never the service's text).
+   */
+  capacityFailure?: string;
   at: number;
   /** This run's estimated cost (when the worker has prices), in the watch answer's currency. */
   cost?: number;
@@ -199,6 +206,10 @@ export interface BatchCost {
 export interface BatchResultLine {
   index: number;
   jobId?: string;
+  /** The endpoint its (last) job ran on. */
+  endpointId?: string;
+  /** Its moves between the route's endpoints, when it moved. */
+  hops?: number;
   /** COMPLETED, FAILED, TIMED_OUT, CANCELLED, EXPIRED, UNCERTAIN or REJECTED. */
   status: string;
   output?: unknown;
@@ -234,6 +245,20 @@ export interface BatchCounts {
   rejected: number;
 }
 
+/** What a batch did on one endpoint of its route. */
+export interface BatchEndpointSplit {
+  /** Items that completed there. */
+  completed: number;
+  /** Items that ended there any other way. */
+  failed: number;
+  /** Jobs moved from there to another endpoint (withdrawn from its queue, capacity failures). */
+  moved: number;
+  /** The estimated cost of the runs there, when prices are known. */
+  cost?: number;
+  /** While it is drained (starved, failing for capacity, gone): when it is tried again. */
+  drainedUntil?: number;
+}
+
 export interface BatchSummary {
   batchId: string;
   endpointId: string;
@@ -250,6 +275,10 @@ export interface BatchSummary {
   lease: BatchLeaseCounts;
   retries: number;
   webhooks: number;
+  /** Moves of items to another endpoint of the route (mode 'activities'). */
+  hops?: number;
+  /** Per endpoint (by id, in route order): what ran and ended there (mode 'activities'). */
+  endpoints?: Record<string, BatchEndpointSplit>;
   toleranceExceeded: boolean;
   /** The running estimate reached `budget`: no more submissions (absent when no budget was set). */
   budgetExceeded?: boolean;
@@ -287,6 +316,10 @@ export interface BatchProgress {
   uncertainSubmits: number;
   lease: BatchLeaseCounts;
   retries: number;
+  /** Moves of items to another endpoint of the route (mode 'activities'). */
+  hops?: number;
+  /** Per endpoint (by id, in route order): what ran and ended there so far (mode 'activities'). */
+  endpoints?: Record<string, BatchEndpointSplit>;
   runs: number;
   historyEvents: number;
   startedAt: number;

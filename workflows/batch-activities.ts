@@ -5,6 +5,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
+import type { RouteActivities } from '../activities/route';
 
 export const stageActivities = proxyActivities<BatchActivities>({
   startToCloseTimeout: '10 minutes',
@@ -51,3 +52,13 @@ export function leaseActivities(untilMs: number, heartbeatMs: number) {
     retry: { maximumAttempts: 1 },
   });
 }
+
+/**
+ * A route's reads of an endpoint's room and withdrawals of queued jobs: both safe to repeat (a
+ * withdrawal heartbeats the jobs it has settled, and a retried attempt skips them).
+ */
+export const routeActivities = proxyActivities<RouteActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+});

@@ -6,7 +6,7 @@ import { condition, log } from '@temporalio/workflow';
 import { cancelJobsSummary } from '../contracts/activity-summaries';
 import { shortActivities } from './batch-activities';
 import { recordAll } from './batch-record';
-import { advance, type BatchRun, bump } from './batch-run';
+import { advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import { cancelWatchers } from './batch-watch';
 import type { RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
@@ -17,9 +17,12 @@ const CANCEL_CHUNK = 1_000;
 export function startCancels(run: BatchRun): void {
   const { state } = run;
   if (run.cancelRunning || state.toCancel.length === 0) return;
-  const chunk = state.toCancel.slice(0, CANCEL_CHUNK);
+  // A chunk of the jobs on the first one's endpoint (each call names one endpoint).
+  const at = state.toCancel[0]?.endpoint ?? 0;
+  const taken = state.toCancel.slice(0, CANCEL_CHUNK);
+  const chunk = taken.filter((job) => (job.endpoint ?? 0) === at);
   run.cancelRunning = true;
-  cancelJobs(run, chunk)
+  cancelJobs(run, chunk, at)
     .then(
       () => undefined,
       (error: unknown) =>
@@ -27,7 +30,8 @@ export function startCancels(run: BatchRun): void {
     )
     .finally(() => {
       // Tried once: a job the service no longer has, or one it refused, is not tried again.
-      state.toCancel.splice(0, chunk.length);
+      const sent = new Set(chunk);
+      state.toCancel.splice(0, state.toCancel.length, ...state.toCancel.filter((job) => !sent.has(job)));
       run.cancelRunning = false;
       bump(run);
     });
@@ -39,8 +43,10 @@ export async function cancelInFlight(run: BatchRun): Promise<void> {
   await condition(() => run.submitsRunning === 0 && run.retrying.size === 0);
   const now = Date.now();
   const live = [...run.items.values()].filter((item): item is RunningItem => item.phase === 'running');
-  for (let from = 0; from < live.length; from += CANCEL_CHUNK)
-    await cancelChunk(run, live.slice(from, from + CANCEL_CHUNK), now);
+  for (const [at, jobs] of byEndpoint(live)) {
+    for (let from = 0; from < jobs.length; from += CANCEL_CHUNK)
+      await cancelChunk(run, jobs.slice(from, from + CANCEL_CHUNK), now, at);
+  }
   for (const item of [...run.items.values()]) {
     const reason =
       item.phase === 'uncertain'
@@ -52,16 +58,16 @@ export async function cancelInFlight(run: BatchRun): Promise<void> {
   await recordAll(run);
 }
 
-function cancelJobs(run: BatchRun, jobs: readonly { index: number; jobId: string }[]) {
+function cancelJobs(run: BatchRun, jobs: readonly { index: number; jobId: string }[], at: number) {
   return shortActivities.cancelBatchJobs.executeWithOptions({ summary: cancelJobsSummary(jobs.length) }, [
-    { endpointId: run.input.endpointId, items: jobs.map((job) => [job.index, job.jobId]) },
+    { endpointId: endpointIdAt(run, at), items: jobs.map((job) => [job.index, job.jobId]) },
   ]);
 }
 
-async function cancelChunk(run: BatchRun, chunk: RunningItem[], now: number): Promise<void> {
+async function cancelChunk(run: BatchRun, chunk: RunningItem[], now: number, at: number): Promise<void> {
   let answers: Map<number, { status?: string; error?: string }>;
   try {
-    const { results } = await cancelJobs(run, chunk);
+    const { results } = await cancelJobs(run, chunk, at);
     answers = new Map(results.map((result) => [result.i, result]));
   } catch (error) {
     answers = new Map();

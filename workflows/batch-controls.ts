@@ -5,6 +5,7 @@
  */
 import { log, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
+  type BatchEndpointSplit,
   type BatchLeaseCounts,
   type BatchProgress,
   type BatchSummary,
@@ -19,7 +20,7 @@ import {
   setBatchConcurrencyUpdate,
 } from './batch-definitions';
 import { failureCount, resultsRefs, toleranceExceeded } from './batch-outcomes';
-import { type BatchRun, bump, inFlight, submitting, withJobs } from './batch-run';
+import { type BatchRun, bump, endpointIdAt, inFlight, submitting, withJobs } from './batch-run';
 import { receiveHint, wantsHint } from './batch-watch';
 import { jobWebhookSignal } from './definitions';
 
@@ -126,6 +127,23 @@ function budgetFields(run: BatchRun): { budget?: number; budgetExceeded?: boolea
   return budget === undefined ? {} : { budget, budgetExceeded: run.state.budgetExceeded === true };
 }
 
+/** The per-endpoint split, by endpoint id in route order. */
+function endpointSplit(run: BatchRun): Record<string, BatchEndpointSplit> {
+  const now = Date.now();
+  const split: Record<string, BatchEndpointSplit> = {};
+  run.state.endpoints.forEach((tally, at) => {
+    const { completed, failed, moved, cost, drainedUntil } = tally;
+    split[endpointIdAt(run, at)] = {
+      completed,
+      failed,
+      moved,
+      ...(cost === undefined ? {} : { cost }),
+      ...(drainedUntil !== undefined && drainedUntil > now ? { drainedUntil } : {}),
+    };
+  });
+  return split;
+}
+
 function stoppedBecause(run: BatchRun): BatchSummary['stoppedBecause'] {
   if (run.cancelled) return 'cancelled';
   if (!run.state.stopping) return undefined;
@@ -148,6 +166,8 @@ export function summary(run: BatchRun): BatchSummary {
     lease: leaseCounts(run),
     retries: state.tally.retries,
     webhooks: state.tally.webhooks,
+    hops: state.tally.hops,
+    endpoints: endpointSplit(run),
     toleranceExceeded: exceeded(run),
     ...budgetFields(run),
     ...(stopped ? { stoppedBecause: stopped } : {}),
@@ -183,6 +203,8 @@ export function progress(run: BatchRun): BatchProgress {
     uncertainSubmits: state.tally.uncertainSubmits,
     lease: leaseCounts(run),
     retries: state.tally.retries,
+    hops: state.tally.hops,
+    endpoints: endpointSplit(run),
     runs: state.runs,
     historyEvents: state.events + workflowInfo().historyLength,
     startedAt: state.startedAt,

@@ -6,19 +6,25 @@
 import { isCancellation, log } from '@temporalio/workflow';
 import { leaseEndsBy } from '../contracts/submit-lease';
 import { leaseActivities } from './batch-activities';
-import { advance, type BatchRun, bump } from './batch-run';
+import { advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { RunningItem } from './item-state';
 import { leaseAttemptMs } from './job-activities';
 import { activityOutcome } from './job-failures';
 
+type LeasedItem = RunningItem & { lease: NonNullable<RunningItem['lease']> };
+
 export function startExtensions(run: BatchRun): void {
-  const due: Array<RunningItem & { lease: NonNullable<RunningItem['lease']> }> = [];
+  const due: LeasedItem[] = [];
   for (const item of run.items.values()) {
     if (item.phase === 'running' && item.lease && !item.lease.unsettled && !run.extending.has(item.index)) {
-      due.push(item as RunningItem & { lease: NonNullable<RunningItem['lease']> });
+      due.push(item as LeasedItem);
     }
   }
-  if (due.length === 0) return;
+  // Each call extends the jobs of one endpoint.
+  for (const [at, items] of byEndpoint(due)) extend(run, items, at);
+}
+
+function extend(run: BatchRun, due: LeasedItem[], at: number): void {
   run.extendsRunning += 1;
   const entries = due.map((item): [number, string, number, number] => [
     item.index,
@@ -36,7 +42,7 @@ export function startExtensions(run: BatchRun): void {
     return item?.phase === 'running' && item.jobId === asked.jobId ? item : undefined;
   };
   leaseActivities(longest, leaseAttemptMs(shortest))
-    .extendBatchLeases({ endpointId: run.input.endpointId, items: entries })
+    .extendBatchLeases({ endpointId: endpointIdAt(run, at), items: entries })
     .then(
       ({ results }) => {
         const asked = new Map(due.map((item) => [item.index, item]));

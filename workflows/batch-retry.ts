@@ -6,7 +6,7 @@ import { isCancellation, log } from '@temporalio/workflow';
 import type { JobStatusValue } from '../api/schemas/job';
 import { retryJobsSummary } from '../contracts/activity-summaries';
 import { shortActivities } from './batch-activities';
-import { advance, type BatchRun, bump } from './batch-run';
+import { advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { RetryDueItem } from './item-state';
 import { activityOutcome } from './job-failures';
 
@@ -21,11 +21,15 @@ export function startRetries(run: BatchRun, now: number): void {
     const { commands } = advance(run, item, { kind: 'retry-time', now, stopping: run.state.stopping });
     if (commands.some((command) => command.kind === 'retry')) due.push(item);
   }
-  if (due.length === 0) return;
+  // Each call retries the jobs of one endpoint.
+  for (const [at, items] of byEndpoint(due)) retry(run, items, at);
+}
+
+function retry(run: BatchRun, due: RetryDueItem[], at: number): void {
   for (const item of due) run.retrying.add(item.index);
   shortActivities.retryBatchJobs
     .executeWithOptions({ summary: retryJobsSummary(due.length) }, [
-      { endpointId: run.input.endpointId, items: due.map((item) => [item.index, item.jobId]) },
+      { endpointId: endpointIdAt(run, at), items: due.map((item) => [item.index, item.jobId]) },
     ])
     .then(
       ({ results }) => {
@@ -57,7 +61,7 @@ export function startRetries(run: BatchRun, now: number): void {
       },
     )
     .finally(() => {
-      run.retrying.clear();
+      for (const item of due) run.retrying.delete(item.index);
       bump(run);
     });
 }

@@ -15,11 +15,21 @@ import type {
 } from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
+import { type Route, singleRoute } from '../contracts/route';
 import type { SubmitLeaseSetting } from '../contracts/submit-lease';
 import { emptyCounts } from './batch-outcomes';
+import { type EndpointTally, newEndpointTallies } from './batch-route';
 import { type CarriedItem, decodeItems, encodeItems } from './item-carry';
 import { stepItem } from './item-engine';
-import type { EndedItem, ItemCount, ItemEvent, ItemRules, ItemState, ItemStep } from './item-state';
+import {
+  type EndedItem,
+  endpointOf,
+  type ItemCount,
+  type ItemEvent,
+  type ItemRules,
+  type ItemState,
+  type ItemStep,
+} from './item-state';
 
 /** The batch's default look at its jobs: quick at first, then every 10 s at most. */
 const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
@@ -55,11 +65,13 @@ export interface BatchState {
   /** Lines of items that ended without output, not yet written. */
   lines: PendingResultLine[];
   /** Jobs given up before they were seen finished (a 404, a deadline), not yet cancelled. */
-  toCancel: Array<{ index: number; jobId: string }>;
+  toCancel: Array<{ index: number; jobId: string; endpoint?: number }>;
   /** Orphans' webhooks (a job id naming its item) not yet matched with their uncertain submit. */
   hints: Array<{ jobId: string; item?: number }>;
   counts: BatchCounts;
   tally: BatchTally;
+  /** Per endpoint of the route (one for a single endpoint): its split and its drain. */
+  endpoints: EndpointTally[];
   maxConcurrency: number;
   paused: boolean;
   /** Tolerance or budget reached: nothing more is submitted. */
@@ -79,15 +91,33 @@ export interface BatchRun {
   /** The caller's input as given: the next run's starts from it. */
   readonly caller: BatchInput;
   readonly rules: ItemRules;
+  /** The route (a single endpoint is a route of one). */
+  readonly route: Route;
   readonly polling: Polling;
   /** The lease setting the submits carry; undefined: off. */
   readonly lease: SubmitLeaseSetting | undefined;
   /** The carried state; its `items` are kept in `items` below while the run lasts. */
   readonly state: BatchState;
   readonly items: Map<number, ItemState>;
-  /** Items in pages being submitted (an orphan's webhook may come before the page's answer). */
-  readonly sending: Set<number>;
+  /**
+   * Items in pages being submitted, with the route position each goes to (an orphan's webhook
+   * may come before the page's answer).
+   */
+  readonly sending: Map<number, number>;
   submitsRunning: number;
+  /** Submits under way per endpoint. */
+  readonly sends: number[];
+  /** The route's looks at its endpoints (batch-route-run.ts); not carried. */
+  readonly routing: {
+    /** When each endpoint's /health was last read. */
+    checkedAt: Array<number | undefined>;
+    /** Endpoints whose /health is being read. */
+    checking: Set<number>;
+    /** Items whose queued job is being withdrawn. */
+    withdrawing: Set<number>;
+    /** Route activities under way. */
+    running: number;
+  };
   /** Items whose /retry, or lease extension, is under way. */
   readonly retrying: Set<number>;
   readonly extending: Set<number>;
@@ -112,6 +142,7 @@ export function newBatchRun(
   carried: BatchState | undefined,
   now: number,
 ): BatchRun {
+  const route = input.route ?? singleRoute(input.endpointId);
   const state: BatchState = carried ?? {
     batchKey: '',
     manifestKey: '',
@@ -132,6 +163,7 @@ export function newBatchRun(
       webhooks: 0,
       hops: 0,
     },
+    endpoints: newEndpointTallies(route.endpoints.length),
     maxConcurrency: input.maxConcurrency,
     paused: false,
     stopping: false,
@@ -140,6 +172,9 @@ export function newBatchRun(
     runs: 1,
     events: 0,
   };
+  // A state carried by a run from before the route split counts everything on one endpoint.
+  state.endpoints ??= newEndpointTallies(route.endpoints.length);
+  state.tally.hops ??= 0;
   const { job } = input;
   return {
     input,
@@ -148,15 +183,23 @@ export function newBatchRun(
       ...job,
       submitKind: 'run',
       retryGridMs: RETRY_GRID_MS,
-      routeLength: input.route?.endpoints.length ?? 1,
-      capacityFailures: input.route?.capacityFailures ?? [],
+      routeLength: route.endpoints.length,
+      capacityFailures: route.capacityFailures,
     },
+    route,
     polling: { ...BATCH_POLLING, ...job.polling },
     lease: job.submitLease !== false ? job.submitLease : undefined,
     state,
     items: new Map(decodeItems(state.items).map((item) => [item.index, item])),
-    sending: new Set(),
+    sending: new Map(),
     submitsRunning: 0,
+    sends: route.endpoints.map(() => 0),
+    routing: {
+      checkedAt: route.endpoints.map(() => undefined),
+      checking: new Set(),
+      withdrawing: new Set(),
+      running: 0,
+    },
     retrying: new Set(),
     extending: new Set(),
     extendsRunning: 0,
@@ -201,9 +244,18 @@ export function advance(
   line: Partial<PendingResultLine> = {},
 ): ItemStep {
   const result = stepItem(item, event, run.rules);
-  for (const count of result.counts) run.state.tally[TALLY_OF[count]] += 1;
+  const at = endpointOf(item);
+  for (const count of result.counts) {
+    run.state.tally[TALLY_OF[count]] += 1;
+    if (count === 'hop') tallyAt(run, at).moved += 1;
+  }
   for (const command of result.commands) {
-    if (command.kind === 'cancel') run.state.toCancel.push({ index: item.index, jobId: command.jobId });
+    if (command.kind === 'cancel')
+      run.state.toCancel.push({
+        index: item.index,
+        jobId: command.jobId,
+        ...(at === 0 ? {} : { endpoint: at }),
+      });
   }
   const next = result.item;
   if (next.phase === 'ended') {
@@ -216,10 +268,17 @@ export function advance(
 /** An ended item: counted; its line written later (a completed item's line the watcher wrote). */
 export function endItem(run: BatchRun, item: EndedItem, line: Partial<PendingResultLine> = {}): void {
   run.state.counts[item.outcome] += 1;
-  if (item.outcome === 'completed') return;
+  const at = endpointOf(item);
+  if (item.outcome === 'completed') {
+    tallyAt(run, at).completed += 1;
+    return;
+  }
+  tallyAt(run, at).failed += 1;
   run.state.lines.push({
     index: item.index,
     ...(item.jobId === undefined ? {} : { jobId: item.jobId }),
+    endpointId: endpointIdAt(run, at),
+    ...(item.hops ? { hops: item.hops } : {}),
     status: item.status,
     ...(item.reason === undefined || line.errorRef !== undefined ? {} : { error: item.reason }),
     attempts: item.attempts,
@@ -230,12 +289,51 @@ export function endItem(run: BatchRun, item: EndedItem, line: Partial<PendingRes
   });
 }
 
-/** A finished run's estimate, in the batch's running total. */
-export function addCost(run: BatchRun, amount: number | undefined): void {
+/** A finished run's estimate, in the batch's running total and its endpoint's. */
+export function addCost(run: BatchRun, amount: number | undefined, endpoint: number): void {
   if (amount === undefined) return;
   const { cost } = run.state;
   cost.amount = roundCost(cost.amount + amount);
   cost.items += 1;
+  const tally = tallyAt(run, endpoint);
+  tally.cost = roundCost((tally.cost ?? 0) + amount);
+}
+
+/** The endpoint id at a position of the route. */
+export function endpointIdAt(run: BatchRun, at: number): string {
+  return run.route.endpoints[at]?.endpointId ?? run.input.endpointId;
+}
+
+/** The tally of the endpoint at a position of the route. */
+export function tallyAt(run: BatchRun, at: number): EndpointTally {
+  const tallies = run.state.endpoints;
+  const tally = tallies[at] ?? tallies[0];
+  if (!tally) throw new Error(`the batch has no endpoint at position ${at}`);
+  return tally;
+}
+
+/** Jobs in flight and items being submitted, per endpoint (what its window counts). */
+export function endpointLoads(run: BatchRun): number[] {
+  const loads = run.route.endpoints.map(() => 0);
+  const add = (at: number) => {
+    const slot = Math.min(at, loads.length - 1);
+    loads[slot] = (loads[slot] ?? 0) + 1;
+  };
+  for (const item of run.items.values()) if (item.phase !== 'queued') add(endpointOf(item));
+  for (const at of run.sending.values()) add(at);
+  return loads;
+}
+
+/** Items grouped by their endpoint's position (each activity call names one endpoint). */
+export function byEndpoint<T extends ItemState>(items: Iterable<T>): Map<number, T[]> {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const at = endpointOf(item);
+    const group = groups.get(at);
+    if (group) group.push(item);
+    else groups.set(at, [item]);
+  }
+  return groups;
 }
 
 /** Items in flight as the window counts them: uncertain, running, or waiting for a retry. */
@@ -266,6 +364,7 @@ export function idle(run: BatchRun): boolean {
     run.extendsRunning === 0 &&
     !run.recordRunning &&
     !run.cancelRunning &&
+    run.routing.running === 0 &&
     run.watchers.size === 0
   );
 }

@@ -1,7 +1,7 @@
 /**
  * The batch's intake and submits: pages of items (queued again first, then the next ones from the
- * manifest) go to the submit activity, at most PARALLEL_SUBMITS at once, as the window frees room;
- * each item's answer is an event of the per-item engine.
+ * manifest) go to the submit activity, each page to one endpoint of the route, as the windows
+ * free room; each item's answer is an event of the per-item engine.
  */
 import { CancellationScope, TimeoutFailure } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
@@ -10,11 +10,16 @@ import type { SubmitItemResult } from '../contracts/batch-input';
 import { leaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import { stageActivities, submitActivities } from './batch-activities';
 import { budgetRoom } from './batch-controls';
-import { advance, type BatchRun, bump, inFlight, submitting } from './batch-run';
-import { type ItemEvent, type ItemState, queuedItem } from './item-state';
+import { endpointRooms, planPage } from './batch-route';
+import { endpointGone } from './batch-route-run';
+import { advance, type BatchRun, bump, endpointIdAt, endpointLoads, inFlight, submitting } from './batch-run';
+import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from './item-state';
 import { activityOutcome } from './job-failures';
 
-/** Submits that may run at once: one sending while the next is scheduled keeps the limiter busy. */
+/**
+ * Submits that may run at once on one endpoint: one sending while the next is scheduled keeps the
+ * limiter busy.
+ */
 const PARALLEL_SUBMITS = 2;
 
 /** Writes the caller's items to the batch store (a manifest): only its key enters history. */
@@ -25,52 +30,74 @@ export async function stage(run: BatchRun): Promise<void> {
   run.state.total = staged.total;
 }
 
-/** Items queued again whose time has come, not in a page already. */
-function readyQueued(run: BatchRun, now: number): number[] {
-  const ready: number[] = [];
+/** Items queued again whose time has come, not in a page already, in the order they were taken. */
+function readyQueued(run: BatchRun, now: number): QueuedItem[] {
+  const ready: QueuedItem[] = [];
   for (const item of run.items.values()) {
     if (item.phase !== 'queued' || run.sending.has(item.index)) continue;
-    if (item.notBefore === undefined || item.notBefore <= now) ready.push(item.index);
+    if (item.notBefore === undefined || item.notBefore <= now) ready.push(item);
   }
   return ready;
 }
 
+/**
+ * Pages go out while the window has room: each to one endpoint of the route (batch-route.ts
+ * planPage), at most PARALLEL_SUBMITS at once per endpoint.
+ */
 export function startSubmits(run: BatchRun, now: number): void {
   const { state, input } = run;
   if (state.paused || state.stopping) return;
-  while (run.submitsRunning < PARALLEL_SUBMITS) {
-    const free = state.maxConcurrency - inFlight(run) - submitting(run);
+  for (;;) {
     const ready = readyQueued(run, now);
     const waiting = ready.length + (state.total - state.cursor);
-    if (waiting === 0 || free <= 0) return;
-    // Not a page per freed place: wait for a useful page (a sixteenth of the window: every place
-    // left empty meanwhile is a service worker idle) unless nothing else is under way.
-    const useful = Math.min(input.pageSize, Math.max(1, Math.floor(state.maxConcurrency / 16)), waiting);
-    if (free < useful && (run.submitsRunning > 0 || inFlight(run) > 0)) return;
-    const size = Math.min(input.pageSize, free, waiting, budgetRoom(run));
-    if (size <= 0) return;
-    const page = ready.slice(0, size);
-    while (page.length < size && state.cursor < state.total) page.push(state.cursor++);
-    submitPage(run, page);
+    if (waiting === 0) return;
+    const plan = planPage({
+      rooms: endpointRooms(
+        run.route,
+        state.maxConcurrency,
+        state.endpoints,
+        endpointLoads(run),
+        input.pageSize,
+        now,
+      ),
+      free: state.maxConcurrency - inFlight(run) - submitting(run),
+      sends: run.sends,
+      maxSends: PARALLEL_SUBMITS,
+      queued: ready,
+      fresh: state.total - state.cursor,
+      pageSize: input.pageSize,
+      // A sixteenth of the window: every place left empty meanwhile is a service worker idle.
+      useful: Math.min(input.pageSize, Math.max(1, Math.floor(state.maxConcurrency / 16))),
+      busy: run.submitsRunning > 0 || inFlight(run) > 0,
+      budget: budgetRoom(run),
+    });
+    if (!plan) return;
+    const page = [...plan.queued];
+    for (let k = 0; k < plan.fresh; k++) page.push(state.cursor++);
+    submitPage(run, page, plan.endpoint);
   }
 }
 
-function submitPage(run: BatchRun, page: number[]): void {
+function submitPage(run: BatchRun, page: number[], endpoint: number): void {
   const { input, state, lease } = run;
   const sentAt = Date.now();
+  const endpointId = endpointIdAt(run, endpoint);
+  const overrides = run.route.endpoints[endpoint]?.inputOverrides;
   run.submitsRunning += 1;
-  for (const index of page) run.sending.add(index);
+  run.sends[endpoint] = (run.sends[endpoint] ?? 0) + 1;
+  for (const index of page) run.sending.set(index, endpoint);
   CancellationScope.nonCancellable(() =>
     submitActivities(input.job.submitTimeout, page.length).submitBatchPage.executeWithOptions(
-      { summary: submitItemsSummary(page, input.endpointId) },
+      { summary: submitItemsSummary(page, endpointId) },
       [
         {
-          endpointId: input.endpointId,
+          endpointId,
           manifestKey: state.manifestKey,
           indexes: page,
           // Only an orphan that may be adopted needs a webhook; every other job is watched.
           webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
           ...(lease === undefined ? {} : { submitLease: lease }),
+          ...(overrides === undefined ? {} : { inputOverrides: overrides }),
         },
       ],
     ),
@@ -80,17 +107,19 @@ function submitPage(run: BatchRun, page: number[]): void {
         const answeredAt = Date.now();
         const asked = new Set(page);
         for (const result of results) {
-          if (asked.has(result.i)) submitted(run, result, sentAt, answeredAt);
+          if (asked.has(result.i)) submitted(run, result, sentAt, answeredAt, endpoint);
         }
       },
       (error: unknown) => {
         const answeredAt = Date.now();
-        for (const result of unansweredPage(run, page, error)) submitted(run, result, sentAt, answeredAt);
+        for (const result of unansweredPage(run, page, error))
+          submitted(run, result, sentAt, answeredAt, endpoint);
       },
     )
     .finally(() => {
       for (const index of page) run.sending.delete(index);
       run.submitsRunning -= 1;
+      run.sends[endpoint] = (run.sends[endpoint] ?? 1) - 1;
       bump(run);
     });
 }
@@ -140,12 +169,32 @@ function createdBeforeTimeout(error: unknown): Map<number, SubmitItemResult> {
 }
 
 /** One item's answer, as the engine's event. */
-function submitted(run: BatchRun, result: SubmitItemResult, sentAt: number, answeredAt: number): void {
+function submitted(
+  run: BatchRun,
+  result: SubmitItemResult,
+  sentAt: number,
+  answeredAt: number,
+  endpoint: number,
+): void {
   const item: ItemState = run.items.get(result.i) ?? queuedItem(result.i);
-  advance(run, item, submitEvent(result, sentAt, answeredAt));
+  const gone = 'rejected' in result && result.rejected.type === 'NotFound' && run.route.endpoints.length > 1;
+  // An endpoint of the route that is gone: drained, and its items go to another one.
+  if (gone) endpointGone(run, endpoint, answeredAt);
+  advance(run, item, submitEvent(result, sentAt, answeredAt, endpoint, gone));
 }
 
-export function submitEvent(result: SubmitItemResult, sentAt: number, answeredAt: number): ItemEvent {
+/**
+ * A submit's answer as the engine's event; `placed`: the route position it went to; `elsewhere`:
+ * a rejection another endpoint may not give (its own is gone), so the item is sent again.
+ */
+export function submitEvent(
+  result: SubmitItemResult,
+  sentAt: number,
+  answeredAt: number,
+  placed = 0,
+  elsewhere = false,
+): ItemEvent {
+  const endpoint = placed === 0 ? {} : { endpoint: placed };
   if ('id' in result) {
     return {
       kind: 'submitted',
@@ -154,9 +203,13 @@ export function submitEvent(result: SubmitItemResult, sentAt: number, answeredAt
       sentAt,
       answeredAt,
       ...(result.lease === undefined ? {} : { leaseTtlMs: result.lease }),
+      ...endpoint,
     };
   }
-  if ('rejected' in result) return { kind: 'rejected', rejection: result.rejected, now: answeredAt };
+  if ('rejected' in result) {
+    const rejection = elsewhere ? { ...result.rejected, retryable: true } : result.rejected;
+    return { kind: 'rejected', rejection, now: answeredAt };
+  }
   return {
     kind: 'uncertain',
     sentAt,
@@ -164,5 +217,6 @@ export function submitEvent(result: SubmitItemResult, sentAt: number, answeredAt
     webhookArmed: result.armed,
     ...(result.ttl === undefined ? {} : { ttlMs: result.ttl }),
     ...(result.lease === undefined ? {} : { leaseTtlMs: result.lease }),
+    ...endpoint,
   };
 }

@@ -1,6 +1,6 @@
 /**
- * Following the batch's jobs: watcher activities (up to MAX_WATCHERS, each on jobs no other one
- * covers) answer with the jobs that finished or are gone; orphans of uncertain submits report
+ * Following the batch's jobs: watcher activities (up to MAX_WATCHERS, each on jobs of one endpoint
+ * that no other one covers) answer with the jobs that finished or are gone; orphans of uncertain submits report
  * themselves by webhook and are adopted; an uncertain submit whose wait is over is settled. Every
  * answer is an event of the per-item engine.
  */
@@ -10,7 +10,8 @@ import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
 import { watchActivities } from './batch-activities';
 import type { BatchHintAnswer } from './batch-definitions';
-import { addCost, advance, type BatchRun, bump } from './batch-run';
+import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
+import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
 
@@ -37,7 +38,11 @@ export function startWatch(run: BatchRun): void {
       if (item.phase === 'running' && !run.watched.has(item.index)) uncovered.push(item);
     }
     if (uncovered.length === 0) return;
-    startWatcher(run, uncovered);
+    // A watcher follows the jobs of one endpoint.
+    for (const [at, items] of byEndpoint(uncovered)) {
+      if (run.watchers.size >= MAX_WATCHERS) return;
+      startWatcher(run, items, at);
+    }
   }
 }
 
@@ -45,13 +50,15 @@ export function cancelWatchers(run: BatchRun): void {
   for (const scope of run.watchers.keys()) scope.cancel();
 }
 
-function startWatcher(run: BatchRun, covered: RunningItem[]): void {
+function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   const { input, state } = run;
-  const items: WatchedItem[] = covered.map((item) =>
-    item.cost === undefined
-      ? [item.index, item.jobId, item.status, item.attempts, item.submittedAt]
-      : [item.index, item.jobId, item.status, item.attempts, item.submittedAt, item.cost],
-  );
+  const items: WatchedItem[] = covered.map((item) => {
+    const watched: WatchedItem = [item.index, item.jobId, item.status, item.attempts, item.submittedAt];
+    if (item.cost !== undefined || item.hops) watched.push(item.cost ?? null);
+    if (item.hops) watched.push(item.hops);
+    return watched;
+  });
+  const capacityFailures = run.route.endpoints.length > 1 ? run.route.capacityFailures : [];
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);
   const scope = new CancellationScope();
@@ -60,7 +67,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[]): void {
     .run(() =>
       watchActivities.watchBatchJobs.executeWithOptions({ summary: watchJobsSummary(items.length) }, [
         {
-          endpointId: input.endpointId,
+          endpointId: endpointIdAt(run, at),
           batchKey: state.batchKey,
           items,
           polling: run.polling,
@@ -69,13 +76,14 @@ function startWatcher(run: BatchRun, covered: RunningItem[]): void {
           ...(input.job.outputInlineMaxBytes === undefined
             ? {}
             : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
+          ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
         },
       ]),
     )
     .then(
       ({ changes, currency }) => {
         if (currency !== undefined) state.cost.currency = currency;
-        for (const change of changes) changed(run, change, asked.get(change.i));
+        for (const change of changes) changed(run, change, asked.get(change.i), at);
       },
       (error: unknown) => {
         if (!isCancellation(error))
@@ -90,9 +98,11 @@ function startWatcher(run: BatchRun, covered: RunningItem[]): void {
 }
 
 /** A watcher's word on one job: only about the job it was asked about (the item may have a new one). */
-function changed(run: BatchRun, change: ItemChange, askedJobId: string | undefined): void {
+function changed(run: BatchRun, change: ItemChange, askedJobId: string | undefined, at: number): void {
   const item = run.items.get(change.i);
   if (item?.phase !== 'running' || item.jobId !== askedJobId) return;
+  // A job being withdrawn ends CANCELLED by the withdrawal's own cancel: its answer tells.
+  if (withdrawing(run, change.i) && change.status === 'CANCELLED') return;
   const { stopping } = run.state;
   if (change.gone) {
     advance(run, item, { kind: 'gone', now: Date.now(), stopping });
@@ -102,13 +112,19 @@ function changed(run: BatchRun, change: ItemChange, askedJobId: string | undefin
     advance(run, item, { kind: 'observed', status: change.status as RunningItem['status'] });
     return;
   }
-  addCost(run, change.cost);
+  const now = Date.now();
+  addCost(run, change.cost, at);
+  if (change.status === 'COMPLETED') completedOn(run, at);
+  if (change.capacityFailure !== undefined) capacityFailed(run, at, now);
+  // The engine judges a capacity failure by the pattern the watcher matched (the error text
+  // itself stays in the store).
+  const error = change.error ?? change.capacityFailure;
   const event: ItemEvent = {
     kind: 'finished',
     status: change.status as Extract<ItemEvent, { kind: 'finished' }>['status'],
-    now: Date.now(),
+    now,
     ...(change.cost === undefined ? {} : { cost: change.cost }),
-    ...(change.error === undefined ? {} : { error: change.error }),
+    ...(error === undefined ? {} : { error }),
   };
   advance(run, item, event, {
     ...(change.errorRef === undefined ? {} : { errorRef: change.errorRef }),

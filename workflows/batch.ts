@@ -1,6 +1,7 @@
 /**
- * The batch workflow: many items on one endpoint, each a remote job, in a sliding window of at most
- * `maxConcurrency` jobs in flight, at the pace of the client's rate limiter.
+ * The batch workflow: many items on one endpoint, or spread over a route of several, each a remote
+ * job, in a sliding window of at most `maxConcurrency` jobs in flight, at the pace of the client's
+ * rate limiter.
  *
  * - Items live in the batch store (a manifest); the workflow carries a cursor. A page of items is
  *   submitted by one activity (batch-submit.ts), and watcher activities (batch-watch.ts) follow the
@@ -25,6 +26,11 @@
  * - The run continues as new when Temporal suggests it or after maxEventsPerRun events, carrying
  *   the cursor, the items under way and the counters in its one input, once its activities and
  *   handlers are done.
+ * - Over a route (contracts/route.ts), each page goes to one endpoint, the first with room in route
+ *   order (batch-route.ts); watchers, lease extensions, retries and cancels each name one endpoint.
+ *   An endpoint whose queue starves is drained and its queued jobs withdrawn to the others; one
+ *   that fails for capacity or is gone is drained too, and tried again after recheckAfter
+ *   (batch-route-run.ts). Results and the summary say which endpoint ran each item.
  * - Cancelling the workflow cancels every job in flight (within the /cancel limits), records them
  *   and ends the batch as cancelled.
  * - `mode: 'children'` runs a job workflow per item instead (workflows/batch-children.ts).
@@ -55,6 +61,7 @@ import { startExtensions } from './batch-lease';
 import { endWith } from './batch-outcomes';
 import { startRecord } from './batch-record';
 import { startRetries } from './batch-retry';
+import { routeDue, startRouteWork } from './batch-route-run';
 import { type BatchRun, type BatchState, bump, carriedState, idle, newBatchRun } from './batch-run';
 import { stage, startSubmits } from './batch-submit';
 import { adoptOrphans, cancelWatchers, settleUncertain, startWatch } from './batch-watch';
@@ -139,6 +146,7 @@ async function loop(run: BatchRun): Promise<BatchSummary> {
       cancelWatchers(run);
       if (idle(run)) await continueWithNewRun(run);
     } else {
+      startRouteWork(run, now);
       startSubmits(run, now);
       startRetries(run, now);
       startExtensions(run);
@@ -181,7 +189,7 @@ function wakeAt(run: BatchRun, next: ItemDue | undefined): void {
 
 /** The next time something falls due; what is due already waits for a bump (an activity ending). */
 function nextDue(run: BatchRun, now: number): ItemDue | undefined {
-  let next: ItemDue | undefined;
+  let next = routeDue(run, now);
   for (const item of run.items.values()) {
     if (run.retrying.has(item.index)) continue;
     const due = dueOf(item);
