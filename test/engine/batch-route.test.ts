@@ -84,11 +84,7 @@ describe('the next page', () => {
   });
 
   it('sends queued items first, each to its own endpoint, then new ones', () => {
-    const queued = [
-      { index: 7, endpoint: 1, hops: 1 },
-      { index: 3 },
-      { index: 9, endpoint: 1, hops: 1 },
-    ];
+    const queued = [{ index: 7, endpoint: 1, hops: 1 }, { index: 3 }, { index: 9, endpoint: 1, hops: 1 }];
     expect(plan({ queued, fresh: 100 })).toEqual({ endpoint: 0, queued: [3], fresh: 49 });
     expect(plan({ queued, fresh: 100, sends: [2, 0, 0] })).toEqual({ endpoint: 1, queued: [7, 9], fresh: 0 });
   });
@@ -107,7 +103,11 @@ describe('the next page', () => {
 
   it('waits for a useful page while something is under way, not when nothing is', () => {
     expect(plan({ fresh: 500, rooms: [5, 0, 0] })).toBeUndefined();
-    expect(plan({ fresh: 500, rooms: [5, 0, 0], busy: false })).toEqual({ endpoint: 0, queued: [], fresh: 5 });
+    expect(plan({ fresh: 500, rooms: [5, 0, 0], busy: false })).toEqual({
+      endpoint: 0,
+      queued: [],
+      fresh: 5,
+    });
     // Fewer waiting than a useful page: they go.
     expect(plan({ fresh: 3, rooms: [5, 0, 0] })).toEqual({ endpoint: 0, queued: [], fresh: 3 });
   });
