@@ -12,7 +12,12 @@ import {
   WorkflowFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, defaultPayloadConverter } from '@temporalio/common';
+import {
+  ApplicationFailure,
+  CancelledFailure,
+  defaultPayloadConverter,
+  type SearchAttributePair,
+} from '@temporalio/common';
 import { z } from 'zod';
 import { type BatchStore, createLocalBatchStore } from '../activities/batch-store';
 import { ValidationError } from '../api/errors';
@@ -26,11 +31,11 @@ import {
   type BatchResultsRef,
   type BatchSummary,
   concurrencySchema,
+  type ParsedBatchInput,
   parseBatchInput,
   storeKeySchema,
 } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
-import { firstEndpoint } from '../contracts/job-input';
 import {
   batchProgressQuery,
   batchSummaryQuery,
@@ -72,6 +77,11 @@ export type StartBatchOptions = z.input<typeof startBatchOptionsSchema>;
 
 /** Everything the workflow would refuse, refused here first. */
 export function validateBatchInput(input: BatchInput): void {
+  checkedBatchInput(input);
+}
+
+/** The input parsed as the workflow will parse it, or the ValidationError it would fail with. */
+function checkedBatchInput(input: BatchInput): ParsedBatchInput {
   const parsed = parseBatchInput(input);
   if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
   const items = (input as { items: { inline?: JobRequestInput[] } }).items;
@@ -94,6 +104,16 @@ export function validateBatchInput(input: BatchInput): void {
       );
     }
   }
+  return parsed.value;
+}
+
+/**
+ * The search attributes a batch starts with (startBatch, and a schedule's batch runs), so `cost
+ * endpoint` and visibility queries find the batches of an endpoint: its endpoint, or its route's
+ * first (in the order work goes to the route's endpoints, cheapest first when priced).
+ */
+export function batchSearchAttributes(input: BatchInput): SearchAttributePair[] {
+  return [{ key: endpointIdKey, value: checkedBatchInput(input).endpointId }];
 }
 
 /** Starts a batch, or returns the one already started with this workflow id. */
@@ -115,8 +135,7 @@ export async function startBatch(
       workflowId,
       args: [input],
       ...describeBatch(input),
-      // So `cost endpoint` (and a visibility query) finds the batches of an endpoint.
-      typedSearchAttributes: [{ key: endpointIdKey, value: firstEndpoint(input) }],
+      typedSearchAttributes: batchSearchAttributes(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

@@ -2,6 +2,7 @@
  * `durable-serverless batch ...`: start, watch, steer and read batches from the shell.
  *
  *   npm run cli -- batch start nightly --endpoint ep-1 --items @items.jsonl --tolerate 5% --wait
+ *   npm run cli -- batch start nightly --route-file route.json --items @items.jsonl --wait
  *   npm run cli -- batch status nightly --watch
  *   npm run cli -- batch results nightly --store .results > results.jsonl
  *
@@ -24,8 +25,10 @@ import {
   resumeBatch,
   setBatchConcurrency,
   startBatch,
+  validateBatchInput,
 } from './batches';
 import { parseInteger, parseJsonObject } from './cli-input';
+import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { createBatchProgressBar } from './progress-bar';
 import { watchBatch } from './watch';
 
@@ -88,7 +91,9 @@ async function watchProgress(ctx: BatchCliContext, workflowId: string): Promise<
 
 export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
   const print = (value: unknown) => ctx.out(`${JSON.stringify(value, null, 2)}\n`);
-  const batch = program.command('batch').description('run many jobs on one endpoint as one batch');
+  const batch = program
+    .command('batch')
+    .description('run many jobs on one endpoint (or a route) as one batch');
 
   async function summaryOrFailure(workflowId: string) {
     const client = await ctx.connect();
@@ -105,11 +110,14 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     }
   }
 
-  batch
-    .command('start')
-    .description('start a batch (the same id twice is one batch)')
-    .argument('<workflow-id>', 'your id for this batch')
-    .requiredOption('--endpoint <id>', 'endpoint id')
+  routeOptions(
+    batch
+      .command('start')
+      .description('start a batch (the same id twice is one batch)')
+      .argument('<workflow-id>', 'your id for this batch')
+      .option('--endpoint <id>', 'endpoint id'),
+  )
+    .addHelpText('after', ROUTE_HELP)
     .option('--items <@file>', 'job requests: JSONL (one per line) or a JSON array')
     .option('--manifest <key>', 'or: a JSONL manifest already in the batch store')
     .option('--max-concurrency <n>', 'jobs in flight at once (default 100)')
@@ -120,7 +128,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
       if (Boolean(flags.items) === Boolean(flags.manifest))
         throw new ValidationError('--items', 'give either --items @file or --manifest <key>');
       const input: Record<string, unknown> = {
-        endpointId: flags.endpoint,
+        ...targetOf(flags, { required: true }),
         items:
           typeof flags.items === 'string'
             ? { inline: readItems('--items', flags.items) }
@@ -131,6 +139,8 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
       if (typeof flags.tolerate === 'string') input.failureTolerance = parseTolerance(flags.tolerate);
       if (typeof flags.options === 'string')
         Object.assign(input, parseJsonObject('--options', flags.options));
+      // Checked before connecting: bad input never waits for Temporal.
+      validateBatchInput(input as BatchInput);
       const handle = await startBatch(await ctx.connect(), input as BatchInput, {
         workflowId,
         taskQueue: ctx.taskQueue(),

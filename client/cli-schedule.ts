@@ -3,6 +3,7 @@
  *
  *   npm run cli -- schedule create nightly --kind batch --endpoint ep-1 --items @items.jsonl \
  *     --cron '0 2 * * *' --timezone Europe/Paris --overlap SKIP --catchup-window 1h
+ *   npm run cli -- schedule create hourly --kind job --route ep-a,ep-b --job-input '{"n":1}' --cron '0 * * * *'
  *   npm run cli -- schedule describe nightly
  *   npm run cli -- schedule backfill nightly --start 2026-01-01T00:00:00Z --end 2026-01-03T00:00:00Z [--rerun]
  *
@@ -15,6 +16,7 @@ import type { Command } from 'commander';
 import { ValidationError } from '../api/errors';
 import { parseTolerance, readItems } from './cli-batch';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { OVERLAP_POLICIES, type OverlapPolicy, type ScheduleSpecInput } from './schedule-spec';
 import {
   backfillSchedule,
@@ -112,7 +114,8 @@ function policiesOf(flags: Flags) {
 function inputOf(kind: ScheduleKind, flags: Flags): Record<string, unknown> {
   const input: Record<string, unknown> =
     typeof flags.input === 'string' ? { ...parseJsonObject('--input', flags.input) } : {};
-  if (typeof flags.endpoint === 'string') input.endpointId = flags.endpoint;
+  // --endpoint or a route (an ephemeral run's endpoint is its own, in --input).
+  if (kind !== 'ephemeral') Object.assign(input, targetOf(flags, { required: false }));
   if (kind === 'job' && typeof flags.jobInput === 'string')
     input.request = { input: parseJsonArgument('--job-input', flags.jobInput) };
   if (kind === 'batch') {
@@ -153,13 +156,19 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
   const kinds = Object.keys(SCHEDULE_KINDS) as ScheduleKind[];
 
   specOptions(
-    schedule
-      .command('create')
-      .description("create a schedule; each run's workflow id is <schedule-id>-<its time>")
-      .argument('<schedule-id>')
-      .requiredOption('--kind <kind>', `what each run is: ${kinds.join(', ')}`)
-      .option('--input <json>', 'the whole workflow input (as startJob/startBatch take it), inline or @file')
-      .option('--endpoint <id>', 'endpoint id (job, batch)')
+    routeOptions(
+      schedule
+        .command('create')
+        .description("create a schedule; each run's workflow id is <schedule-id>-<its time>")
+        .argument('<schedule-id>')
+        .requiredOption('--kind <kind>', `what each run is: ${kinds.join(', ')}`)
+        .option(
+          '--input <json>',
+          'the whole workflow input (as startJob/startBatch take it), inline or @file',
+        )
+        .option('--endpoint <id>', 'endpoint id (job, batch)'),
+      'job, batch: ',
+    )
       .option('--job-input <json>', 'job: the handler input, JSON inline or @file')
       .option('--items <@file>', 'batch: job requests, JSONL or a JSON array')
       .option('--manifest <key>', 'batch: or a JSONL manifest in the batch store')
@@ -168,6 +177,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       .option('--options <json>', 'further workflow input fields, merged last'),
   )
     .option('--paused', 'create it paused')
+    .addHelpText('after', ROUTE_HELP)
     .action(async (scheduleId: string, flags: Flags) => {
       const kind = parseChoice('--kind', String(flags.kind), kinds);
       const spec = specOf(flags);

@@ -4,6 +4,7 @@
  * the service's API key lives in the worker, so it never passes through here (nor into its output).
  *
  *   npm run cli -- job start my-job --endpoint ep-1 --input '{"prompt":"hi"}' --wait
+ *   npm run cli -- job start my-job --route ep-a,ep-b --input '{"prompt":"hi"}' --wait
  *   npm run cli -- job status my-job
  *   npm run cli -- endpoint teardown ep-1 --jobs cancel --job-ids j1,j2 --delete-volume
  */
@@ -20,6 +21,7 @@ import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
 import { addEventCommands } from './cli-event';
 import { parseChoice, parseDuration, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { addScheduleCommands } from './cli-schedule';
 import {
   connectionOptions,
@@ -44,6 +46,7 @@ import {
   jobFailureOf,
   listJobs,
   startJob,
+  validateJobInput,
 } from './jobs';
 import { waitForResult } from './workflow-result';
 
@@ -150,11 +153,14 @@ export function buildProgram(
 
   const job = program.command('job').description('start, watch and cancel durable jobs');
 
-  job
-    .command('start')
-    .description('start a job workflow (the same id twice is one job)')
-    .argument('<workflow-id>', 'your id for this job')
-    .requiredOption('--endpoint <id>', 'endpoint id')
+  routeOptions(
+    job
+      .command('start')
+      .description('start a job workflow (the same id twice is one job)')
+      .argument('<workflow-id>', 'your id for this job')
+      .option('--endpoint <id>', 'endpoint id'),
+  )
+    .addHelpText('after', ROUTE_HELP)
     .requiredOption('--input <json>', 'the handler input, JSON inline or @file')
     .option('--mode <mode>', 'async (default), sync (short jobs, still durable) or runsync')
     .option('--ttl <duration>', 'policy.ttl: hard limit from submission, e.g. 2d or ms')
@@ -177,7 +183,7 @@ export function buildProgram(
       }
       if (flags.lowPriority) policy.lowPriority = true;
       const input: Record<string, unknown> = {
-        endpointId: flags.endpoint,
+        ...targetOf(flags, { required: true }),
         request: {
           input: parseJsonArgument('--input', String(flags.input)),
           ...(Object.keys(policy).length ? { policy } : {}),
@@ -199,6 +205,8 @@ export function buildProgram(
       }
       if (typeof flags.options === 'string')
         Object.assign(input, parseJsonObject('--options', flags.options));
+      // Checked before connecting: bad input never waits for Temporal.
+      validateJobInput(input as JobWorkflowInput);
       const temporal = await connect();
       const handle = await startJob(temporal, input as JobWorkflowInput, {
         workflowId,

@@ -15,6 +15,7 @@
  * as startJob, startBatch and startEphemeralEndpoint, and reaches the workflow as they pass it.
  */
 import type { Client, ScheduleDescription, ScheduleHandle } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import type { BatchInput } from '../contracts/batch-input';
@@ -28,7 +29,7 @@ import {
   type TimeRange,
   uncoveredRanges,
 } from './backfill-window';
-import { validateBatchInput } from './batches';
+import { batchSearchAttributes, validateBatchInput } from './batches';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { validateJobInput } from './jobs';
 import {
@@ -125,10 +126,21 @@ function actionArgs(kind: ScheduleKind, input: unknown): unknown[] {
   });
 }
 
-/** The static summary and details every run of a schedule starts with (the input is already checked). */
-function actionDescription(kind: ScheduleKind, args: unknown[]): WorkflowDescription {
+/**
+ * The static summary and details every run of a schedule starts with (the input is already
+ * checked), and a batch's search attributes as startBatch sets them. A job sets none, as with
+ * startJob: the job workflow upserts its own (ServerlessEndpointId: its endpoint, or its route's
+ * first).
+ */
+function actionDescription(
+  kind: ScheduleKind,
+  args: unknown[],
+): WorkflowDescription & { typedSearchAttributes?: SearchAttributePair[] } {
   if (kind === 'job') return describeJob(args[0] as JobWorkflowInput);
-  if (kind === 'batch') return describeBatch(args[0] as BatchInput);
+  if (kind === 'batch') {
+    const input = args[0] as BatchInput;
+    return { ...describeBatch(input), typedSearchAttributes: batchSearchAttributes(input) };
+  }
   return describeEndpointStep({ step: 'ephemeral', input: args[0] as EphemeralEndpointInput });
 }
 
@@ -164,8 +176,6 @@ async function createSchedule(
       taskQueue: options.taskQueue,
       args,
       ...actionDescription(kind, args),
-      // No search attributes: startJob sets none either; each workflow upserts its own
-      // (ServerlessEndpointId, ...), so scheduled runs are listed like any other.
     },
     ...(options.policies ? { policies: options.policies } : {}),
     memo: { ...options.memo, durableServerlessKind: kind },

@@ -21,6 +21,7 @@ import {
   formatMoney,
   markdownTable,
 } from '../contracts/progress-markdown';
+import { endpointWindows, type Route } from '../contracts/route';
 
 // An automation's texts are built in contracts/, where the activity that starts one reads them too.
 export { describeAutomation, type WorkflowDescription } from '../contracts/automation-start';
@@ -39,7 +40,38 @@ function retryText(retry: {
   return `${times} on ${retry.on.join(', ')}, first after ${formatDuration(retry.initialInterval)}, backoff ×${retry.backoffCoefficient}`;
 }
 
-/** A job: endpoint, input size, ttl, retry policy (the input must be valid: validateJobInput first). */
+/** A route's endpoints in the order work goes to them: `a → b → c`. */
+function routeText(route: Route): string {
+  return route.endpoints.map((endpoint) => endpoint.endpointId).join(' → ');
+}
+
+/** Where the work runs, for a summary: `endpoint a` or `route a → b`. */
+function targetText(input: { endpointId: string; route?: Route | undefined }): string {
+  return input.route ? `route ${routeText(input.route)}` : `endpoint ${input.endpointId}`;
+}
+
+/** The details' first row: the endpoint, or the route's endpoints in order. */
+function targetRow(input: { endpointId: string; route?: Route | undefined }): [string, string] {
+  return input.route
+    ? ['Route', input.route.endpoints.map((endpoint) => code(endpoint.endpointId)).join(' → ')]
+    : ['Endpoint', code(input.endpointId)];
+}
+
+/** The rows a route adds to the details (none for a single endpoint). */
+function routeRows(route: Route | undefined): [string, string | undefined][] {
+  if (!route) return [];
+  return [
+    ['Queue delay limit', `${formatDuration(route.queueDelayLimit)} (then withdrawn to the next endpoint)`],
+    [
+      'Capacity failures',
+      route.capacityFailures.length > 0
+        ? route.capacityFailures.map((text) => code(text)).join(', ')
+        : 'none (a failure is retried on the same endpoint)',
+    ],
+  ];
+}
+
+/** A job: endpoint or route, input size, ttl, retry policy (the input must be valid: validateJobInput first). */
 export function describeJob(input: JobWorkflowInput): WorkflowDescription {
   const parsed = parseJobWorkflowInput(input);
   if (!parsed.ok) throw new Error(`describeJob needs a valid input (${parsed.field} ${parsed.rule})`);
@@ -48,12 +80,13 @@ export function describeJob(input: JobWorkflowInput): WorkflowDescription {
     ? formatBytes(jsonBytes(options.request.input))
     : `item ${options.requestRef?.index} of manifest ${code(options.requestRef?.manifestKey ?? '')}`;
   return {
-    staticSummary: `Job on endpoint ${options.endpointId} (${options.mode}, input ${options.request ? formatBytes(jsonBytes(options.request.input)) : 'by reference'})`,
+    staticSummary: `Job on ${targetText(options)} (${options.mode}, input ${options.request ? formatBytes(jsonBytes(options.request.input)) : 'by reference'})`,
     staticDetails: [
       '**Serverless job**',
       '',
       markdownTable([
-        ['Endpoint', code(options.endpointId)],
+        targetRow(options),
+        ...routeRows(options.route),
         ['Mode', options.mode],
         ['Input', inputText],
         ['ttl', formatDuration(ttlMs)],
@@ -92,19 +125,33 @@ function toleranceText(tolerance: { count?: number | undefined; percentage?: num
     : `at most ${bounds.join(' and ')}`;
 }
 
-/** A batch: item source and count, endpoint, concurrency, tolerance, budget. */
+/** Each endpoint's window of a batch over a route: `a` 50, `b` 50 (of the starting concurrency). */
+function windowsText(route: Route, maxConcurrency: number): string {
+  const windows = endpointWindows(route, maxConcurrency);
+  return route.endpoints
+    .map((endpoint, k) => `${code(endpoint.endpointId)} ${formatCount(windows[k] ?? 0)}`)
+    .join(', ');
+}
+
+/** A batch: item source and count, endpoint or route, concurrency, tolerance, budget. */
 export function describeBatch(input: BatchInput): WorkflowDescription {
   const parsed = parseBatchInput(input);
   if (!parsed.ok) throw new Error(`describeBatch needs a valid input (${parsed.field} ${parsed.rule})`);
   const batch = parsed.value;
   const source = itemSource(input.items);
   return {
-    staticSummary: `Batch of ${source.summary} on endpoint ${batch.endpointId}, ${formatCount(batch.maxConcurrency)} at once`,
+    staticSummary: `Batch of ${source.summary} on ${targetText(batch)}, ${formatCount(batch.maxConcurrency)} at once`,
     staticDetails: [
       '**Serverless batch**',
       '',
       markdownTable([
-        ['Endpoint', code(batch.endpointId)],
+        targetRow(batch),
+        ['Endpoint windows', batch.route ? windowsText(batch.route, batch.maxConcurrency) : undefined],
+        ...routeRows(batch.route),
+        [
+          'Recheck a drained endpoint after',
+          batch.route ? formatDuration(batch.route.recheckAfter) : undefined,
+        ],
         ['Items', source.detail],
         ['Mode', batch.mode === 'children' ? 'one child job workflow per item' : 'activities'],
         ['Concurrency', `${formatCount(batch.maxConcurrency)} jobs in flight (changeable while running)`],
