@@ -1,5 +1,6 @@
 /**
- * A batch's live progress bar (done of total, failed, in flight, rate, time left) on cli-progress.
+ * A batch's live progress bar (done of total, failed, in flight, rate, time left; on a route, the
+ * items done on each endpoint and the moves between them) on cli-progress.
  * On a terminal it redraws one line in place; elsewhere (a pipe, a CI log) it prints a line per
  * change, so a log keeps the batch's course.
  */
@@ -20,9 +21,24 @@ const duration = (ms: number) =>
       ? `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`
       : `${Math.round(ms / 1000)}s`;
 
+/**
+ * A batch over a route: the items done on each endpoint (a drained one marked), and the moves
+ * between them. Empty for a batch on one endpoint.
+ */
+function routeText(p: BatchProgress): string {
+  const endpoints = Object.entries(p.endpoints ?? {});
+  if (endpoints.length < 2) return '';
+  const each = endpoints.map(
+    ([endpointId, split]) =>
+      `${endpointId} ${split.completed + split.failed}${split.drainedUntil === undefined ? '' : ' (drained)'}`,
+  );
+  return `; ${each.join(', ')}, ${p.hops ?? 0} moved`;
+}
+
 /** The bar's tokens besides value and total: cli-progress fills them into the format. */
 function payloadOf(p: BatchProgress) {
   return {
+    route: routeText(p),
     failed: p.done - p.counts.completed,
     inFlight: p.inFlight,
     rate: p.ratePerSecond.toFixed(1),
@@ -61,7 +77,8 @@ export function createBatchProgressBar(
   );
   const bar = new SingleBar({
     stream,
-    format: '[{bar}] {value}/{total} done, {failed} failed, {inFlight} in flight, {rate}/s{left}{paused}',
+    format:
+      '[{bar}] {value}/{total} done, {failed} failed, {inFlight} in flight, {rate}/s{left}{paused}{route}',
     barsize: 24,
     barCompleteChar: '#',
     barIncompleteChar: '.',

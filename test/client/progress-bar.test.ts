@@ -47,6 +47,32 @@ describe('batch progress bar', () => {
     expect(text).not.toContain(ESCAPE);
   });
 
+  it('on a route, shows the items done on each endpoint, a drained one, and the moves', () => {
+    let text = '';
+    const bar = createBatchProgressBar((chunk) => {
+      text += chunk;
+    });
+    bar.update(
+      progress(50, 48, {
+        hops: 7,
+        endpoints: {
+          'ep-a': { completed: 30, failed: 1, moved: 7 },
+          'ep-b': { completed: 18, failed: 1, moved: 0, drainedUntil: 1_000 },
+        },
+      }),
+    );
+    // One endpoint: nothing more than without a route.
+    bar.update(progress(60, 58, { endpoints: { 'ep-a': { completed: 58, failed: 2, moved: 0 } } }));
+    bar.stop();
+    const lines = text.split('\n').slice(0, -1);
+    expect(lines[0]).toBe(
+      '[######..................] 50/200 done, 2 failed, 40 in flight, 12.5/s, ~1m30s left; ep-a 31, ep-b 19 (drained), 7 moved',
+    );
+    expect(lines[1]).toBe(
+      '[#######.................] 60/200 done, 2 failed, 40 in flight, 12.5/s, ~1m30s left',
+    );
+  });
+
   it('redraws one line in place on a terminal', () => {
     let text = '';
     const bar = createBatchProgressBar(
