@@ -47,6 +47,7 @@ import {
   type WaitResult,
   waitForJobChangeInputSchema,
 } from '../contracts/job-types';
+import { type RouteEndpoint, requestFor } from '../contracts/route';
 import { leaseApplies } from '../contracts/submit-lease';
 import { requestOf } from './batch';
 import { type BatchStore, defaultBatchStore } from './batch-store';
@@ -201,17 +202,22 @@ export function createJobActivities(deps: JobActivityDeps) {
     };
   }
 
-  /** The caller's request (given, or read by its ref) plus this workflow's webhook; checked before anything is sent. */
+  /**
+   * The caller's request (given, or read by its ref) with its endpoint's input overrides (a route's)
+   * plus this workflow's webhook; checked before anything is sent.
+   */
   async function requestWithWebhook(
     given: unknown,
     ref: RequestRef | undefined,
+    endpoint?: RouteEndpoint,
   ): Promise<{
     body: z.input<typeof submitRequestSchema>;
     webhookArmed: boolean;
   }> {
     const request = ref ? await requestAt(ref) : given;
     parsed(submitRequestSchema, request, 'request');
-    const body = request as z.input<typeof submitRequestSchema>;
+    const asGiven = request as z.input<typeof submitRequestSchema>;
+    const body = endpoint ? requestFor(asGiven, endpoint) : asGiven;
     const ttlMs = (body as { policy?: { ttl?: number } }).policy?.ttl;
     const webhook = deps.webhookUrlFor?.(currentWorkflowId(), ttlMs === undefined ? {} : { ttlMs });
     return webhook
@@ -250,8 +256,16 @@ export function createJobActivities(deps: JobActivityDeps) {
     /** POST /run. Never retried by Temporal: see the submission policy above. */
     async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
       const startedAt = Date.now();
-      const { endpointId, request, requestRef, lease } = parsed(submitJobInputSchema, input, 'input');
-      const armed = await requestWithWebhook(request, requestRef);
+      const { endpointId, request, requestRef, lease, inputOverrides, hop } = parsed(
+        submitJobInputSchema,
+        input,
+        'input',
+      );
+      const armed = await requestWithWebhook(
+        request,
+        requestRef,
+        inputOverrides ? { endpointId, inputOverrides } : undefined,
+      );
       const { webhookArmed } = armed;
       // Whether a lease needs a webhook is known only here, where the webhook URL is.
       const leaseTtlMs = leaseApplies(lease, webhookArmed) ? lease.ttlMs : undefined;
@@ -267,6 +281,7 @@ export function createJobActivities(deps: JobActivityDeps) {
         // worker lives (a lease needs a dead one noticed quickly), also while 429s are waited out.
         submitted = await whileBeating(() => client.jobs.run(endpointId, body));
         metrics.submission('accepted');
+        if (hop) metrics.routeHop(hop);
         inFlight.started(endpointId, submitted.id);
       } catch (error) {
         throw submitFailure(error, webhookArmed, metrics, leaseTtlMs);

@@ -55,13 +55,21 @@ export function batchCurrentDetails(progress: BatchProgress, now: number): strin
   ].join('\n');
 }
 
-/** A job: remote status, attempt, queue delay, cost. */
+/** A job: remote status, attempt, queue delay, cost; on a route, its endpoint and moves. */
 export function jobCurrentDetails(snapshot: JobSnapshot): string {
+  const hops = snapshot.hops;
   return markdownTable(
     [
       ['Phase', snapshot.phase],
       ['Remote status', snapshot.status ?? 'not submitted yet'],
       ['Remote job', snapshot.jobId],
+      ['Endpoint', hops ? snapshot.endpointId : undefined],
+      [
+        'Moves',
+        hops?.length
+          ? hops.map((hop) => `${hop.from} → ${hop.to} (${hop.reason}, job ${hop.jobId})`).join('; ')
+          : undefined,
+      ],
       ['Attempt', formatCount(Math.max(snapshot.attempts, 1))],
       ['Queue delay', snapshot.delayTime !== undefined ? formatDuration(snapshot.delayTime) : undefined],
       ['Cost', snapshot.cost ? formatMoney(snapshot.cost.amount, snapshot.cost.currency) : undefined],

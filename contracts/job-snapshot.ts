@@ -7,6 +7,18 @@ import { z } from 'zod';
 import { jobStatusValueSchema } from '../api/schemas/job';
 import { costEstimateSchema } from './cost';
 import { resultRefSchema } from './job-types';
+import type { RouteHop } from './route';
+
+/** One move of the job to another endpoint of its route (contracts/route.ts RouteHop). */
+export const routeHopSchema = z.object({
+  from: z.string(),
+  to: z.string(),
+  /** The job withdrawn (or failed for capacity) on `from`. */
+  jobId: z.string(),
+  reason: z.enum(['starved', 'capacity-failure']),
+  /** Workflow time, epoch ms. */
+  at: z.number(),
+}) satisfies z.ZodType<RouteHop>;
 
 export const jobPhaseSchema = z.enum([
   /** Sending /run (or /runsync). */
@@ -25,6 +37,7 @@ export const jobPhaseSchema = z.enum([
 ]);
 
 export const jobSnapshotSchema = z.object({
+  /** The endpoint the job is on now (on a route: where its last move took it). */
   endpointId: z.string(),
   mode: z.enum(['async', 'sync', 'runsync']),
   phase: jobPhaseSchema,
@@ -57,6 +70,8 @@ export const jobSnapshotSchema = z.object({
   /** Webhook signals received, and job ids they named that this workflow does not follow (orphans). */
   webhooks: z.int(),
   strayJobIds: z.array(z.string()),
+  /** On a route: the job's moves to another endpoint so far, oldest first (absent: a single endpoint). */
+  hops: z.array(routeHopSchema).optional(),
   /** Workflow time, epoch ms. `ttlDeadline`: when the service deletes the job, at the earliest. */
   timings: z.object({
     startedAt: z.number(),
@@ -89,6 +104,7 @@ export const jobSnapshotSchema = z.object({
 });
 
 export const jobResultSchema = z.object({
+  /** The endpoint the job completed on (on a route: where its last move took it). */
   endpointId: z.string(),
   jobId: z.string(),
   status: z.literal('COMPLETED'),
@@ -108,6 +124,8 @@ export const jobResultSchema = z.object({
   resubmittedAfterLease: z.int().optional(),
   leaseLapses: z.int().optional(),
   jobIds: z.array(z.string()),
+  /** On a route: every move to another endpoint, oldest first ([] when it stayed on the first). */
+  hops: z.array(routeHopSchema).optional(),
   stream: z.object({ chunks: z.int(), error: z.string().optional() }).optional(),
 });
 

@@ -77,6 +77,10 @@ export const submitJobInputSchema = z.strictObject({
   inlineMaxBytes: inlineMaxBytesSchema.optional(),
   /** Submit under this ttl instead of the request's (contracts/submit-lease.ts), maybe only with a webhook. */
   lease: z.strictObject({ ttlMs: ttlSchema, onlyWithWebhook: z.boolean() }).optional(),
+  /** Fields this endpoint of a route sets in the job's input (contracts/route.ts requestFor). */
+  inputOverrides: z.record(z.string(), z.unknown()).optional(),
+  /** The job moved here from another endpoint of its route, and why (counted once it is accepted). */
+  hop: z.enum(['starved', 'capacity-failure']).optional(),
 });
 
 export const runJobSyncInputSchema = submitJobInputSchema.extend({ wait: waitSchema.optional() });

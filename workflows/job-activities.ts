@@ -4,6 +4,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { JobActivities } from '../activities/job';
+import type { RouteActivities } from '../activities/route';
 import type { Polling } from '../contracts/job-types';
 import { INLINE_BUDGET_MS } from '../contracts/job-wait-policy';
 
@@ -93,6 +94,21 @@ export function leaseAttemptMs(leaseTtlMs: number): number {
 /** One-shot calls (status, cancel, retry): a few tries, then the workflow decides. */
 export const shortActivities = proxyActivities<JobActivities>({
   startToCloseTimeout: HTTP_CALL_MS,
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 6,
+  },
+});
+
+/**
+ * The route's calls (activities/route.ts): a look at an endpoint's room, and the withdrawal of a
+ * queued job (reads and a cancel of a job still queued: harmless to repeat, and the activity skips
+ * what a failed attempt already did).
+ */
+export const routeActivities = proxyActivities<RouteActivities>({
+  startToCloseTimeout: 3 * HTTP_CALL_MS,
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,

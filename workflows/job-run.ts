@@ -17,6 +17,7 @@ import { jobCurrentDetails } from '../contracts/current-details';
 import type { ParsedJobInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import type { JobObservation, StreamSink } from '../contracts/job-types';
+import type { RouteHop } from '../contracts/route';
 import type { LeaseRequest } from '../contracts/submit-lease';
 import { type ItemState, queuedItem } from './item-state';
 import { JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
@@ -28,10 +29,14 @@ const TERMINAL: readonly string[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_
 /** A webhook's claim about a job: looked at with /status before it is believed. */
 export type Hint = { jobId: string; status: string };
 /**
- * Why watching stopped before a terminal status: the service no longer has the job (a 404), or the
- * ttl deadline came and the last look found it unfinished (`status`) or found nothing.
+ * Why watching stopped before a terminal status: the service no longer has the job (a 404), the
+ * ttl deadline came and the last look found it unfinished (`status`) or found nothing, or the job
+ * was withdrawn from an endpoint of its route that starved it in the queue (job-route.ts).
  */
-export type WatchEnd = { kind: 'gone'; lastAliveAt?: number } | { kind: 'deadline'; status?: JobStatusValue };
+export type WatchEnd =
+  | { kind: 'gone'; lastAliveAt?: number }
+  | { kind: 'deadline'; status?: JobStatusValue }
+  | { kind: 'withdrawn'; outcome: 'withdrawn' | 'stopped' };
 
 export interface Run {
   job: ParsedJobInput;
@@ -50,6 +55,13 @@ export interface Run {
   lease?: LeaseRequest;
   /** Workflow time when the current job was submitted (before the call: the earliest it can be). */
   submittedAt: number;
+  /**
+   * On a route, while the job waits IN_QUEUE with an endpoint after its own: when to look whether
+   * its endpoint has room (job-route.ts). Cleared once the job is seen anything but IN_QUEUE.
+   */
+  queueCheckAt?: number;
+  /** Why the job last moved to another endpoint, until a submit there is accepted (its metric). */
+  hop?: RouteHop['reason'];
   deadline: number;
   resultsExpireAt: number;
   /** The COMPLETED observation, whose output the result carries. */
@@ -87,6 +99,7 @@ export function newRun(job: ParsedJobInput, startedAt: number): Run {
       retries: 0,
       webhooks: 0,
       strayJobIds: [],
+      ...(job.options.route ? { hops: [] } : {}),
       timings: { startedAt },
       ...(job.options.stream ? { stream: { chunks: 0 } } : {}),
     },
@@ -179,6 +192,7 @@ export function resultOf(run: Run): JobResult {
     uncertainSubmits: s.uncertainSubmits,
     ...leaseCounts(run),
     jobIds: [...s.jobIds],
+    ...(s.hops ? { hops: s.hops.map((hop) => ({ ...hop })) } : {}),
     ...(s.stream ? { stream: { ...s.stream } } : {}),
   };
 }
@@ -212,6 +226,8 @@ export function applyObservation(run: Run, observation: JobObservation): void {
   if (observation.progress !== undefined) s.progress = observation.progress;
   if (observation.error !== undefined) s.error = observation.error;
   if (observation.status === 'IN_PROGRESS' && s.timings.runningAt === undefined) s.timings.runningAt = now;
+  // A job seen anything but queued is never moved to another endpoint.
+  if (observation.status !== 'IN_QUEUE') delete run.queueCheckAt;
   if (isTerminal(observation.status)) {
     s.timings.finishedAt = now;
     // An estimate: the job finished at most one polling interval before this; a /retry that comes

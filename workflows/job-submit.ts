@@ -16,7 +16,7 @@ import type { SubmitResult } from '../contracts/job-types';
 import type { EndedItem, ItemState, UncertainItem } from './item-state';
 import { leaseAttemptMs, submitActivities, workerActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE, jobFailure } from './job-failures';
-import { advanceJob } from './job-item';
+import { advanceJob, routeEndpoint } from './job-item';
 import { holdLease } from './job-lease';
 import { adoptOrphan } from './job-orphan';
 import { applyObservation, details, inlineLimit, pickFieldRule, type Run } from './job-run';
@@ -91,7 +91,7 @@ async function submitOnce(run: Run): Promise<void> {
     if (current(run).phase === 'ended') {
       throw jobFailure(
         outcome.type,
-        `the submit to endpoint ${run.job.options.endpointId} failed: ${outcome.message}`,
+        `the submit to endpoint ${run.s.endpointId} failed: ${outcome.message}`,
         details(run, pickFieldRule(outcome.facts)),
         error as Error,
       );
@@ -149,7 +149,7 @@ async function resolveUncertain(run: Run, item: UncertainItem): Promise<void> {
 
 /** The item ended before the workflow owned a job: the typed failure that says why. */
 function endedInSubmit(run: Run, item: EndedItem): Error {
-  const endpoint = run.job.options.endpointId;
+  const endpoint = run.s.endpointId;
   if (item.outcome === 'uncertain') {
     return jobFailure(
       JOB_FAILURE.submitUncertain,
@@ -165,17 +165,21 @@ function endedInSubmit(run: Run, item: EndedItem): Error {
   );
 }
 
-/** The submit activity: /runsync, or /run under the lease if there is one. */
+/**
+ * The submit activity: /runsync, or /run under the lease if there is one, to the endpoint the item
+ * is on (on a route: with that endpoint's input overrides, and the move that brought it there).
+ */
 function sendSubmit(run: Run): Promise<SubmitResult> {
   const { options } = run.job;
+  const { endpointId, inputOverrides } = routeEndpoint(run);
   // The activity reads a referenced request itself: it never passes through history.
   const request = run.job.request ? { request: run.job.request } : { requestRef: options.requestRef };
   if (options.mode === 'runsync') {
     return submitActivities(
       Math.max(options.submitTimeout, (options.runsyncWait ?? 90_000) + 60_000),
-    ).runJobSync.executeWithOptions({ summary: runJobSyncSummary(options.endpointId) }, [
+    ).runJobSync.executeWithOptions({ summary: runJobSyncSummary(endpointId) }, [
       {
-        endpointId: options.endpointId,
+        endpointId,
         ...request,
         ...(options.runsyncWait === undefined ? {} : { wait: options.runsyncWait }),
         ...inlineLimit(run),
@@ -187,13 +191,15 @@ function sendSubmit(run: Run): Promise<SubmitResult> {
     run.lease ? leaseAttemptMs(run.lease.ttlMs) : undefined,
   ).submitJob.executeWithOptions(
     // This try's number among the submits that may make a job.
-    { summary: submitJobSummary(options.endpointId, run.item.submissions + 1) },
+    { summary: submitJobSummary(endpointId, run.item.submissions + 1) },
     [
       {
-        endpointId: options.endpointId,
+        endpointId,
         ...request,
         ...inlineLimit(run),
         ...(run.lease ? { lease: run.lease } : {}),
+        ...(inputOverrides ? { inputOverrides } : {}),
+        ...(run.hop ? { hop: run.hop } : {}),
       },
     ],
   );

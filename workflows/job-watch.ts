@@ -16,6 +16,7 @@ import { JOB_UNCHANGED } from '../contracts/job-wait-policy';
 import { shortActivities, waitActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE } from './job-failures';
 import { advanceJob } from './job-item';
+import { lookAtQueue, queueCheckDue } from './job-route';
 import { lastLookMarginMs } from './job-rules';
 import { applyObservation, inlineLimit, isTerminal, type Run, type WatchEnd } from './job-run';
 import { noteStray } from './job-signals';
@@ -53,7 +54,9 @@ async function lastLook(run: Run): Promise<WatchEnd | undefined> {
 
 /**
  * One poller activity, raced against webhook hints, ttl requests and the deadline. Whatever comes
- * first ends the segment; a poller still running is cancelled on the way out.
+ * first ends the segment; a poller still running is cancelled on the way out. On a route, the look
+ * at a queued job's endpoint (job-route.ts) is a deadline of the segment too: the segment goes on
+ * unless the job was withdrawn.
  */
 async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
   const jobId = run.s.jobId as string;
@@ -63,13 +66,17 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
   const checked = new Set<string>();
   try {
     for (;;) {
+      // On a route, a job queued past the route's limit is looked at before the deadline.
+      const checkAt = queueCheckDue(run);
+      const lookFirst = checkAt !== undefined && checkAt < returnBy;
+      const wakeAt = lookFirst ? checkAt : returnBy;
       const woken = await condition(
         () =>
           (poller.settled !== undefined && !pollerAtDeadline) ||
           run.hints.length > 0 ||
           run.ttlRequests.length > 0,
-        Math.max(returnBy - Date.now(), 1),
-        { summary: waitForJobSummary(jobId, returnBy) },
+        Math.max(wakeAt - Date.now(), 1),
+        { summary: waitForJobSummary(jobId, wakeAt) },
       );
       const settled = poller.settled;
       if (settled?.ok && !pollerAtDeadline) {
@@ -80,7 +87,13 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
         pollerAtDeadline = true;
       }
       if (settled && !settled.ok) return pollerFailed(settled.error);
-      if (!woken) return 'deadline';
+      if (!woken && !lookFirst) return 'deadline';
+      if (!woken) {
+        // The poller keeps watching meanwhile: a job that starts now is seen as usual.
+        const withdrawn = await lookAtQueue(run);
+        if (withdrawn) return withdrawn;
+        continue;
+      }
 
       const ttl = run.ttlRequests.shift();
       if (ttl !== undefined) {

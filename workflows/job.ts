@@ -58,6 +58,7 @@ import {
   type Run,
   resultOf,
   syncSearchAttributes,
+  type WatchEnd,
 } from './job-run';
 import { receiveHint, receiveTtlRequest } from './job-signals';
 import { finishStream, resolveSink, startStream } from './job-stream';
@@ -123,9 +124,12 @@ async function runJob(run: Run): Promise<JobResult> {
   run.lease = leaseRequest(options.submitLease, options.mode, run.job.ttlMs);
   for (;;) {
     await submitFresh(run);
+    const hops = run.s.hops?.length ?? 0;
     const result = await followJob(run);
     if (result) return result;
-    log.warn('the job expired; submitting it afresh', { jobId: run.s.jobId });
+    const hop = run.s.hops?.[hops];
+    if (hop) log.info('moving the job to the next endpoint of its route', hop);
+    else log.warn('the job expired; submitting it afresh', { jobId: run.s.jobId });
   }
 }
 
@@ -161,32 +165,39 @@ async function watchOnce(run: Run): Promise<void> {
   startStream(run);
   const end = await watchUntilTerminal(run);
   await finishStream(run, end !== undefined);
-  const now = Date.now();
-  const { s } = run;
-  const event: ItemEvent =
-    end === undefined
-      ? {
-          kind: 'finished',
-          status: s.status as 'COMPLETED' | 'FAILED' | 'TIMED_OUT' | 'CANCELLED',
-          now,
-          ...(s.error === undefined ? {} : { error: s.error }),
-        }
-      : end.kind === 'gone'
-        ? {
-            kind: 'gone',
-            now,
-            stopping: false,
-            ...(end.lastAliveAt === undefined ? {} : { lastAliveAt: end.lastAliveAt }),
-          }
-        : {
-            kind: 'deadline',
-            now,
-            stopping: false,
-            ...(end.status === undefined ? {} : { status: end.status }),
-          };
-  const step = advanceJob(run, event);
+  const step = advanceJob(run, watchEvent(run, end, Date.now()));
   // A job replaced at its deadline must not run on beside its replacement.
   if (step.commands.some((command) => command.kind === 'cancel')) await cancelQuietly(run);
+}
+
+/** How the watch ended, as the engine's event. */
+function watchEvent(run: Run, end: WatchEnd | undefined, now: number): ItemEvent {
+  const { s } = run;
+  if (end === undefined)
+    return {
+      kind: 'finished',
+      status: s.status as 'COMPLETED' | 'FAILED' | 'TIMED_OUT' | 'CANCELLED',
+      now,
+      ...(s.error === undefined ? {} : { error: s.error }),
+    };
+  switch (end.kind) {
+    case 'withdrawn':
+      return { kind: 'withdrawn', outcome: end.outcome, now };
+    case 'gone':
+      return {
+        kind: 'gone',
+        now,
+        stopping: false,
+        ...(end.lastAliveAt === undefined ? {} : { lastAliveAt: end.lastAliveAt }),
+      };
+    case 'deadline':
+      return {
+        kind: 'deadline',
+        now,
+        stopping: false,
+        ...(end.status === undefined ? {} : { status: end.status }),
+      };
+  }
 }
 
 /** After the backoff, /retry while the job is still kept (the engine says whether it is). */
