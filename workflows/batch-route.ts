@@ -5,7 +5,6 @@
  * of one and takes the same path. No clock, no Temporal: times come in the arguments, so the unit
  * tests get the workflow's answers.
  */
-import { endpointWindows, type Route } from '../contracts/route';
 
 /** What a batch keeps per endpoint of its route (it crosses continue-as-new: kept small). */
 export interface EndpointTally {
@@ -70,14 +69,12 @@ export function afterCapacityFailure(
  * while probing.
  */
 export function endpointRooms(
-  route: Route,
-  maxConcurrency: number,
+  windows: readonly number[],
   tallies: readonly EndpointTally[],
   loads: readonly number[],
   pageSize: number,
   now: number,
 ): number[] {
-  const windows = endpointWindows(route, maxConcurrency);
   return windows.map((window, at) => {
     const tally = tallies[at];
     if (tally && !isOpen(tally, now)) return 0;
@@ -112,7 +109,8 @@ export function choiceOf(item: QueuedForRoute, open: readonly boolean[]): number
 }
 
 export interface PagePlanInput {
-  /** Each endpoint's room (endpointRooms). */
+  /** Each endpoint's window (contracts/route.ts endpointWindows) and its room (endpointRooms). */
+  windows: readonly number[];
   rooms: readonly number[];
   /** Room left in the batch's window (maxConcurrency less everything in flight or being sent). */
   free: number;
@@ -124,8 +122,6 @@ export interface PagePlanInput {
   /** Items not yet taken from the manifest. */
   fresh: number;
   pageSize: number;
-  /** The smallest page worth sending while something is under way. */
-  useful: number;
   /** Something is under way (a submit, a job in flight): a small page can wait for more room. */
   busy: boolean;
   /** Items the budget lets start. */
@@ -157,12 +153,21 @@ export function planPage(input: PagePlanInput): PagePlan | undefined {
     if (waiting === 0) continue;
     const room = Math.min(rooms[endpoint] ?? 0, input.free);
     // Not a page per freed place: wait for a useful page unless nothing else is under way.
-    if (room < Math.min(input.useful, waiting) && input.busy) continue;
+    if (room < Math.min(usefulPage(input.windows[endpoint] ?? 1, input.pageSize), waiting) && input.busy)
+      continue;
     const size = Math.min(room, input.pageSize, input.budget, waiting);
     const queued = mine.slice(0, size);
     return { endpoint, queued, fresh: size - queued.length };
   }
   return undefined;
+}
+
+/**
+ * The smallest page worth sending to an endpoint while something is under way: a sixteenth of its
+ * window (every place left empty meanwhile is a service worker idle), a page at most.
+ */
+export function usefulPage(window: number, pageSize: number): number {
+  return Math.min(pageSize, Math.max(1, Math.floor(window / 16)));
 }
 
 /** A job in flight as the queue-delay check sees it. */

@@ -7,6 +7,7 @@ import { CancellationScope, TimeoutFailure } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { submitItemsSummary } from '../contracts/activity-summaries';
 import type { SubmitItemResult } from '../contracts/batch-input';
+import { endpointWindows } from '../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import { stageActivities, submitActivities } from './batch-activities';
 import { budgetRoom } from './batch-controls';
@@ -51,23 +52,16 @@ export function startSubmits(run: BatchRun, now: number): void {
     const ready = readyQueued(run, now);
     const waiting = ready.length + (state.total - state.cursor);
     if (waiting === 0) return;
+    const windows = endpointWindows(run.route, state.maxConcurrency);
     const plan = planPage({
-      rooms: endpointRooms(
-        run.route,
-        state.maxConcurrency,
-        state.endpoints,
-        endpointLoads(run),
-        input.pageSize,
-        now,
-      ),
+      windows,
+      rooms: endpointRooms(windows, state.endpoints, endpointLoads(run), input.pageSize, now),
       free: state.maxConcurrency - inFlight(run) - submitting(run),
       sends: run.sends,
       maxSends: PARALLEL_SUBMITS,
       queued: ready,
       fresh: state.total - state.cursor,
       pageSize: input.pageSize,
-      // A sixteenth of the window: every place left empty meanwhile is a service worker idle.
-      useful: Math.min(input.pageSize, Math.max(1, Math.floor(state.maxConcurrency / 16))),
       busy: run.submitsRunning > 0 || inFlight(run) > 0,
       budget: budgetRoom(run),
     });

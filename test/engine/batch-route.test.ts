@@ -4,7 +4,7 @@
  * and recovery.
  */
 import { describe, expect, it } from 'vitest';
-import { routeSchema } from '../../contracts/route';
+import { endpointWindows, routeSchema } from '../../contracts/route';
 import {
   afterCapacityFailure,
   CAPACITY_FAILURES_TO_DRAIN,
@@ -18,6 +18,7 @@ import {
   planPage,
   queueChecksDue,
   recovered,
+  usefulPage,
 } from '../../workflows/batch-route';
 
 const route = routeSchema.parse({
@@ -28,6 +29,7 @@ const route = routeSchema.parse({
 
 const plan = (extra: Partial<PagePlanInput>): ReturnType<typeof planPage> =>
   planPage({
+    windows: [160, 160, 160],
     rooms: [100, 100, 100],
     free: 100,
     sends: [0, 0, 0],
@@ -35,7 +37,6 @@ const plan = (extra: Partial<PagePlanInput>): ReturnType<typeof planPage> =>
     queued: [],
     fresh: 0,
     pageSize: 50,
-    useful: 10,
     busy: true,
     budget: Number.POSITIVE_INFINITY,
     ...extra,
@@ -44,20 +45,23 @@ const plan = (extra: Partial<PagePlanInput>): ReturnType<typeof planPage> =>
 describe("each endpoint's room", () => {
   it('is its window less its load; none while drained; a page at most while probing', () => {
     const tallies: EndpointTally[] = newEndpointTallies(3);
-    expect(endpointRooms(route, 100, tallies, [30, 0, 100], 20, 0)).toEqual([70, 100, 0]);
+    const windows = endpointWindows(route, 100);
+    expect(endpointRooms(windows, tallies, [30, 0, 100], 20, 0)).toEqual([70, 100, 0]);
     tallies[1] = drained(tallies[1] as EndpointTally, 0, 30_000);
-    expect(endpointRooms(route, 100, tallies, [0, 0, 0], 20, 29_999)).toEqual([100, 0, 100]);
+    expect(endpointRooms(windows, tallies, [0, 0, 0], 20, 29_999)).toEqual([100, 0, 100]);
     tallies[1] = recovered(tallies[1] as EndpointTally, 30_000);
     expect(tallies[1]).toMatchObject({ probing: true });
     expect(tallies[1]).not.toHaveProperty('drainedUntil');
-    expect(endpointRooms(route, 100, tallies, [0, 5, 0], 20, 30_000)).toEqual([100, 15, 100]);
+    expect(endpointRooms(windows, tallies, [0, 5, 0], 20, 30_000)).toEqual([100, 15, 100]);
   });
 
   it("follows the route's weights", () => {
     const weighted = routeSchema.parse({
       endpoints: [{ endpointId: 'a', weight: 3 }, { endpointId: 'b' }],
     });
-    expect(endpointRooms(weighted, 100, newEndpointTallies(2), [0, 0], 50, 0)).toEqual([75, 25]);
+    expect(endpointRooms(endpointWindows(weighted, 100), newEndpointTallies(2), [0, 0], 50, 0)).toEqual([
+      75, 25,
+    ]);
   });
 });
 
@@ -101,7 +105,7 @@ describe('the next page', () => {
     expect(plan({ fresh: 500, free: 0 })).toBeUndefined();
   });
 
-  it('waits for a useful page while something is under way, not when nothing is', () => {
+  it('waits for a useful page (a sixteenth of its window) while something is under way, not when nothing is', () => {
     expect(plan({ fresh: 500, rooms: [5, 0, 0] })).toBeUndefined();
     expect(plan({ fresh: 500, rooms: [5, 0, 0], busy: false })).toEqual({
       endpoint: 0,
@@ -110,6 +114,14 @@ describe('the next page', () => {
     });
     // Fewer waiting than a useful page: they go.
     expect(plan({ fresh: 3, rooms: [5, 0, 0] })).toEqual({ endpoint: 0, queued: [], fresh: 3 });
+    // A small window's useful page is small too.
+    expect(plan({ fresh: 500, rooms: [0, 0, 5], windows: [160, 160, 80] })).toEqual({
+      endpoint: 2,
+      queued: [],
+      fresh: 5,
+    });
+    expect(usefulPage(160, 50)).toBe(10);
+    expect(usefulPage(8, 50)).toBe(1);
   });
 
   it('sends an item whose endpoint is drained to another one', () => {
