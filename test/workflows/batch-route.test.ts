@@ -35,6 +35,8 @@ function routeService(
     slow?: string[];
     /** A starved endpoint gets its workers back once its queue is withdrawn. */
     restoreOnWithdrawal?: boolean;
+    /** Endpoints that no longer exist: every submit there answers 404. */
+    gone?: string[];
   },
 ) {
   const jobs = new Map<string, Job>();
@@ -56,6 +58,10 @@ function routeService(
     },
     async submitBatchPage({ endpointId, indexes, inputOverrides }) {
       overrides.push({ endpointId, ...(inputOverrides ? { inputOverrides } : {}) });
+      if (options.gone?.includes(endpointId)) {
+        const rejected = { type: 'NotFound', message: `endpoint ${endpointId} not found`, retryable: false };
+        return { results: indexes.map((i) => ({ i, rejected })) };
+      }
       return {
         results: indexes.map((i) => {
           const id = `job-${endpointId}-${i}-${nextId++}`;
@@ -266,5 +272,28 @@ describe('batch workflow over a route', () => {
     expect(a?.drainedUntil).toBeUndefined();
     expect(completedPerItem(service).size).toBe(200);
     expect([...completedPerItem(service).values()].every((runs) => runs.length === 1)).toBe(true);
+  }, 120_000);
+
+  it('sends the items of an endpoint that is gone (its submits answer 404) to the next one', async () => {
+    const service = routeService(20, { gone: ['a'] });
+    const summary = await withWorker(suite.env, suite.bundle, service.activities, async (queue) =>
+      (
+        await suite.start(
+          queue,
+          input({
+            route: { endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }], recheckAfter: '1 hour' },
+            maxConcurrency: 10,
+            pageSize: 5,
+          }),
+        )
+      ).result(),
+    );
+    expect(summary).toMatchObject({
+      counts: { completed: 20, rejected: 0 },
+      endpoints: { a: { completed: 0, failed: 0 }, b: { completed: 20 } },
+    });
+    expect(summary.endpoints?.a?.drainedUntil).toBeDefined();
+    // Only the pages sent before the first answer (two submits at once per endpoint) went to a.
+    expect(service.overrides.filter((page) => page.endpointId === 'a').length).toBeLessThanOrEqual(2);
   }, 120_000);
 });
