@@ -11,7 +11,7 @@
  * stays where it runs, and is never looked at again.
  */
 import { isCancellation, log } from '@temporalio/workflow';
-import { cancelEndpointJobSummary, endpointHealthSummary } from '../contracts/activity-summaries';
+import { endpointCapacitySummary, withdrawJobsSummary } from '../contracts/activity-summaries';
 import { lacksCapacity } from '../contracts/route';
 import { routeActivities } from './job-activities';
 import { activityOutcome } from './job-failures';
@@ -36,31 +36,32 @@ export async function lookAtQueue(run: Run): Promise<WatchEnd | undefined> {
     run.queueCheckAt = Date.now() + (run.job.options.route?.queueDelayLimit ?? 60_000);
   };
   const capacity = await quietly(run, 'reading the room of the endpoint', () =>
-    routeActivities.endpointCapacity.executeWithOptions(
-      { summary: endpointHealthSummary(endpointId, `an idle worker for queued job ${jobId}`) },
-      [{ endpointId }],
-    ),
+    routeActivities.endpointCapacity.executeWithOptions({ summary: endpointCapacitySummary(endpointId) }, [
+      { endpointId },
+    ]),
   );
   if (capacity === undefined || !lacksCapacity(capacity)) {
     again();
     return undefined;
   }
   const withdrawal = await quietly(run, 'withdrawing the queued job', () =>
-    routeActivities.withdrawQueuedJobs.executeWithOptions(
-      { summary: cancelEndpointJobSummary(endpointId, jobId) },
-      [{ endpointId, jobs: [[0, jobId]] }],
-    ),
+    routeActivities.withdrawQueuedJobs.executeWithOptions({ summary: withdrawJobsSummary(1, endpointId) }, [
+      { endpointId, jobs: [[0, jobId]] },
+    ]),
   );
   if (withdrawal === undefined) {
     again();
     return undefined;
   }
   const outcome = withdrawal.results.find((result) => result.jobId === jobId)?.outcome;
-  log.info('withdrawing a job queued past the route queueDelayLimit on an endpoint with no idle worker', {
-    jobId,
-    endpointId,
-    outcome,
-  });
+  log.info(
+    'asked to withdraw a job queued past the route queueDelayLimit on an endpoint with no idle worker',
+    {
+      jobId,
+      endpointId,
+      outcome,
+    },
+  );
   if (outcome === 'withdrawn' || outcome === 'stopped') return { kind: 'withdrawn', outcome };
   delete run.queueCheckAt;
   // Seen running before any cancel: it stays where it runs.
