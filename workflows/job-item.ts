@@ -61,7 +61,8 @@ export function advanceJob(run: Run, event: ItemEvent): ItemStep {
   s.retries = item.retries;
   s.endpointId = routeEndpoint(run, item).endpointId;
   if (result.counts.includes('hop')) noteHop(run, before, event);
-  if (event.kind === 'submitted') delete run.hop;
+  // A move is counted once, by the submit the service accepts (an adopted orphan counts none).
+  if (event.kind === 'submitted' || event.kind === 'orphan-reported') delete run.hop;
   if (item.phase === 'running' || item.phase === 'retry-due') {
     if (s.jobId !== item.jobId) {
       ownNewJob(run, item.jobId, item.submittedAt, item.adopted);

@@ -22,11 +22,17 @@
  *    finishing; 1 min for /runsync jobs), up to retry.maxRetries; then JobFailed / JobTimedOut.
  * 6. Cancelling the workflow cancels the remote job in a non-cancellable scope, then the workflow
  *    ends as cancelled.
+ * 7. On a route (contracts/route.ts) the job goes to the route's first endpoint. One that waits
+ *    IN_QUEUE past queueDelayLimit on an endpoint with no idle worker is withdrawn there (moved only
+ *    once the service confirms it never started) and submitted to the next endpoint; a failure the
+ *    caller calls a capacity failure moves there too instead of a retry. Each move is a hop in the
+ *    result and the snapshot; a job seen running is never moved.
  *
  * This module is the job's life from start to end; the parts live beside it: job-run.ts (the
  * state and what each observation changes), job-signals.ts, job-submit.ts (submission and
- * uncertain submits), job-lease.ts, job-orphan.ts, job-watch.ts (waiting), job-stream.ts, and the
- * pure decisions in job-rules.ts and job-submit-rules.ts.
+ * uncertain submits), job-lease.ts, job-orphan.ts, job-watch.ts (waiting), job-route.ts (the look
+ * at a queued job's endpoint and its withdrawal), job-stream.ts, and the pure decisions in
+ * job-rules.ts and job-submit-rules.ts.
  */
 import {
   ApplicationFailure,
