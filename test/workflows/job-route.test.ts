@@ -1,8 +1,9 @@
 /**
  * The job workflow on a route, on the time-skipping server with mocked activities: a job queued
  * past the route's queueDelayLimit on an endpoint with no idle worker is withdrawn and submitted to
- * the next endpoint; one that has room is looked at again a limit later; one seen started stays;
- * a capacity failure moves on instead of a retry; the last endpoint is never left.
+ * the next endpoint; one that has room (or whose look failed) is looked at again a limit later; one
+ * seen started stays; one that finished first is watched to its end; a capacity failure moves on
+ * instead of a retry; the last endpoint is never left.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -52,8 +53,9 @@ type Call = { name: string; input: unknown; at: number };
  * answer with `capacity` (one answer per look, the last repeated) and `withdrawal`.
  */
 function routeFake(options: {
-  statuses: Record<string, 'queued' | 'COMPLETED' | 'FAILED' | 'started'>;
-  capacity?: EndpointCapacity[];
+  statuses: Record<string, 'queued' | 'COMPLETED' | 'FAILED' | 'started' | 'ended'>;
+  /** One answer per look, the last repeated; 'fails': the look itself fails. */
+  capacity?: Array<EndpointCapacity | 'fails'>;
   withdrawal?: WithdrawalOutcome;
 }) {
   const calls: Call[] = [];
@@ -74,6 +76,8 @@ function routeFake(options: {
       // Queued ('started': until it was looked at): the look finds nothing new and hands the
       // timer to the server, as the real poller does, so the test server's clock can skip ahead.
       if (behaviour === 'started' && withdrawn) return waitResult(req.jobId, 'IN_PROGRESS');
+      if (behaviour === 'ended' && withdrawn)
+        return waitResult(req.jobId, 'COMPLETED', { output: { on: req.endpointId } });
       throw ApplicationFailure.create({
         type: JOB_UNCHANGED,
         message: 'unchanged',
@@ -86,7 +90,10 @@ function routeFake(options: {
     endpointCapacity: async (req) => {
       record('endpointCapacity', req);
       const answers = options.capacity ?? [ROOMLESS];
-      return answers[Math.min(looks++, answers.length - 1)] as EndpointCapacity;
+      const answer = answers[Math.min(looks++, answers.length - 1)];
+      if (answer === 'fails')
+        throw ApplicationFailure.create({ type: 'Unauthorized', message: 'HTTP 401', nonRetryable: true });
+      return answer as EndpointCapacity;
     },
     withdrawQueuedJobs: async (req) => {
       record('withdrawQueuedJobs', req);
@@ -179,6 +186,25 @@ describe('job workflow on a route', () => {
     expect(fake.jobs.named('submitJob')).toHaveLength(1);
     expect(fake.named('endpointCapacity')).toHaveLength(1);
     expect(snapshot).toMatchObject({ endpointId: 'a', hops: [] });
+  });
+
+  it('keeps watching a job that finished before its withdrawal', async () => {
+    const fake = routeFake({ statuses: { a: 'ended' }, withdrawal: 'ended' });
+    const { result } = await run(fake);
+
+    expect(result).toMatchObject({ endpointId: 'a', jobIds: ['job-a'], output: { on: 'a' }, hops: [] });
+    expect(fake.jobs.named('submitJob')).toHaveLength(1);
+    expect(fake.named('withdrawQueuedJobs')).toHaveLength(1);
+  });
+
+  it('looks again a queueDelayLimit later when the look at the endpoint fails', async () => {
+    const fake = routeFake({ statuses: { a: 'queued', b: 'COMPLETED' }, capacity: ['fails', ROOMLESS] });
+    const { result } = await run(fake);
+
+    const looks = fake.named('endpointCapacity').map((call) => call.at);
+    expect(looks).toHaveLength(2);
+    expect((looks[1] as number) - (looks[0] as number)).toBeGreaterThanOrEqual(5_000);
+    expect(result).toMatchObject({ endpointId: 'b', hops: [{ from: 'a', to: 'b', reason: 'starved' }] });
   });
 
   it('moves a capacity failure to the next endpoint instead of retrying it', async () => {
