@@ -54,14 +54,7 @@ export async function lookAtQueue(run: Run): Promise<WatchEnd | undefined> {
     return undefined;
   }
   const outcome = withdrawal.results.find((result) => result.jobId === jobId)?.outcome;
-  log.info(
-    'asked to withdraw a job queued past the route queueDelayLimit on an endpoint with no idle worker',
-    {
-      jobId,
-      endpointId,
-      outcome,
-    },
-  );
+  log.info('withdrawal of a job queued past the route queueDelayLimit', { jobId, endpointId, outcome });
   if (outcome === 'withdrawn' || outcome === 'stopped') return { kind: 'withdrawn', outcome };
   delete run.queueCheckAt;
   // Seen running before any cancel: it stays where it runs.
