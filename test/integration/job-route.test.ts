@@ -69,7 +69,8 @@ describe('job workflow on a route (dev server, emulator over HTTP, real worker a
     // Service time stands still until the poller has had its one look at the queued job.
     stack.control.freeze();
     const handle = await stack.start({
-      route: { endpoints: [{ endpointId: a }, { endpointId: b }], queueDelayLimit: '5 seconds' },
+      // Room for the test to start the job (it has seconds to spare) before the route's look.
+      route: { endpoints: [{ endpointId: a }, { endpointId: b }], queueDelayLimit: '15 seconds' },
       request: { input: { sleepMs: 60_000, output: 'from a' } },
       polling: SLOW_POLLING,
     });
