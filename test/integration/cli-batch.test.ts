@@ -2,7 +2,8 @@
  * The CLI's batch commands against the real stack (dev server, emulator over HTTP, the real worker):
  * start with --wait (progress on stderr, the summary on stdout), status, results as JSONL; pause,
  * resume, concurrency and cancel of a running batch; redrive of a finished one and status --watch
- * until it ends; and bad flags refused with exit code 2 before anything starts.
+ * until it ends; a batch over a route from a route file; and bad flags refused with exit code 2
+ * before anything starts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -76,6 +77,56 @@ describe('the CLI: batches', () => {
       '--failures',
     );
     expect(failures.out.trim().split('\n')).toHaveLength(1);
+  }, 120_000);
+
+  it('starts a batch over a route from --route-file: items out of memory on the first endpoint complete on the second', async () => {
+    const small = stack.endpoint({ templateId: 'oom', gpuIds: 'AMPERE_16', workersMax: 5 });
+    const large = stack.endpoint({ workersMin: 0, workersMax: 10 });
+    const items = path.join(dir, 'route-items.jsonl');
+    const lines = Array.from({ length: 10 }, (_, i) =>
+      JSON.stringify({ input: { output: { i }, oomShare: 1 } }),
+    );
+    writeFileSync(items, `${lines.join('\n')}\n`);
+    const route = path.join(dir, 'route.json');
+    writeFileSync(
+      route,
+      JSON.stringify({
+        endpoints: [
+          { endpointId: small, pricePerSecond: 0.0002 },
+          { endpointId: large, pricePerSecond: 0.0006 },
+        ],
+      }),
+    );
+    const id = `cli-batch-route-${Date.now()}`;
+    const started = await cli(
+      'batch',
+      'start',
+      id,
+      '--route-file',
+      route,
+      '--capacity-failure',
+      'OutOfMemoryError',
+      '--items',
+      `@${items}`,
+      '--wait',
+    );
+    expect(started.code).toBe(0);
+    const summary = JSON.parse(started.out);
+    expect(summary).toMatchObject({ total: 10, counts: { completed: 10 } });
+    expect(summary.endpoints[large]).toMatchObject({ completed: 10, failed: 0 });
+    expect(summary.endpoints[small]).toMatchObject({ completed: 0, failed: 0 });
+    expect(summary.endpoints[small].moved).toBe(summary.hops);
+    expect(summary.hops).toBeGreaterThan(0);
+    // The progress line splits the items by endpoint and counts the moves.
+    expect(started.err).toContain(`${large} 10`);
+    expect(started.err).toMatch(/, \d+ moved/);
+    const results = await cli('batch', 'results', id, '--store', stack.workerEnv.RESULT_STORE_DIR as string);
+    const parsed = results.out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(parsed).toHaveLength(10);
+    expect(parsed.every((line) => line.status === 'COMPLETED' && line.endpointId === large)).toBe(true);
   }, 120_000);
 
   it('pauses, resumes, changes the concurrency of and cancels a running batch; redrives a finished one', async () => {

@@ -1,6 +1,6 @@
 /**
  * The CLI against the real stack: the shared dev server, the emulator over HTTP and a worker
- * wired exactly as `npm run worker` wires it (runWorker). Commands run in-process through runCli,
+ * wired exactly as `npm run worker` wires it (runWorker), a job on a route included. Commands run in-process through runCli,
  * so their output and exit codes are read directly.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -106,6 +106,41 @@ describe('the CLI', () => {
     expect(result.json()).toMatchObject({ status: 'COMPLETED', output: { prompt: 'hi' } });
     const { jobId } = result.json();
     expect(emulator.control.job(jobId)?.status).toBe('COMPLETED');
+  });
+
+  it('starts a job on a route: out of memory on the first endpoint, it completes on the second', async () => {
+    const oomEndpoint = emulator.control.createEndpoint(API_KEY, {
+      name: 'cli-oom',
+      templateId: 'oom',
+      gpuIds: 'AMPERE_16',
+      flashBootType: 'FLASHBOOT',
+    }).id;
+    const id = uniqueTaskQueue('cli-route');
+    const result = await cli(
+      'job',
+      'start',
+      id,
+      '--route',
+      `${oomEndpoint},${scriptedEndpoint}`,
+      '--capacity-failure',
+      'out of memory',
+      '--input',
+      '{"output":"drawn","oomShare":1}',
+      '--wait',
+    );
+    expect(result.err).toBe('');
+    expect(result.code).toBe(0);
+    const job = result.json();
+    expect(job).toMatchObject({
+      status: 'COMPLETED',
+      endpointId: scriptedEndpoint,
+      output: 'drawn',
+      hops: [{ from: oomEndpoint, to: scriptedEndpoint, reason: 'capacity-failure' }],
+    });
+    // The failed job on the first endpoint and the completed one on the second: one run each.
+    expect(job.jobIds).toHaveLength(2);
+    expect(emulator.control.job(job.jobIds[0])?.status).toBe('FAILED');
+    expect(emulator.control.submissions(oomEndpoint)).toBe(1);
   });
 
   it('shows a job snapshot, its result again, and finds it by endpoint and job id', async () => {
