@@ -31,6 +31,7 @@ import {
   updateSchedule,
 } from '../../client/schedules';
 import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint-lifecycle';
+import { endpointIdKey } from '../../workflows/search-attributes';
 import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
 
 describe('schedules on the dev server', () => {
@@ -301,6 +302,9 @@ describe('schedules on the dev server', () => {
       total: 3,
       counts: { completed: 3 },
     });
+    // Filed under its endpoint as startBatch files a batch, so `cost endpoint` finds it.
+    const described = await stack.client.workflow.getHandle(run.workflowId).describe();
+    expect(described.typedSearchAttributes.get(endpointIdKey)).toBe(endpointId);
   });
 
   it('runs a scheduled ephemeral endpoint: provisioned, its job run, torn down', async () => {
