@@ -35,7 +35,9 @@ export function startWatch(run: BatchRun): void {
   while (run.watchers.size < MAX_WATCHERS) {
     const uncovered: RunningItem[] = [];
     for (const item of run.items.values()) {
-      if (item.phase === 'running' && !run.watched.has(item.index)) uncovered.push(item);
+      // A job being withdrawn is watched again once the withdrawal has answered (if it stays).
+      if (item.phase === 'running' && !run.watched.has(item.index) && !withdrawing(run, item.index))
+        uncovered.push(item);
     }
     if (uncovered.length === 0) return;
     // A watcher follows the jobs of one endpoint.
@@ -101,8 +103,10 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
 function changed(run: BatchRun, change: ItemChange, askedJobId: string | undefined, at: number): void {
   const item = run.items.get(change.i);
   if (item?.phase !== 'running' || item.jobId !== askedJobId) return;
-  // A job being withdrawn ends CANCELLED by the withdrawal's own cancel: its answer tells.
-  if (withdrawing(run, change.i) && change.status === 'CANCELLED') return;
+  // A job being withdrawn is the withdrawal's to settle: its own cancel ends it CANCELLED, and a
+  // cancelled job may be gone (its results expired) before the withdrawal answers. Only a run
+  // that completed (its line is written) is taken from the watcher.
+  if (withdrawing(run, change.i) && change.status !== 'COMPLETED') return;
   const { stopping } = run.state;
   if (change.gone) {
     advance(run, item, { kind: 'gone', now: Date.now(), stopping });

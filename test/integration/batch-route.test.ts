@@ -37,16 +37,14 @@ describe('batch over a route on the emulator', () => {
     return lines;
   }
 
-  /** The emulator's jobs (finished and removed ones too) of the endpoints, by item index. */
-  function jobsByItem(endpoints: string[]) {
-    const byItem = new Map<number, ReturnType<JobStack['control']['jobs']>>();
-    for (const job of stack.control.jobs(undefined, { removed: true })) {
-      if (!endpoints.includes(job.endpointId)) continue;
-      const index = (job.input?.output as { index?: number } | undefined)?.index;
-      if (index === undefined) throw new Error(`job ${job.id} names no item`);
-      byItem.set(index, [...(byItem.get(index) ?? []), job]);
-    }
-    return byItem;
+  /**
+   * The emulator's jobs of the endpoints, finished and removed ones too (a removed job's snapshot
+   * keeps no input: an item is known by the job id its result line names).
+   */
+  function jobsOf(endpoints: string[]) {
+    return stack.control
+      .jobs(undefined, { removed: true })
+      .filter((job) => endpoints.includes(job.endpointId));
   }
 
   it(`moves the queue of an endpoint that loses its workers to the next one: ${ITEMS} items, each once`, async () => {
@@ -77,6 +75,12 @@ describe('batch over a route on the emulator', () => {
       300_000,
     );
     stack.control.starveEndpoint(a);
+    // b's input overrides reach the jobs sent there.
+    const onB = await eventually(() => stack.control.jobs(b).find((job) => job.input !== undefined), 120_000);
+    expect(onB.input?.on).toBe('b');
+    expect(stack.control.jobs(a).every((job) => job.input === undefined || job.input.on === undefined)).toBe(
+      true,
+    );
     const summary = await awaitBatch(stack.client, { batch: handle });
     const elapsed = Date.now() - started;
 
@@ -89,29 +93,22 @@ describe('batch over a route on the emulator', () => {
     expect(split[a]?.moved).toBe(summary.hops);
     expect(split[a]?.drainedUntil).toBeDefined();
 
-    // The service's side: one COMPLETED job per item; a job withdrawn from a never ran there.
-    const byItem = jobsByItem([a, b]);
-    expect(byItem.size).toBe(ITEMS);
-    let moved = 0;
-    for (const [index, jobs] of byItem) {
-      expect(
-        jobs.filter((job) => job.status === 'COMPLETED'),
-        `item ${index}`,
-      ).toHaveLength(1);
-      const ranOn = new Set(jobs.filter((job) => (job.executionTime ?? 0) > 0).map((job) => job.endpointId));
-      expect(ranOn.size, `item ${index} ran on ${[...ranOn].join(', ')}`).toBe(1);
-      if (jobs.some((job) => job.endpointId === a && job.status === 'CANCELLED')) moved += 1;
-    }
-    expect(moved).toBe(summary.hops);
-    // b's input overrides reached every job sent there.
-    for (const jobs of byItem.values())
-      for (const job of jobs) expect(job.input?.on).toBe(job.endpointId === b ? 'b' : undefined);
+    // The service's side: as many COMPLETED jobs as items, each the one its item's line names,
+    // and no other job ran at all (a job withdrawn from a has executionTime 0): no item ran on both.
+    const jobs = jobsOf([a, b]);
+    const byId = new Map(jobs.map((job) => [job.id, job]));
+    expect(jobs.filter((job) => job.status === 'COMPLETED')).toHaveLength(ITEMS);
+    expect(jobs.filter((job) => job.status !== 'COMPLETED' && (job.executionTime ?? 0) > 0)).toEqual([]);
+    const withdrawn = jobs.filter((job) => job.endpointId === a && job.status === 'CANCELLED');
+    expect(withdrawn).toHaveLength(summary.hops ?? -1);
 
-    // Each result line says where it ran (and that it moved).
+    // Each result line says where its item ran (and that it moved).
     const lines = await linesOf(summary);
     expect(lines).toHaveLength(ITEMS);
+    expect(new Set(lines.map((line) => line.index)).size).toBe(ITEMS);
     for (const line of lines) {
-      const ran = byItem.get(line.index)?.find((job) => job.status === 'COMPLETED');
+      const ran = byId.get(line.jobId ?? '');
+      expect(ran?.status, `item ${line.index}`).toBe('COMPLETED');
       expect(line).toMatchObject({ status: 'COMPLETED', endpointId: ran?.endpointId });
     }
     expect(lines.filter((line) => line.hops === 1)).toHaveLength(summary.hops ?? -1);
@@ -144,23 +141,17 @@ describe('batch over a route on the emulator', () => {
     );
     const summary = await awaitBatch(stack.client, { batch: handle });
     expect(summary).toMatchObject({ total: 20, counts: { completed: 20 }, failures: 0, retries: 0 });
-    const byItem = jobsByItem([a, b]);
-    const outOfMemory = [...byItem]
-      .filter(([, jobs]) => jobs.some((job) => job.endpointId === a && job.status === 'FAILED'))
-      .map(([index]) => index);
+    // Each job that ran out of memory on a moved its item to b, where it completed.
+    const jobs = jobsOf([a, b]);
+    const outOfMemory = jobs.filter((job) => job.endpointId === a && job.status === 'FAILED');
     expect(outOfMemory.length).toBeGreaterThan(0);
     expect(summary.hops).toBe(outOfMemory.length);
-    const lines = new Map((await linesOf(summary)).map((line) => [line.index, line]));
-    for (const index of outOfMemory) {
-      expect(
-        byItem
-          .get(index)
-          ?.filter((job) => job.status === 'COMPLETED')
-          .map((job) => job.endpointId),
-      ).toEqual([b]);
-      expect(lines.get(index)).toMatchObject({ status: 'COMPLETED', endpointId: b, hops: 1 });
-    }
-    for (const jobs of byItem.values())
-      expect(jobs.filter((job) => job.status === 'COMPLETED')).toHaveLength(1);
+    expect(jobs.filter((job) => job.status === 'COMPLETED')).toHaveLength(20);
+    const lines = await linesOf(summary);
+    const moved = lines.filter((line) => line.hops === 1);
+    expect(moved).toHaveLength(outOfMemory.length);
+    for (const line of moved) expect(line).toMatchObject({ status: 'COMPLETED', endpointId: b });
+    const byId = new Map(jobs.map((job) => [job.id, job]));
+    for (const line of lines) expect(byId.get(line.jobId ?? '')?.endpointId).toBe(line.endpointId);
   }, 300_000);
 });
