@@ -44,6 +44,12 @@ export interface WithdrawJobsResult {
   results: Array<{ i: number; jobId: string; outcome: WithdrawalOutcome }>;
 }
 
+/** What an attempt has done, in its heartbeat: a retried attempt goes on from there. */
+interface WithdrawProgress extends WithdrawJobsResult {
+  /** The job whose /cancel was about to be sent. */
+  cancelling?: string;
+}
+
 export function createRouteActivities(deps: RouteActivityDeps) {
   const { client } = deps;
   const metrics = deps.metrics ?? noopMetrics;
@@ -60,11 +66,22 @@ export function createRouteActivities(deps: RouteActivityDeps) {
     }
   }
 
-  async function withdrawOne(endpointId: string, jobId: string): Promise<WithdrawalOutcome> {
+  /**
+   * `cancelledBefore`: an earlier attempt sent this job's /cancel and died before its answer was
+   * confirmed, so a CANCELLED status now is that cancel's, not someone else's.
+   */
+  async function withdrawOne(
+    endpointId: string,
+    jobId: string,
+    cancelledBefore: boolean,
+    beforeCancel: () => void,
+  ): Promise<WithdrawalOutcome> {
     const before = await call((signal) => client.jobs.status(endpointId, jobId, { signal }));
     if (before === 'gone') return 'gone';
+    if (before.status === 'CANCELLED' && cancelledBefore) return confirmed(endpointId, jobId, before);
     if (before.status === 'IN_PROGRESS') return 'started';
     if (before.status !== 'IN_QUEUE') return 'ended';
+    beforeCancel();
     const cancelled = await call((signal) => client.jobs.cancel(endpointId, jobId, { signal }));
     if (cancelled === 'gone') return 'gone';
     const after = await call((signal) => client.jobs.status(endpointId, jobId, { signal }));
@@ -72,8 +89,17 @@ export function createRouteActivities(deps: RouteActivityDeps) {
     // as a run that was stopped (it moves all the same; nothing of it runs on).
     if (after === 'gone') return 'stopped';
     if (after.status !== 'CANCELLED') return after.status === 'IN_PROGRESS' ? 'started' : 'ended';
+    return confirmed(endpointId, jobId, after);
+  }
+
+  /** A job our /cancel ended: withdrawn if it never ran, stopped if it had started. */
+  function confirmed(
+    endpointId: string,
+    jobId: string,
+    status: { executionTime?: number },
+  ): WithdrawalOutcome {
     inFlight.left(endpointId, jobId);
-    return (after.executionTime ?? 0) > 0 ? 'stopped' : 'withdrawn';
+    return (status.executionTime ?? 0) > 0 ? 'stopped' : 'withdrawn';
   }
 
   return {
@@ -102,16 +128,18 @@ export function createRouteActivities(deps: RouteActivityDeps) {
     async withdrawQueuedJobs(input: WithdrawJobsInput): Promise<WithdrawJobsResult> {
       const { endpointId, jobs } = parsed(withdrawInputSchema, input, 'input');
       const context = Context.current();
-      const done = (context.info.heartbeatDetails as WithdrawJobsResult | undefined)?.results ?? [];
-      const results = [...done];
-      const seen = new Set(done.map((result) => result.jobId));
+      const earlier = context.info.heartbeatDetails as WithdrawProgress | undefined;
+      const results = [...(earlier?.results ?? [])];
+      const seen = new Set(results.map((result) => result.jobId));
       for (const [index, jobId] of jobs) {
         if (seen.has(jobId)) continue;
-        const outcome = await withdrawOne(endpointId, jobId);
+        const outcome = await withdrawOne(endpointId, jobId, earlier?.cancelling === jobId, () =>
+          context.heartbeat({ results, cancelling: jobId } satisfies WithdrawProgress),
+        );
         if (outcome === 'withdrawn' || outcome === 'stopped' || outcome === 'started')
           metrics.routeWithdrawal(outcome);
         results.push({ i: index, jobId, outcome });
-        context.heartbeat({ results });
+        context.heartbeat({ results } satisfies WithdrawProgress);
       }
       return { results };
     },
