@@ -5,6 +5,7 @@
  */
 import type { ServiceErrorKind } from '../api/errors';
 import { JOB_UNCHANGED } from './job-wait-policy';
+import type { RouteHop } from './route';
 
 /** Failure types the job activities raise beyond the ServiceErrorKinds. */
 export const JOB_EXPIRED = 'JobExpired';
@@ -75,6 +76,8 @@ export interface JobFailureDetails {
   uncertainAdopted?: number;
   resubmittedAfterLease?: number;
   leaseLapses?: number;
+  /** On a route: its moves between endpoints (endpointId is the one it failed on). */
+  hops?: RouteHop[];
   /** BadRequest on the input: where and what. */
   field?: string;
   rule?: string;

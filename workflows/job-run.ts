@@ -131,6 +131,7 @@ export function details(run: Run, extra: Partial<JobFailureDetails> = {}): JobFa
     submissions: s.submissions,
     uncertainSubmits: s.uncertainSubmits,
     ...leaseCounts(run),
+    ...(s.hops ? { hops: s.hops.map((hop) => ({ ...hop })) } : {}),
     ...extra,
   };
 }

@@ -6,6 +6,7 @@
  * instead of a retry; the last endpoint is never left.
  */
 import { Context } from '@temporalio/activity';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -205,6 +206,22 @@ describe('job workflow on a route', () => {
     expect(looks).toHaveLength(2);
     expect((looks[1] as number) - (looks[0] as number)).toBeGreaterThanOrEqual(5_000);
     expect(result).toMatchObject({ endpointId: 'b', hops: [{ from: 'a', to: 'b', reason: 'starved' }] });
+  });
+
+  it('a job that fails on its last endpoint after a move names the move in its failure details', async () => {
+    const fake = routeFake({ statuses: { a: 'FAILED', b: 'FAILED' } });
+    const failure = await run(fake).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const cause = (failure as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause.type).toBe('JobFailed');
+    expect(cause.details?.[0]).toMatchObject({
+      endpointId: 'b',
+      jobIds: ['job-a', 'job-b'],
+      hops: [{ from: 'a', to: 'b', jobId: 'job-a', reason: 'capacity-failure' }],
+    });
   });
 
   it('moves a capacity failure to the next endpoint instead of retrying it', async () => {
