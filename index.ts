@@ -287,7 +287,12 @@ export {
   automationEventSchema,
   emitOnEndSchema,
 } from './contracts/automation-input';
-export { type BatchCost, type BatchLeaseCounts, batchInputSchema } from './contracts/batch-input';
+export {
+  type BatchCost,
+  type BatchEndpointSplit,
+  type BatchLeaseCounts,
+  batchInputSchema,
+} from './contracts/batch-input';
 export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } from './contracts/cost';
 export {
   type EphemeralBatch,

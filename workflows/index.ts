@@ -31,6 +31,7 @@ export {
 export {
   type BatchCost,
   type BatchCounts,
+  type BatchEndpointSplit,
   type BatchInput,
   type BatchLeaseCounts,
   type BatchResultsRef,
