@@ -118,8 +118,6 @@ export function parseBatchInput(
   if (!result.success) return { ok: false, ...firstIssue(result.error) };
   if ((result.data.endpointId === undefined) === (result.data.route === undefined))
     return { ok: false, field: 'endpointId', rule: 'exactly one of endpointId and route is required' };
-  if (result.data.route && result.data.mode === 'children')
-    return { ok: false, field: 'route', rule: "applies to mode 'activities' only" };
   const tooMany = concurrencyIssue(result.data.mode, result.data.maxConcurrency);
   if (tooMany) return { ok: false, field: 'maxConcurrency', rule: tooMany };
   if (result.data.mode === 'children' && result.data.job.outputInlineMaxBytes !== undefined)

@@ -47,6 +47,8 @@ export function completedLine(index: number, result: JobResult, startedAt: numbe
   return {
     index,
     jobId: result.jobId,
+    endpointId: result.endpointId,
+    ...(result.hops && result.hops.length > 0 ? { hops: result.hops.length } : {}),
     status: 'COMPLETED',
     ...(result.outputRef
       ? { outputRef: result.outputRef }

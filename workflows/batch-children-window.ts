@@ -36,7 +36,8 @@ export function startChildren(b: ChildBatch): void {
 function childInput(b: ChildBatch, index: number): JobWorkflowInput {
   const { polling, outputInlineMaxBytes: _inline, ...job } = b.o.job;
   return {
-    endpointId: b.o.endpointId,
+    // On a route, each child falls back between its endpoints on its own (a job's route).
+    ...(b.o.route === undefined ? { endpointId: b.o.endpointId } : { route: b.o.route }),
     requestRef: { manifestKey: b.s.manifestKey, index },
     ...job,
     ...(polling === undefined ? {} : { polling: pollingInputOf(polling) }),

@@ -12,7 +12,7 @@ import {
   setHandler,
   sleep,
 } from '@temporalio/workflow';
-import type { JobWorkflowInput } from '../../contracts/job-input';
+import { firstEndpoint, type JobWorkflowInput } from '../../contracts/job-input';
 import type { JobResult } from '../../contracts/job-snapshot';
 
 export { serverlessBatch } from '../../workflows/batch';
@@ -41,7 +41,7 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
   } finally {
     await CancellationScope.nonCancellable(() => acts.childEnded({ index }));
   }
-  const tally = { endpointId: input.endpointId as string, jobId: `job-${index}`, jobIds: [`job-${index}`] };
+  const tally = { endpointId: firstEndpoint(input), jobId: `job-${index}`, jobIds: [`job-${index}`] };
   if (fate.kind === 'FAILED')
     throw ApplicationFailure.create({
       type: 'JobFailed',
@@ -56,7 +56,7 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
       nonRetryable: true,
       details: [
         {
-          endpointId: input.endpointId as string,
+          endpointId: firstEndpoint(input),
           jobIds: [],
           attempts: 0,
           retries: 0,

@@ -118,6 +118,30 @@ describe('batch workflow: child mode', () => {
     expect(text).not.toContain('"output"');
   });
 
+  it('on a route, hands the route to every child (each falls back on its own) and says where each ran', async () => {
+    const fake = fakeChildren(6, () => ({ kind: 'COMPLETED', ms: 500 }));
+    const route = {
+      endpoints: [
+        { endpointId: 'ep-dear', pricePerSecond: 0.002 },
+        { endpointId: 'ep-cheap', pricePerSecond: 0.001 },
+      ],
+      queueDelayLimit: '30 seconds',
+    };
+    const { endpointId: _single, ...routed } = input({ maxConcurrency: 3 });
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
+      (await start(queue, { ...routed, route })).result(),
+    );
+    expect(summary).toMatchObject({ total: 6, counts: { completed: 6 }, endpointId: 'ep-cheap' });
+    const child = fake.inputs.get(2) as Record<string, unknown>;
+    expect(child).not.toHaveProperty('endpointId');
+    expect(child.route).toMatchObject({
+      endpoints: [{ endpointId: 'ep-cheap' }, { endpointId: 'ep-dear' }],
+      queueDelayLimit: 30_000,
+    });
+    expect(parseJobWorkflowInput(child).ok).toBe(true);
+    expect(fake.lines.map((line) => line.endpointId)).toEqual(Array(6).fill('ep-cheap'));
+  });
+
   it('fails past the tolerance with the summary; items not started are counted, every line kept', async () => {
     const fake = fakeChildren(30, fates);
     const failure = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
