@@ -139,6 +139,7 @@ export function describeBatch(input: BatchInput): WorkflowDescription {
   if (!parsed.ok) throw new Error(`describeBatch needs a valid input (${parsed.field} ${parsed.rule})`);
   const batch = parsed.value;
   const source = itemSource(input.items);
+  const perEndpoint = batch.mode === 'activities' ? batch.route : undefined;
   return {
     staticSummary: `Batch of ${source.summary} on ${targetText(batch)}, ${formatCount(batch.maxConcurrency)} at once`,
     staticDetails: [
@@ -146,11 +147,12 @@ export function describeBatch(input: BatchInput): WorkflowDescription {
       '',
       markdownTable([
         targetRow(batch),
-        ['Endpoint windows', batch.route ? windowsText(batch.route, batch.maxConcurrency) : undefined],
+        // Mode 'children' hands the route to each item's job workflow: no windows, no drains.
+        ['Endpoint windows', perEndpoint ? windowsText(perEndpoint, batch.maxConcurrency) : undefined],
         ...routeRows(batch.route),
         [
           'Recheck a drained endpoint after',
-          batch.route ? formatDuration(batch.route.recheckAfter) : undefined,
+          perEndpoint ? formatDuration(perEndpoint.recheckAfter) : undefined,
         ],
         ['Items', source.detail],
         ['Mode', batch.mode === 'children' ? 'one child job workflow per item' : 'activities'],

@@ -285,4 +285,12 @@ describe('descriptions of a run on a route', () => {
       '| Capacity failures | none (a failure is retried on the same endpoint) |',
     );
   });
+
+  it("a batch in mode 'children' names the route but no windows: each item's job follows it alone", () => {
+    const { staticSummary, staticDetails } = describeBatch({ ...batch, mode: 'children' });
+    expect(staticSummary).toBe('Batch of 2 items on route ep-a → ep-b, 100 at once');
+    expect(staticDetails).toContain('| Route | `ep-a` → `ep-b` |');
+    expect(staticDetails).not.toContain('Endpoint windows');
+    expect(staticDetails).not.toContain('Recheck');
+  });
 });
