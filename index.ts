@@ -42,6 +42,8 @@ export {
   type BatchItemOutcome,
   type CallOutcome,
   type LibraryMetrics,
+  type RouteHopReason,
+  type RouteWithdrawalOutcome,
   type SubmitOutcome,
   type WebhookVerdict,
 } from './api/metrics';
@@ -308,6 +310,7 @@ export {
 export { jobWorkflowInputSchema, type PollingInput, pollingInputSchema } from './contracts/job-input';
 export { jobResultSchema, jobSnapshotSchema } from './contracts/job-snapshot';
 export { type ResultRef, resultRefSchema } from './contracts/job-types';
+export { type RouteHop, type RouteInput, routeSchema } from './contracts/route';
 export type { JobStreamBatch } from './contracts/signal-names';
 // The worker and its configuration.
 export {

@@ -16,6 +16,8 @@ export {
   type CallOutcome,
   type LibraryMetrics,
   noopMetrics,
+  type RouteHopReason,
+  type RouteWithdrawalOutcome,
   type SubmitOutcome,
   type WebhookVerdict,
 } from './metrics';

@@ -17,6 +17,8 @@ export {
   type BatchItemOutcome,
   type CallOutcome,
   type LibraryMetrics,
+  type RouteHopReason,
+  type RouteWithdrawalOutcome,
   type SubmitOutcome,
   type WebhookVerdict,
 } from '../api/metrics';
