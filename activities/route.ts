@@ -11,7 +11,7 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
-import type { EndpointCapacity } from '../contracts/route';
+import { type EndpointCapacity, MAX_ROUTE_ENDPOINTS } from '../contracts/route';
 import { parsed, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
 
@@ -21,6 +21,10 @@ export interface RouteActivityDeps {
 }
 
 const endpointCapacityInputSchema = z.strictObject({ endpointId: pathSegmentSchema });
+
+const endpointWorkersInputSchema = z.strictObject({
+  endpointIds: z.array(pathSegmentSchema).min(1).max(MAX_ROUTE_ENDPOINTS),
+});
 
 const withdrawInputSchema = z.strictObject({
   endpointId: pathSegmentSchema,
@@ -116,6 +120,29 @@ export function createRouteActivities(deps: RouteActivityDeps) {
           inQueue: health.jobs.inQueue,
           ...(typeof throttled === 'number' ? { throttled } : {}),
         };
+      } catch (error) {
+        throw toApplicationFailure(error, { signal });
+      }
+    },
+
+    /**
+     * The endpoints' maximum worker counts (one GraphQL listing of the account's endpoints): an
+     * endpoint the listing lacks is left out.
+     */
+    async endpointWorkers(
+      input: z.input<typeof endpointWorkersInputSchema>,
+    ): Promise<{ workersMax: Record<string, number> }> {
+      const { endpointIds } = parsed(endpointWorkersInputSchema, input, 'input');
+      const signal = Context.current().cancellationSignal;
+      try {
+        const listed = await client.endpoints.list({ signal });
+        const wanted = new Set(endpointIds);
+        const workersMax: Record<string, number> = {};
+        for (const endpoint of listed) {
+          if (wanted.has(endpoint.id) && typeof endpoint.workersMax === 'number')
+            workersMax[endpoint.id] = endpoint.workersMax;
+        }
+        return { workersMax };
       } catch (error) {
         throw toApplicationFailure(error, { signal });
       }

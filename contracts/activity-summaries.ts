@@ -138,6 +138,11 @@ export function endpointCapacitySummary(endpointId: string): string {
   return `read the room of endpoint ${id(endpointId)}`;
 }
 
+/** A route's read of its endpoints' maximum worker counts (they size a batch's windows). */
+export function endpointWorkersSummary(endpointIds: readonly string[]): string {
+  return `read the worker counts of ${plural(endpointIds.length, 'endpoint')}`;
+}
+
 /** A route's withdrawal of queued jobs from an endpoint that starves them. */
 export function withdrawJobsSummary(count: number, endpointId: string): string {
   return `withdraw ${plural(count, 'queued job')} from endpoint ${id(endpointId)}`;

@@ -101,16 +101,32 @@ export function isCapacityFailure(error: string | undefined, patterns: readonly 
 }
 
 /**
- * The jobs in flight each endpoint of a batch may hold: its weight's share of the window (all of
- * it when no weight is given), capped by its maxShare; at least one.
+ * Jobs queued beyond an endpoint's workers, as a share of them: a worker that frees takes the next
+ * job at once instead of waiting for the batch's next page, and no more waits there while another
+ * endpoint of the route has idle workers.
  */
-export function endpointWindows(route: Route, maxConcurrency: number): number[] {
+export const QUEUED_PER_WORKER = 0.25;
+
+/**
+ * The jobs in flight each endpoint of a batch may hold: its weight's share of the window (all of
+ * it when no weight is given), capped by its maxShare and, when its maximum worker count is known,
+ * by those workers and a quarter more queued (at least one job: an endpoint scaled to no worker
+ * still gets one, whose wait in the queue drains it).
+ */
+export function endpointWindows(
+  route: Route,
+  maxConcurrency: number,
+  workersMax: ReadonlyArray<number | undefined> = [],
+): number[] {
   const weighted = route.endpoints.some((endpoint) => endpoint.weight !== undefined);
   const total = route.endpoints.reduce((sum, endpoint) => sum + (endpoint.weight ?? 1), 0);
-  return route.endpoints.map((endpoint) => {
+  return route.endpoints.map((endpoint, at) => {
     const share = weighted ? (endpoint.weight ?? 1) / total : 1;
     const capped = Math.min(share, endpoint.maxShare ?? 1);
-    return Math.max(1, Math.floor(maxConcurrency * capped));
+    const workers = workersMax[at];
+    const byWorkers =
+      workers === undefined ? Number.POSITIVE_INFINITY : Math.ceil(workers * (1 + QUEUED_PER_WORKER));
+    return Math.max(1, Math.min(Math.floor(maxConcurrency * capped), byWorkers));
   });
 }
 

@@ -22,6 +22,8 @@ export interface EndpointTally {
   probing?: boolean;
   /** When its latest capacity failures came (the last CAPACITY_FAILURES_TO_DRAIN at most). */
   capacityFailures?: number[];
+  /** Its maximum worker count, read when the batch started (sizes its window). */
+  workersMax?: number;
 }
 
 /** Capacity failures within recheckAfter that drain an endpoint. */

@@ -172,7 +172,7 @@ export function newBatchRun(
     runs: 1,
     events: 0,
   };
-  // A state carried by a run from before the route split counts everything on one endpoint.
+  // A carried state always has its endpoints; a hand-made one (a test's) may not.
   state.endpoints ??= newEndpointTallies(route.endpoints.length);
   state.tally.hops ??= 0;
   const { job } = input;

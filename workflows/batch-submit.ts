@@ -3,13 +3,13 @@
  * manifest) go to the submit activity, each page to one endpoint of the route, as the windows
  * free room; each item's answer is an event of the per-item engine.
  */
-import { CancellationScope, TimeoutFailure } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, log, TimeoutFailure } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
-import { submitItemsSummary } from '../contracts/activity-summaries';
+import { endpointWorkersSummary, submitItemsSummary } from '../contracts/activity-summaries';
 import type { SubmitItemResult } from '../contracts/batch-input';
 import { endpointWindows } from '../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
-import { stageActivities, submitActivities } from './batch-activities';
+import { routeActivities, stageActivities, submitActivities } from './batch-activities';
 import { budgetRoom } from './batch-controls';
 import { endpointRooms, planPage } from './batch-route';
 import { endpointGone } from './batch-route-run';
@@ -29,6 +29,31 @@ export async function stage(run: BatchRun): Promise<void> {
   run.state.batchKey = staged.batchKey;
   run.state.manifestKey = staged.manifestKey;
   run.state.total = staged.total;
+  if (run.route.endpoints.length > 1) await readWorkers(run);
+}
+
+/**
+ * Each endpoint's maximum worker count, which sizes its window on a route. Unknown (the read
+ * failed, an endpoint of another account) means unsized: its share of maxConcurrency alone.
+ */
+async function readWorkers(run: BatchRun): Promise<void> {
+  const endpointIds = run.route.endpoints.map((endpoint) => endpoint.endpointId);
+  try {
+    const { workersMax } = await routeActivities.endpointWorkers.executeWithOptions(
+      { summary: endpointWorkersSummary(endpointIds) },
+      [{ endpointIds }],
+    );
+    endpointIds.forEach((endpointId, at) => {
+      const workers = workersMax[endpointId];
+      const tally = run.state.endpoints[at];
+      if (tally && typeof workers === 'number') tally.workersMax = workers;
+    });
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    log.warn('the route endpoints worker counts could not be read: windows by share only', {
+      error: activityOutcome(error)?.message,
+    });
+  }
 }
 
 /** Items queued again whose time has come, not in a page already, in the order they were taken. */
@@ -52,7 +77,11 @@ export function startSubmits(run: BatchRun, now: number): void {
     const ready = readyQueued(run, now);
     const waiting = ready.length + (state.total - state.cursor);
     if (waiting === 0) return;
-    const windows = endpointWindows(run.route, state.maxConcurrency);
+    const windows = endpointWindows(
+      run.route,
+      state.maxConcurrency,
+      state.endpoints.map((tally) => tally.workersMax),
+    );
     const plan = planPage({
       windows,
       rooms: endpointRooms(windows, state.endpoints, endpointLoads(run), input.pageSize, now),

@@ -73,6 +73,16 @@ describe('endpointCapacity', () => {
   });
 });
 
+describe('endpointWorkers', () => {
+  it("gives each named endpoint's maximum worker count from the account's listing, leaving out unknown ones", async () => {
+    const a = endpoint(3);
+    const b = endpoint(7);
+    expect(await run(activities().endpointWorkers, [{ endpointIds: [a, b, 'not-mine'] }])).toEqual({
+      workersMax: { [a]: 3, [b]: 7 },
+    });
+  });
+});
+
 describe('withdrawQueuedJobs', () => {
   it('cancels a queued job of a starved endpoint and confirms it never started', async () => {
     const id = endpoint(1);

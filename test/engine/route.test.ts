@@ -94,6 +94,17 @@ describe('the route rules', () => {
     expect(endpointWindows(weighted, 1)).toEqual([1, 1, 1]);
   });
 
+  it("caps an endpoint's window at its workers and a quarter more, when its worker count is known", () => {
+    const plain = routeSchema.parse({
+      endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }, { endpointId: 'c' }],
+    });
+    expect(endpointWindows(plain, 400, [100, undefined, 0])).toEqual([125, 400, 1]);
+    const shared = routeSchema.parse({
+      endpoints: [{ endpointId: 'a', maxShare: 0.1 }, { endpointId: 'b' }],
+    });
+    expect(endpointWindows(shared, 400, [1_000, 3])).toEqual([40, 4]);
+  });
+
   it('matches capacity failures case-insensitively and only when patterns are given', () => {
     expect(isCapacityFailure('CUDA error: Out Of Memory (16 GB)', ['out of memory'])).toBe(true);
     expect(isCapacityFailure('ValueError: bad input', ['out of memory'])).toBe(false);

@@ -60,7 +60,9 @@ describe('batch over a route on the emulator', () => {
       {
         route: {
           endpoints: [{ endpointId: a }, { endpointId: b, inputOverrides: { on: 'b' } }],
-          queueDelayLimit: '5 seconds',
+          // Long enough that a's cold start on a loaded machine is not taken for starvation
+          // (a drained before it starves would leave nothing to move).
+          queueDelayLimit: '15 seconds',
           recheckAfter: '1 hour',
         },
         items: { inline },

@@ -37,12 +37,15 @@ function routeService(
     restoreOnWithdrawal?: boolean;
     /** Endpoints that no longer exist: every submit there answers 404. */
     gone?: string[];
+    /** Maximum worker counts the account's listing gives (none: unknown). */
+    workersMax?: Record<string, number>;
   },
 ) {
   const jobs = new Map<string, Job>();
   const lines: BatchResultLine[] = [];
   const overrides: Array<{ endpointId: string; inputOverrides?: Record<string, unknown> }> = [];
   const withdrawals: string[] = [];
+  const pages: Array<{ endpointId: string; size: number }> = [];
   const starved = new Set(options.starved ?? []);
   let nextId = 0;
   const unchanged = () =>
@@ -57,6 +60,7 @@ function routeService(
       return { batchKey: 'batch-route', manifestKey: 'batch-route/items.jsonl', total };
     },
     async submitBatchPage({ endpointId, indexes, inputOverrides }) {
+      pages.push({ endpointId, size: indexes.length });
       overrides.push({ endpointId, ...(inputOverrides ? { inputOverrides } : {}) });
       if (options.gone?.includes(endpointId)) {
         const rejected = { type: 'NotFound', message: `endpoint ${endpointId} not found`, retryable: false };
@@ -121,6 +125,9 @@ function routeService(
     },
   };
   const route: Partial<RouteActivities> = {
+    async endpointWorkers() {
+      return { workersMax: options.workersMax ?? {} };
+    },
     async endpointCapacity({ endpointId }) {
       return starved.has(endpointId)
         ? { idle: 0, running: 0, inQueue: 1, throttled: 1 }
@@ -139,7 +146,7 @@ function routeService(
       };
     },
   };
-  return { activities: { ...batch, ...route }, jobs, lines, overrides, withdrawals, starved };
+  return { activities: { ...batch, ...route }, jobs, lines, overrides, withdrawals, starved, pages };
 }
 
 const input = (extra: Partial<BatchInput>): BatchInput => ({
@@ -158,6 +165,30 @@ function completedPerItem(service: ReturnType<typeof routeService>): Map<number,
 
 describe('batch workflow over a route', () => {
   const suite = batchSuite('batch-route');
+
+  it("sizes each endpoint's window by its workers (and a quarter more queued): the rest flows to the next", async () => {
+    const service = routeService(30, { slow: ['a', 'b'], workersMax: { a: 4, b: 8 } });
+    const summary = await withWorker(suite.env, suite.bundle, service.activities, async (queue) =>
+      (
+        await suite.start(
+          queue,
+          input({
+            route: { endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }] },
+            maxConcurrency: 100,
+            pageSize: 100,
+          }),
+        )
+      ).result(),
+    );
+    expect(summary).toMatchObject({ total: 30, counts: { completed: 30 } });
+    // a holds 5 jobs in flight (4 workers and a quarter more), b 10; never a page beyond them.
+    expect(service.pages.slice(0, 2)).toEqual([
+      { endpointId: 'a', size: 5 },
+      { endpointId: 'b', size: 10 },
+    ]);
+    expect(service.pages.every((page) => page.size <= (page.endpointId === 'a' ? 5 : 10))).toBe(true);
+    expect(completedPerItem(service).size).toBe(30);
+  });
 
   it('drains an endpoint that starves its queue: its queued jobs are withdrawn to the next one', async () => {
     const service = routeService(40, { starved: ['a'] });
