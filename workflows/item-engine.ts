@@ -21,21 +21,17 @@ import { roundCost } from '../contracts/cost';
 import { isCapacityFailure } from '../contracts/route';
 import { extensionTtl, orphanWaitUntil } from '../contracts/submit-lease';
 import type {
-  EndedItem,
-  ItemCommand,
-  ItemCount,
   ItemEvent,
-  ItemOutcome,
   ItemRules,
   ItemState,
   ItemStep,
-  ItemTally,
   QueuedItem,
   RetryDueItem,
   RunningItem,
   UncertainItem,
 } from './item-state';
 import { deadlineOf } from './item-state';
+import { ended, hasNextEndpoint, hop, placed, requeue, step, tally, unexpected } from './item-steps';
 import {
   afterTerminal,
   goneBeforeRetry,
@@ -79,67 +75,6 @@ function abandoned(item: ItemState, event: Extract<ItemEvent, { kind: 'abandoned
       // Never submitted (or ended already): nothing to end.
       return step(item);
   }
-}
-
-function step(item: ItemState, counts: ItemCount[] = [], commands: ItemCommand[] = []): ItemStep {
-  return { item, counts, commands };
-}
-
-/** An event that does not apply to the phase (a late answer about a job since replaced): ignored. */
-function unexpected(item: ItemState, _event: ItemEvent): ItemStep {
-  return step(item);
-}
-
-function tally(item: ItemState): ItemTally {
-  return {
-    index: item.index,
-    attempts: item.attempts,
-    submissions: item.submissions,
-    retries: item.retries,
-    ...(item.cost === undefined ? {} : { cost: item.cost }),
-    ...(item.endpoint === undefined ? {} : { endpoint: item.endpoint }),
-    ...(item.hops === undefined ? {} : { hops: item.hops }),
-  };
-}
-
-/** Where a submit went: the event's word, else where the item was meant to go. */
-function placed(endpoint: number | undefined): { endpoint?: number } {
-  return endpoint === undefined || endpoint === 0 ? {} : { endpoint };
-}
-
-/** The item queued for the next endpoint of the route, with the move counted. */
-function hop(item: ItemState, rules: ItemRules): ItemStep {
-  const next = Math.min((item.endpoint ?? 0) + 1, rules.routeLength - 1);
-  const { endpoint: _endpoint, ...rest } = requeue(item);
-  return step({ ...rest, ...placed(next), hops: (item.hops ?? 0) + 1 }, ['hop']);
-}
-
-/** Whether the route has an endpoint after the item's. */
-export function hasNextEndpoint(item: ItemState, rules: ItemRules): boolean {
-  return (item.endpoint ?? 0) + 1 < rules.routeLength;
-}
-
-function requeue(item: ItemState): QueuedItem {
-  return { phase: 'queued', ...tally(item), rejectedTries: 0 };
-}
-
-function ended(
-  item: ItemState,
-  outcome: ItemOutcome,
-  status: string,
-  now: number,
-  extra: Partial<Pick<EndedItem, 'reason' | 'failureType' | 'expired'>> = {},
-): EndedItem {
-  const job = item.phase === 'running' || item.phase === 'retry-due' ? item : undefined;
-  return {
-    phase: 'ended',
-    ...tally(item),
-    outcome,
-    status,
-    ...extra,
-    ...(job ? { jobId: job.jobId, submittedAt: job.submittedAt } : {}),
-    endedAt: now,
-  };
 }
 
 // --- queued: its submit's answer

@@ -6,7 +6,7 @@
  * (counts, job id, endpoint, moves, deadline) in step.
  */
 import type { RouteEndpoint } from '../contracts/route';
-import { hasNextEndpoint, stepItem } from './item-engine';
+import { stepItem } from './item-engine';
 import {
   deadlineOf,
   endpointOf,
@@ -16,6 +16,7 @@ import {
   type ItemState,
   type ItemStep,
 } from './item-state';
+import { hasNextEndpoint } from './item-steps';
 import { type Run, setDeadline, submitKind, syncSearchAttributes } from './job-run';
 
 /** The engine's rules for this job: the caller's options, one item, no grouping of retries. */
