@@ -125,12 +125,14 @@ function toleranceText(tolerance: { count?: number | undefined; percentage?: num
     : `at most ${bounds.join(' and ')}`;
 }
 
-/** Each endpoint's window of a batch over a route: `a` 50, `b` 50 (of the starting concurrency). */
+/** Each endpoint's window of a batch over a route, from the shares: `a` 50, `b` 50 (of the starting concurrency). */
 function windowsText(route: Route, maxConcurrency: number): string {
   const windows = endpointWindows(route, maxConcurrency);
-  return route.endpoints
+  const each = route.endpoints
     .map((endpoint, k) => `${code(endpoint.endpointId)} ${formatCount(windows[k] ?? 0)}`)
     .join(', ');
+  // The batch reads each endpoint's workersMax when it starts, which may lower these.
+  return `${each}, at most each endpoint's workers and a quarter more`;
 }
 
 /** A batch: item source and count, endpoint or route, concurrency, tolerance, budget. */

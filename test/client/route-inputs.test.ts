@@ -279,7 +279,9 @@ describe('descriptions of a run on a route', () => {
       maxConcurrency: 40,
       route: { endpoints: [{ endpointId: 'ep-a', weight: 3 }, { endpointId: 'ep-b' }] },
     });
-    expect(staticDetails).toContain('| Endpoint windows | `ep-a` 30, `ep-b` 10 |');
+    expect(staticDetails).toContain(
+      "| Endpoint windows | `ep-a` 30, `ep-b` 10, at most each endpoint's workers and a quarter more |",
+    );
     expect(staticDetails).toContain('| Recheck a drained endpoint after | 1 min |');
     expect(staticDetails).toContain(
       '| Capacity failures | none (a failure is retried on the same endpoint) |',
