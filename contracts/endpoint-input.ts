@@ -145,6 +145,9 @@ export const ephemeralJobSchema = z.strictObject({
     .record(z.string(), z.unknown(), { error: 'must be an object' })
     .refine((input) => !('endpointId' in input), {
       error: 'must not set endpointId: the ephemeral workflow fills in its endpoint',
+    })
+    .refine((input) => !('route' in input), {
+      error: 'must not set route: the job runs on the endpoint the ephemeral workflow provisions',
     }),
 });
 
@@ -171,6 +174,14 @@ export const ephemeralBatchSchema = z
     if ('endpointId' in value) {
       // The ephemeral workflow names the endpoint it provisions.
       ctx.addIssue({ code: 'custom', message: 'unknown field(s) endpointId' });
+      return;
+    }
+    if ('route' in value) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'does not apply: the batch runs on the endpoint this workflow provisions',
+        path: ['route'],
+      });
       return;
     }
     const parsed = parseBatchInput({ ...value, endpointId: PLACEHOLDER_ENDPOINT_ID });

@@ -72,6 +72,19 @@ describe('startEphemeralEndpoint with a batch', () => {
       /exactly one/,
     ],
     ['batch', { endpoint, batch: { items: inline(1), endpointId: 'ep-9' } }, /unknown field\(s\) endpointId/],
+    [
+      'batch.route',
+      { endpoint, batch: { items: inline(1), route: { endpoints: [{ endpointId: 'ep-9' }] } } },
+      /runs on the endpoint this workflow provisions/,
+    ],
+    [
+      'jobs.0.input',
+      {
+        endpoint,
+        jobs: [{ input: { request: { input: {} }, route: { endpoints: [{ endpointId: 'ep-9' }] } } }],
+      },
+      /must not set route/,
+    ],
     ['batch.items.inline', { endpoint, batch: { items: { inline: [] } } }, /at least one item/],
     ['batch.maxConcurrency', { endpoint, batch: { items: inline(1), maxConcurrency: 0 } }, />=1/],
     [
