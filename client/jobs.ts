@@ -11,7 +11,7 @@ import {
   WorkflowFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
 import { ValidationError } from '../api/errors';
@@ -63,6 +63,17 @@ function validationError(error: z.ZodError, root: string): ValidationError {
 }
 
 /** Everything the workflow would refuse, refused here first. */
+/**
+ * The search attributes a job starts with (startJob, and a schedule's job runs): its endpoint (a
+ * route's first), so the workflow writes no event of its own for it. None when the job's
+ * `searchAttributes` option is off (a namespace without them registered).
+ */
+export function jobSearchAttributes(input: JobWorkflowInput): SearchAttributePair[] {
+  const parsed = parseJobWorkflowInput(input);
+  if (!parsed.ok || !parsed.value.options.searchAttributes) return [];
+  return [{ key: endpointIdKey, value: parsed.value.options.endpointId }];
+}
+
 export function validateJobInput(input: JobWorkflowInput): void {
   const parsed = parseJobWorkflowInput(input);
   if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
@@ -107,6 +118,7 @@ export async function startJob(
       // unchanged (filled-in policy defaults would override the endpoint's own settings).
       args: [input],
       ...describeJob(input),
+      typedSearchAttributes: jobSearchAttributes(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
     });

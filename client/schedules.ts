@@ -31,7 +31,7 @@ import {
 } from './backfill-window';
 import { batchSearchAttributes, validateBatchInput } from './batches';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
-import { validateJobInput } from './jobs';
+import { jobSearchAttributes, validateJobInput } from './jobs';
 import {
   instantSchema,
   type OverlapPolicy,
@@ -128,15 +128,17 @@ function actionArgs(kind: ScheduleKind, input: unknown): unknown[] {
 
 /**
  * The static summary and details every run of a schedule starts with (the input is already
- * checked), and a batch's search attributes as startBatch sets them. A job sets none, as with
- * startJob: the job workflow upserts its own (ServerlessEndpointId: its endpoint, or its route's
- * first).
+ * checked), and the search attributes startJob and startBatch set (ServerlessEndpointId: the
+ * endpoint, or a route's first).
  */
 function actionDescription(
   kind: ScheduleKind,
   args: unknown[],
 ): WorkflowDescription & { typedSearchAttributes?: SearchAttributePair[] } {
-  if (kind === 'job') return describeJob(args[0] as JobWorkflowInput);
+  if (kind === 'job') {
+    const input = args[0] as JobWorkflowInput;
+    return { ...describeJob(input), typedSearchAttributes: jobSearchAttributes(input) };
+  }
   if (kind === 'batch') {
     const input = args[0] as BatchInput;
     return { ...describeBatch(input), typedSearchAttributes: batchSearchAttributes(input) };

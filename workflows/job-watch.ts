@@ -70,14 +70,18 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
       const checkAt = queueCheckDue(run);
       const lookFirst = checkAt !== undefined && checkAt < returnBy;
       const wakeAt = lookFirst ? checkAt : returnBy;
-      const woken = await condition(
-        () =>
-          (poller.settled !== undefined && !pollerAtDeadline) ||
-          run.hints.length > 0 ||
-          run.ttlRequests.length > 0,
-        Math.max(wakeAt - Date.now(), 1),
-        { summary: waitForJobSummary(jobId, wakeAt) },
-      );
+      const wakes = () =>
+        (poller.settled !== undefined && !pollerAtDeadline) ||
+        run.hints.length > 0 ||
+        run.ttlRequests.length > 0;
+      // The poller's schedule-to-close timeout is the deadline: a timer of the workflow's own (two
+      // more history events per wait) only for a look before it, or once the poller has returned.
+      const woken =
+        lookFirst || pollerAtDeadline
+          ? await condition(wakes, Math.max(wakeAt - Date.now(), 1), {
+              summary: waitForJobSummary(jobId, wakeAt),
+            })
+          : (await condition(wakes), true);
       const settled = poller.settled;
       if (settled?.ok && !pollerAtDeadline) {
         applyObservation(run, settled.value);
