@@ -219,6 +219,17 @@ async function main() {
     say(
       `  webhook (a job's end to its delivery): ${spread(webhookLag)} over ${webhookLag.length} deliveries`,
     );
+    // The watcher's own part: the first delivery of a job's webhook to the look that saw the job.
+    const delivered = new Map<string, number>();
+    for (const delivery of emulator.control.webhookDeliveries())
+      if (!delivered.has(delivery.jobId)) delivered.set(delivery.jobId, delivery.at);
+    const afterDelivery = lines
+      .map((line) => {
+        const at = line.jobId === undefined ? undefined : delivered.get(line.jobId);
+        return at === undefined || line.finishedAt === undefined ? undefined : line.finishedAt - at;
+      })
+      .filter((ms): ms is number => ms !== undefined);
+    say(`  watcher after the webhook (its delivery to the look that saw the job): ${spread(afterDelivery)}`);
     say(`  watcher answer to the next submit page scheduled: ${spread(history.completionToSubmit)}`);
     say(
       `  workflow tasks: ${history.taskPickup.length}; scheduled to started ${spread(history.taskPickup)}; ` +

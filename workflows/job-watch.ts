@@ -76,12 +76,12 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
         run.ttlRequests.length > 0;
       // The poller's schedule-to-close timeout is the deadline: a timer of the workflow's own (two
       // more history events per wait) only for a look before it, or once the poller has returned.
-      const woken =
-        lookFirst || pollerAtDeadline
-          ? await condition(wakes, Math.max(wakeAt - Date.now(), 1), {
-              summary: waitForJobSummary(jobId, wakeAt),
-            })
-          : (await condition(wakes), true);
+      let woken = true;
+      if (lookFirst || pollerAtDeadline) {
+        woken = await condition(wakes, Math.max(wakeAt - Date.now(), 1), {
+          summary: waitForJobSummary(jobId, wakeAt),
+        });
+      } else await condition(wakes);
       const settled = poller.settled;
       if (settled?.ok && !pollerAtDeadline) {
         applyObservation(run, settled.value);
