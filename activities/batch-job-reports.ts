@@ -7,6 +7,8 @@
  * - the jobs whose webhook reported an end: a watcher looks at those at once, between the full
  *   looks at every job it follows, so a finished job is seen within a short retry of its webhook
  *   rather than on the polling schedule, with about one /status per job.
+ * - a watcher waiting between two looks is woken by the report of one of its jobs' end, so it
+ *   looks at once rather than at its next try.
  * Process-local and bounded. Where the webhook reaches another process (a gateway of its own, a
  * second worker behind one URL), nothing is known here and the watchers poll as they would without
  * webhooks: this only ever makes them look sooner, never later.
@@ -20,6 +22,13 @@ export interface BatchJobReports {
   /** A webhook said this job reached an end (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
   ended(jobId: string): void;
   hasEnded(jobId: string): boolean;
+  /** A job was sent again (/retry, same id): its earlier end no longer says anything. */
+  forget(jobId: string): void;
+  /**
+   * Resolves after `ms`, or as soon as the end of one of `jobIds` is reported, or when `signal`
+   * aborts (the caller tells which by the signal).
+   */
+  waitForEnd(jobIds: ReadonlySet<string>, ms: number, signal?: AbortSignal): Promise<void>;
   /** Whether any end was reported within `withinMs`: webhooks reach this process. */
   active(withinMs: number): boolean;
 }
@@ -31,6 +40,7 @@ export function createBatchJobReports(now: () => number = Date.now): BatchJobRep
   const watched = new LRUCache<string, true>({ max: REMEMBERED });
   const ends = new LRUCache<string, true>({ max: REMEMBERED });
   let lastEnd = Number.NEGATIVE_INFINITY;
+  const waiters = new Set<(jobId: string) => void>();
   return {
     watching(jobIds) {
       for (const jobId of jobIds) watched.set(jobId, true);
@@ -39,8 +49,29 @@ export function createBatchJobReports(now: () => number = Date.now): BatchJobRep
     ended(jobId) {
       ends.set(jobId, true);
       lastEnd = now();
+      for (const waiter of [...waiters]) waiter(jobId);
     },
     hasEnded: (jobId) => ends.has(jobId),
+    forget(jobId) {
+      ends.delete(jobId);
+    },
     active: (withinMs) => now() - lastEnd <= withinMs,
+    waitForEnd(jobIds, ms, signal) {
+      return new Promise<void>((resolve) => {
+        if (signal?.aborted) return resolve();
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(onEnd);
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const onEnd = (jobId: string) => {
+          if (jobIds.has(jobId)) done();
+        };
+        const timer = setTimeout(done, ms);
+        waiters.add(onEnd);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    },
   };
 }

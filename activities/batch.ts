@@ -383,6 +383,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       let running = 0;
       let currency: string | undefined;
       let completed = 0;
+      // Between looks: woken by the report of one of the pending jobs' end (looked at at once).
+      const pause = async (ms: number) => {
+        if (!reports) return ctx.sleep(ms);
+        await reports.waitForEnd(new Set([...pending.values()].map((item) => item[1])), ms, signal);
+        if (signal.aborted) throw new CancelledFailure('activity cancelled');
+      };
       // Alive, not progress: a round of looks paced by the client's limiter (429s waited out) can
       // outlast the heartbeat timeout, which exists to notice a dead worker.
       const alive = setInterval(() => ctx.heartbeat(changes.length), 1_000);
@@ -477,7 +483,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             // As the job's wait does: a short interval is waited inside the attempt (a retry's round
             // trip through the server would cost more), within the attempt's inline budget.
             if (delay < INLINE_MAX_INTERVAL_MS && now + delay - started <= INLINE_BUDGET_MS) {
-              await ctx.sleep(delay);
+              await pause(delay);
               full = fullLookDue(Date.now() - info.scheduledTimestampMs);
               continue;
             }
@@ -490,7 +496,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               details: [{ watched: input.items.length, running }],
             });
           }
-          await ctx.sleep(heard ? REPORTED_HOLD_MS : Math.min(input.polling.initialIntervalMs, 1_000));
+          await pause(heard ? REPORTED_HOLD_MS : Math.min(input.polling.initialIntervalMs, 1_000));
           full = !heard;
         }
       } finally {
@@ -548,6 +554,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           try {
             const answer = await client.jobs.retry(input.endpointId, jobId);
             inFlight.started(input.endpointId, jobId);
+            // Its next end sends a webhook of its own; the earlier one must not make it look ended.
+            deps.batchJobReports?.forget(jobId);
             return { i, status: answer.status };
           } catch (error) {
             if (error instanceof ServiceError && error.kind === 'NotFound') return { i, gone: true };

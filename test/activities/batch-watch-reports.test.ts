@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import { createBatchJobReports } from '../../activities/batch-job-reports';
 import type { WatchedItem } from '../../contracts/batch-input';
@@ -34,6 +34,36 @@ describe('batch job reports', () => {
     expect(reports.active(10_000)).toBe(true);
     now += 1;
     expect(reports.active(10_000)).toBe(false);
+  });
+
+  it('wakes a waiter when one of its jobs is reported ended, and not for another job', async () => {
+    const reports = createBatchJobReports();
+    let woken = false;
+    const waiting = reports.waitForEnd(new Set(['job-a']), 60_000).then(() => {
+      woken = true;
+    });
+    reports.ended('job-z');
+    await Promise.resolve();
+    expect(woken).toBe(false);
+    reports.ended('job-a');
+    await waiting;
+    expect(woken).toBe(true);
+  });
+
+  it('ends a wait when its signal aborts', async () => {
+    const reports = createBatchJobReports();
+    const abort = new AbortController();
+    const waiting = reports.waitForEnd(new Set(['job-a']), 60_000, abort.signal);
+    abort.abort();
+    await waiting;
+    expect(abort.signal.aborted).toBe(true);
+  });
+
+  it('forgets the end of a job sent again', () => {
+    const reports = createBatchJobReports();
+    reports.ended('job-a');
+    reports.forget('job-a');
+    expect(reports.hasEnded('job-a')).toBe(false);
   });
 });
 
@@ -62,6 +92,41 @@ describe('watchBatchJobs with webhook reports', () => {
     expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
     // Both jobs are now known as watched here: their webhooks need no query to the batch.
     expect([reports.isWatched('job-a'), reports.isWatched('job-b')]).toEqual([true, true]);
+  });
+
+  it('a watcher waiting between looks is woken by the report of its job and looks at once', async () => {
+    // Timers stand still: the watcher's own wait never ends; only the report can wake it.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      const reports = createBatchJobReports();
+      reports.ended('job-of-another-batch');
+      const waiting = new Promise<void>((resolve) => {
+        const wait = reports.waitForEnd.bind(reports);
+        reports.waitForEnd = (jobIds, ms, signal) => {
+          resolve();
+          return wait(jobIds, ms, signal);
+        };
+      });
+      stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
+      const activities = createBatchActivities({
+        client: stub.client,
+        resultStoreDir: dir,
+        batchJobReports: reports,
+      });
+      // Two seconds into its period: no full look is due when it wakes.
+      const watched = activityEnv({ scheduledTimestampMs: Date.now() - 2_000 }).call(
+        activities.watchBatchJobs,
+        watch,
+      );
+      await waiting;
+      expect(stub.named('status')).toEqual([]);
+      reports.ended('job-b');
+      const { changes } = await watched;
+      expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+      expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('with no report for its jobs, sends nothing (waiting inline in short steps) and tries again soon', async () => {
