@@ -1,5 +1,5 @@
 /**
- * The batch engine at scale and across several workers (issue 11's figures): one serverlessBatch
+ * The batch engine at scale and across several workers: one serverlessBatch
  * of N items from a manifest, run by one or more real worker processes, once per worker count
  * given. Prints, for each: the wall time, completed items, runs (continue-as-new count), history
  * events in all runs together and per item, the largest history of any run, the activity slots

@@ -13,8 +13,8 @@
  * finished yet, once a second, until all are. The batch: one serverlessBatch with the items inline,
  * run by the library's worker (runWorker) in this process, on a dev server of its own.
  *
- * --faults: the batch alone (no bare loop: it has no answer to faults) under the fault mix of issue
- * 16 (emulator/fault-mix.ts), webhooks armed, submitting under a lease (--lease-s, default the
+ * --faults: the batch alone (no bare loop: it has no answer to faults) under the fault mix
+ * (emulator/fault-mix.ts), webhooks armed, submitting under a lease (--lease-s, default the
  * library's 60 s): completed / uncertain resolved / failed, submissions per item, and the
  * emulator's check that no item's job ran to completion twice.
  */

@@ -1,5 +1,5 @@
 /**
- * Many jobs in progress on one worker with the SDK's default slots (issue #10): N hour-long jobs
+ * Many jobs in progress on one worker with the SDK's default slots: N hour-long jobs
  * waiting at once, and beside them a short job, a cancel, the activity slots in use and the
  * worker's memory; then the hour passes and every job completes, each submitted once. Prints
  * figures; asserts nothing.

@@ -1,5 +1,5 @@
 /**
- * What a streamed job costs a worker in slots, beside jobs that only wait (issue #10): N hour-long
+ * What a streamed job costs a worker in slots, beside jobs that only wait: N hour-long
  * jobs that wait, then N hour-long jobs that stream a chunk a second, on one worker with the SDK's
  * default slots. Prints the activity slots in use in each phase; asserts nothing.
  *

@@ -1,5 +1,5 @@
 /**
- * Submitting under a lease under the fault mix of issue 16: 30% of /run answered 429 with
+ * Submitting under a lease under the fault mix: 30% of /run answered 429 with
  * Retry-After 2 s, 10% of /run connections dropped before processing, 20% of /status answered 500,
  * 10% dropped after processing, half the webhooks lost. Prints, for the jobs run: completed,
  * uncertain submits and how they were resolved (adopted, submitted again after the lease), failed,
@@ -146,7 +146,7 @@ async function main(): Promise<void> {
     control.webhookFaults({ lose: 0.5 });
 
     say(
-      `submit lease under the fault mix of issue 16: ${JOBS} jobs of ${JOB_S} s, all at once, one worker with webhooks`,
+      `submit lease under the fault mix: ${JOBS} jobs of ${JOB_S} s, all at once, one worker with webhooks`,
     );
     say(
       `  submitLease: ${OFF ? "false (today's rule: onUncertainSubmit fail)" : `${LEASE_S} s`}, maxSubmissions ${MAX_SUBMISSIONS}; ` +

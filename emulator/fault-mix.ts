@@ -1,5 +1,5 @@
 /**
- * The fault mix of issue 16, as tests and benches inject it: 30% of /run answered 429 with
+ * The fault mix, as tests and benches inject it: 30% of /run answered 429 with
  * Retry-After 2 s, 10% of /run connections dropped before processing, 20% of /status answered 500,
  * 10% dropped after processing, half the webhooks lost. The first matching rule whose roll passes
  * applies, so later rules are scaled to their share. Returns the remover.

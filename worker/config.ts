@@ -304,7 +304,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
 }
 
 // ================================================================================================
-// The package (issue #14): the worker's health endpoint. The Temporal connection's variables
+// The package: the worker's health endpoint. The Temporal connection's variables
 // (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY) are read by
 // client/connection.ts, shared with the gateway, the CLI and the facade. Kept in one section, apart
 // from the settings above, to ease merging.
@@ -342,7 +342,7 @@ export function loadWorkerPackageConfig(env: NodeJS.ProcessEnv = process.env): W
 }
 
 // ================================================================================================
-// Observability (issue #15): the library's Prometheus endpoint, the Temporal SDK's own metrics
+// Observability: the library's Prometheus endpoint, the Temporal SDK's own metrics
 // endpoint, and the price table for cost estimates. Kept in one section, to ease merging.
 // ================================================================================================
 
@@ -443,7 +443,7 @@ export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): O
 }
 
 // ================================================================================================
-// Events over HTTP (issue #13): the gateway's `POST /events/{automation}` (worker/event-ingress.ts).
+// Events over HTTP: the gateway's `POST /events/{automation}` (worker/event-ingress.ts).
 // Kept in one section, apart from the settings above, to ease merging.
 // ================================================================================================
 
@@ -537,7 +537,7 @@ function parseEventSources(text: string, env: NodeJS.ProcessEnv): EventSource[] 
 }
 
 // ================================================================================================
-// Automations of the packaged worker (issue #13): WORKER_AUTOMATIONS_MODULE names a module of the
+// Automations of the packaged worker: WORKER_AUTOMATIONS_MODULE names a module of the
 // deployment's own whose exports are automation definitions; main.ts imports it (see
 // automations-module.ts). Kept in one section, to ease merging.
 // ================================================================================================

@@ -1,6 +1,6 @@
 /**
  * A batch under a submit lease on the real stack (dev server, emulator over HTTP, real worker with
- * its webhook gateway, no mocks), under the fault mix of issue 16 (emulator/fault-mix.ts). Every
+ * its webhook gateway, no mocks), under the fault mix (emulator/fault-mix.ts). Every
  * item completes with its own output, every uncertain submit is resolved (adopted or submitted
  * again after its lease), and the emulator shows exactly one completed job per item and no job
  * still live that the batch does not own. The jobs run longer than their lease, so a job whose

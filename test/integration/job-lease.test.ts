@@ -2,7 +2,7 @@
  * Submitting under a lease on the real stack (dev server, emulator over HTTP, real worker with its
  * webhook gateway, no mocks).
  *
- * 1. The fault mix of issue 16 (30% of /run answered 429 with Retry-After 2 s, 10% of /run
+ * 1. The fault mix (30% of /run answered 429 with Retry-After 2 s, 10% of /run
  *    connections dropped before processing, 20% of /status answered 500, 10% dropped after
  *    processing, half the webhooks lost) on LEASE_JOBS jobs: every one completes with its own
  *    output, every uncertain submit is resolved (none fails), and the emulator shows exactly one
