@@ -401,7 +401,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost, hops]) => {
               let status: Awaited<ReturnType<typeof client.jobs.status>>;
               try {
-                status = await client.jobs.status(input.endpointId, jobId, { signal });
+                // While webhooks are heard, a full look only backs them up: it waits behind the looks
+                // at reported jobs (and everything else) in the rate limiter.
+                const background = heard && reports?.hasEnded(jobId) !== true;
+                status = await client.jobs.status(input.endpointId, jobId, { signal, background });
               } catch (error) {
                 if (error instanceof ServiceError && error.kind === 'NotFound') {
                   pending.delete(i);

@@ -46,7 +46,15 @@ export interface ServiceClient {
       request: JobRequestInput,
       options?: CallOptions & { wait?: number },
     ): Promise<JobStatus>;
-    status(endpointId: string, jobId: string, options?: CallOptions & { ttl?: number }): Promise<JobStatus>;
+    /**
+     * `ttl` sets the job's time to live (ahead of other looks in the rate limiter); `background`
+     * waits behind every other /status in the rate limiter (a look that only backs up another).
+     */
+    status(
+      endpointId: string,
+      jobId: string,
+      options?: CallOptions & { ttl?: number; background?: boolean },
+    ): Promise<JobStatus>;
     stream(endpointId: string, jobId: string, options?: CallOptions): Promise<StreamResponse>;
     cancel(endpointId: string, jobId: string, options?: CallOptions): Promise<JobSubmitted>;
     retry(endpointId: string, jobId: string, options?: CallOptions): Promise<JobSubmitted>;

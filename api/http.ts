@@ -5,7 +5,7 @@ import { delayBefore429Retry, type Retry429Policy, sleep } from './backoff';
 import { type CallInfo, errorFromFault, errorFromResponse, invalidResponse } from './classify';
 import type { ServiceConfig } from './config';
 import { callOutcome, type LibraryMetrics, noopMetrics } from './metrics';
-import type { JobOperation, RateLimiter } from './rate-limit';
+import type { JobOperation, RateLimiter, RequestPriority } from './rate-limit';
 
 export interface HttpCall {
   operation: string;
@@ -16,7 +16,7 @@ export interface HttpCall {
   /** Repeating it after the service processed it would create a second job or endpoint. */
   submit?: boolean;
   /** The client-side rate-limit lane, for job operations. */
-  limit?: { endpointId: string; operation: JobOperation; urgent?: boolean };
+  limit?: { endpointId: string; operation: JobOperation; priority?: RequestPriority };
   signal?: AbortSignal | undefined;
   /** For /runsync, which holds the response for up to `wait` ms. */
   headersTimeoutMs?: number;
@@ -62,7 +62,7 @@ export function createTransport(options: {
     let release: (() => void) | undefined;
     try {
       release = call.limit
-        ? await limiter.acquire(call.limit.endpointId, call.limit.operation, call.signal, call.limit.urgent)
+        ? await limiter.acquire(call.limit.endpointId, call.limit.operation, call.signal, call.limit.priority)
         : undefined;
     } catch (error) {
       throw errorFromFault(info, error, false, call.signal);

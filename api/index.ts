@@ -27,6 +27,7 @@ export {
   jobOperationSchema,
   type RateLimit,
   type RateLimits,
+  type RequestPriority,
   rateLimitSchema,
   rateLimitsSchema,
 } from './rate-limit';

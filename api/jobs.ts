@@ -106,15 +106,20 @@ export function createJobOperations(config: ServiceConfig, transport: Transport)
       return decodeJson(response, jobStatusSchema);
     },
 
-    async status(endpointId: string, jobId: string, options?: CallOptions & { ttl?: number }) {
+    async status(
+      endpointId: string,
+      jobId: string,
+      options?: CallOptions & { ttl?: number; background?: boolean },
+    ) {
       checked('ttl', options?.ttl, ttlSchema);
       const job = pathSegment('jobId', jobId);
       const ttl = options?.ttl;
       const query = ttl === undefined ? '' : `?ttl=${ttl}`;
       // Setting a ttl goes ahead of plain looks in the rate limiter: late, it can let the service
       // delete the job (a submit lease's extension), whereas a late look only costs latency.
+      const priority = ttl !== undefined ? 'urgent' : options?.background ? 'background' : 'normal';
       const response = await call('status', endpointId, 'GET', `status/${job}${query}`, options, {
-        limit: { endpointId, operation: 'status', urgent: ttl !== undefined },
+        limit: { endpointId, operation: 'status', priority },
       });
       return decodeJson(response, jobStatusSchema);
     },

@@ -43,22 +43,31 @@ const WINDOW_MS = 10_000;
 /** Gives back the slot taken by acquire; calling it more than once is harmless. */
 export type Release = () => void;
 
+/**
+ * Which waiting calls go first: 'urgent' waits behind urgent calls only (calls whose lateness costs
+ * more than a wait: a lease's extension, which the service deletes the job without); 'background'
+ * behind every other (a look that only backs up another, such as a watcher's full look for a lost
+ * webhook); 'normal' between the two. Within a priority, first come, first served.
+ */
+export type RequestPriority = 'urgent' | 'normal' | 'background';
+
+const RANK: Record<RequestPriority, number> = { urgent: 0, normal: 1, background: 2 };
+
 export interface RateLimiter {
   /**
-   * Waits for a concurrency slot and then for room in the rate window; rejects with the signal's
-   * reason. An urgent call waits behind other urgent calls only: it is for calls whose lateness
-   * costs more than a wait (a lease's extension, which the service deletes the job without).
+   * Waits for a concurrency slot and then for room in the rate window, in the order of `priority`
+   * (default 'normal'); rejects with the signal's reason.
    */
   acquire(
     endpointId: string,
     operation: JobOperation,
     signal?: AbortSignal,
-    urgent?: boolean,
+    priority?: RequestPriority,
   ): Promise<Release>;
 }
 
 interface Waiter {
-  urgent: boolean;
+  rank: number;
   resolve(release: Release): void;
   reject(reason: unknown): void;
   detach(): void;
@@ -144,7 +153,7 @@ export function createRateLimiter(
   }
 
   return {
-    acquire(endpointId, operation, signal, urgent = false) {
+    acquire(endpointId, operation, signal, priority = 'normal') {
       if (signal?.aborted) return Promise.reject(signal.reason);
       const lane = laneFor(endpointId, operation);
       if (!lane) return Promise.resolve(() => {});
@@ -159,17 +168,16 @@ export function createRateLimiter(
           reject(signal?.reason);
         };
         const waiter: Waiter = {
-          urgent,
+          rank: RANK[priority],
           resolve,
           reject,
           detach: () => signal?.removeEventListener('abort', onAbort),
         };
         signal?.addEventListener('abort', onAbort, { once: true });
-        if (urgent) {
-          // Behind the urgent calls already waiting, ahead of every other.
-          const firstPlain = lane.queue.findIndex((queued) => !queued.urgent);
-          lane.queue.splice(firstPlain < 0 ? lane.queue.length : firstPlain, 0, waiter);
-        } else lane.queue.push(waiter);
+        // Behind the calls of its priority and higher already waiting, ahead of every lower one.
+        const firstLower = lane.queue.findIndex((queued) => queued.rank > waiter.rank);
+        if (firstLower < 0) lane.queue.push(waiter);
+        else lane.queue.splice(firstLower, 0, waiter);
         pump(lane);
       });
     },

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_RATE_LIMITS } from '../../api';
 import { delayBefore429Retry, parseRetryAfter } from '../../api/backoff';
-import { createRateLimiter } from '../../api/rate-limit';
+import { createRateLimiter, type RequestPriority } from '../../api/rate-limit';
 
 // Fake timers drive both the limiter's clock and its wake-up timer, so windows of
 // 10 seconds pass instantly and exactly.
@@ -97,23 +97,25 @@ describe('rate limiter', () => {
     expect(next.granted).toEqual([0]);
   });
 
-  it('lets an urgent call wait behind urgent calls only, ahead of plain ones', async () => {
+  it('serves waiting calls by priority, urgent first and background last, each in its order', async () => {
     const limiter = createRateLimiter({ status: { perTenSeconds: 1 } }, clock);
     await limiter.acquire('ep', 'status');
     const order: string[] = [];
-    const take = (name: string, urgent: boolean) =>
-      limiter.acquire('ep', 'status', undefined, urgent).then(() => order.push(name));
+    const take = (name: string, priority?: RequestPriority) =>
+      limiter.acquire('ep', 'status', undefined, priority).then(() => order.push(name));
     const all = [
-      take('plain-1', false),
-      take('plain-2', false),
-      take('urgent-1', true),
-      take('urgent-2', true),
+      take('background-1', 'background'),
+      take('plain-1'),
+      take('plain-2', 'normal'),
+      take('urgent-1', 'urgent'),
+      take('background-2', 'background'),
+      take('urgent-2', 'urgent'),
     ];
     await vi.advanceTimersByTimeAsync(0);
     expect(order).toEqual([]);
-    await vi.advanceTimersByTimeAsync(4 * 10_000);
+    await vi.advanceTimersByTimeAsync(6 * 10_000);
     await Promise.all(all);
-    expect(order).toEqual(['urgent-1', 'urgent-2', 'plain-1', 'plain-2']);
+    expect(order).toEqual(['urgent-1', 'urgent-2', 'plain-1', 'plain-2', 'background-1', 'background-2']);
   });
 
   it('does nothing when turned off', async () => {
