@@ -21,8 +21,9 @@ import { z } from 'zod';
 import type { BatchJobReports } from '../activities/batch-job-reports';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { terminalStatuses } from '../api/schemas/job';
-import { batchWantsHintQuery } from '../workflows/batch-definitions';
+import { batchWantsHintQuery, batchWebhooksSignal } from '../workflows/batch-definitions';
 import { jobWebhookSignal } from '../workflows/definitions';
+import { type BatchHint, createBatchHintSender } from './batch-hint-signals';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
 import { type EventIngressOptions, registerEventIngress } from './event-ingress';
 import { createLogger, type Logger } from './logger';
@@ -100,6 +101,7 @@ async function deliver(
   workflowId: string,
   body: WebhookBody,
   timeoutMs: number,
+  sendBatchHint: (workflowId: string, hint: BatchHint) => Promise<void>,
   item?: number,
   reports?: BatchJobReports,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
@@ -129,14 +131,15 @@ async function deliver(
     }
   }
   try {
+    if (item !== undefined) {
+      // Gathered with the batch's other hints of the moment into one signal.
+      await sendBatchHint(workflowId, { jobId: body.id, status: body.status, item });
+      return { outcome: 'signalled' };
+    }
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
     // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
     await client.withDeadline(Date.now() + timeoutMs, () =>
-      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, {
-        jobId: body.id,
-        status: body.status,
-        ...(item === undefined ? {} : { item }),
-      }),
+      client.workflow.getHandle(workflowId).signal(jobWebhookSignal, { jobId: body.id, status: body.status }),
     );
     return { outcome: 'signalled' };
   } catch (error) {
@@ -166,6 +169,11 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
   const signalTimeoutMs = options.signalTimeoutMs ?? DEFAULT_SIGNAL_TIMEOUT_MS;
   const logger = options.logger ?? createLogger({ secrets, name: 'webhook-gateway' });
   const metrics = options.metrics ?? noopMetrics;
+  const sendBatchHint = createBatchHintSender((workflowId, hints) =>
+    client.withDeadline(Date.now() + signalTimeoutMs, () =>
+      client.workflow.getHandle(workflowId).signal(batchWebhooksSignal, { hints }),
+    ),
+  );
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -237,6 +245,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         workflowId,
         body,
         signalTimeoutMs,
+        sendBatchHint,
         item === undefined ? undefined : Number(item),
         options.batchJobReports,
       );

@@ -15,6 +15,7 @@ import {
   batchProgressQuery,
   batchSummaryQuery,
   batchWantsHintQuery,
+  batchWebhooksSignal,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
@@ -23,6 +24,9 @@ import { failureCount, resultsRefs, toleranceExceeded } from './batch-outcomes';
 import { type BatchRun, bump, endpointIdAt, inFlight, submitting, withJobs } from './batch-run';
 import { receiveHint, wantsHint } from './batch-watch';
 import { jobWebhookSignal } from './definitions';
+
+/** A gathered signal's hints taken at most (the gateway sends far fewer). */
+const MAX_HINTS_PER_SIGNAL = 1_000;
 
 export function listen(run: BatchRun): void {
   const { state } = run;
@@ -53,6 +57,11 @@ export function listen(run: BatchRun): void {
     },
   );
   setHandler(jobWebhookSignal, (hint) => receiveHint(run, hint));
+  setHandler(batchWebhooksSignal, (payload) => {
+    const hints: unknown = (payload as { hints?: unknown } | undefined)?.hints;
+    if (!Array.isArray(hints)) return;
+    for (const hint of hints.slice(0, MAX_HINTS_PER_SIGNAL)) receiveHint(run, hint);
+  });
 }
 
 /** Stops the submissions once the failures pass the tolerance or the budget is reached. */

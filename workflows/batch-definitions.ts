@@ -1,6 +1,7 @@
 /**
  * The batch workflow's signals, updates and query, apart from its code so that the client facade
- * imports definitions only. Webhooks reach a batch by the job workflow's jobWebhookSignal.
+ * imports definitions only. Webhooks reach a batch gathered in batchWebhooksSignal (or one by one
+ * by the job workflow's jobWebhookSignal).
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { BatchProgress, BatchSummary } from '../contracts/batch-input';
@@ -15,6 +16,14 @@ export const batchWantsHintQuery = defineQuery<BatchHintAnswer, [{ item: number;
   'serverlessBatchWantsHint',
 );
 export type BatchHintAnswer = boolean | 'wait';
+/**
+ * The gateway's webhooks for one batch gathered into one signal (one history event for many jobs);
+ * each a hint like jobWebhookSignal's, which the batch confirms before it adopts anything.
+ */
+export const batchWebhooksSignal =
+  defineSignal<[{ hints: Array<{ jobId: string; status: string; item: number }> }]>(
+    'serverlessBatchWebhooks',
+  );
 export const batchProgressQuery = defineQuery<BatchProgress>('serverlessBatchProgress');
 /**
  * The summary as it stands: how a cancelled batch (whose result is its cancellation) still gives

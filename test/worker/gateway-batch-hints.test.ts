@@ -1,7 +1,8 @@
 /**
  * The gateway and a batch's webhooks: it asks the batch (a query, no history event) whether a job's
  * webhook is worth a signal. A batch answers 'wait' for a job whose page has not answered yet; the
- * gateway asks again after short pauses and signals only a possible orphan. The Temporal client is a
+ * gateway asks again after short pauses and signals only a possible orphan, the hints of the moment
+ * gathered into one signal (worker/batch-hint-signals.ts). The Temporal client is a
  * stand-in that answers the query from a script and records signals; the gateway serves real HTTP.
  */
 import type { Client } from '@temporalio/client';
@@ -38,13 +39,13 @@ describe('gateway: a batch job webhook', () => {
     gateway = undefined;
   });
 
-  async function post(client: Client, item: number) {
-    gateway = await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
+  async function post(client: Client, item: number, jobId = 'job-7') {
+    gateway ??= await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
     const url = webhookUrlFor(gateway.url, SECRET, 'batch-1', { item, expiresAt: webhookExpiry(undefined) });
     const response = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ id: 'job-7', status: 'COMPLETED' }),
+      body: JSON.stringify({ id: jobId, status: 'COMPLETED' }),
     });
     return response.status;
   }
@@ -64,13 +65,26 @@ describe('gateway: a batch job webhook', () => {
     const stand = scriptedClient(['wait', true]);
     expect(await post(stand.client, 3)).toBe(200);
     expect(stand.asked).toHaveLength(2);
-    expect(stand.signals).toEqual([{ jobId: 'job-7', status: 'COMPLETED', item: 3 }]);
+    expect(stand.signals).toEqual([{ hints: [{ jobId: 'job-7', status: 'COMPLETED', item: 3 }] }]);
+  });
+
+  it('gathers the orphans reported at once into one signal, and answers each webhook 200 once it is sent', async () => {
+    const stand = scriptedClient([true]);
+    gateway = await startWebhookGateway({ client: stand.client, secrets: [SECRET], port: 0 });
+    const answers = await Promise.all([post(stand.client, 3, 'job-7'), post(stand.client, 4, 'job-8')]);
+    expect(answers).toEqual([200, 200]);
+    expect(stand.signals).toHaveLength(1);
+    const [signal] = stand.signals as Array<{ hints: Array<{ jobId: string; item: number }> }>;
+    expect(signal?.hints.map((hint) => [hint.item, hint.jobId]).sort()).toEqual([
+      [3, 'job-7'],
+      [4, 'job-8'],
+    ]);
   });
 
   it("signals when the batch still says 'wait' after the last pause (a hint too many is harmless)", async () => {
     const stand = scriptedClient(['wait']);
     expect(await post(stand.client, 3)).toBe(200);
     expect(stand.asked.length).toBeGreaterThan(2);
-    expect(stand.signals).toEqual([{ jobId: 'job-7', status: 'COMPLETED', item: 3 }]);
+    expect(stand.signals).toEqual([{ hints: [{ jobId: 'job-7', status: 'COMPLETED', item: 3 }] }]);
   });
 });
