@@ -9,9 +9,11 @@ import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import type { BatchCost } from '../contracts/batch-input';
 import type { CostEstimate } from '../contracts/cost';
+import { jobSnapshotQuery } from '../workflows/definitions';
+import type { serverlessJob } from '../workflows/job';
 import { endpointIdKey } from '../workflows/search-attributes';
 import { finishedSummary, getBatchProgress } from './batches';
-import { getJobSnapshot, jobListQuery } from './jobs';
+import { getJobSnapshot, jobFailureOf, jobListQuery } from './jobs';
 import { type WorkflowTarget, workflowIdOf } from './workflow-target';
 
 export interface CostRange {
@@ -101,10 +103,31 @@ export interface CostSource {
   batchCost(workflowId: string): Promise<BatchCost | undefined>;
 }
 
+/** How long a closed job's snapshot is asked for, when neither its result nor its failure tells. */
+const CLOSED_QUERY_MS = 3_000;
+
+/**
+ * A closed job workflow's cost, read from its result or its failure (history only: no worker needs
+ * to answer); a job that ended otherwise (cancelled, terminated) is asked for its snapshot, which
+ * a worker of its task queue answers, for a bounded time.
+ */
+async function closedJobCost(client: Client, workflowId: string): Promise<CostEstimate | undefined> {
+  const handle = client.workflow.getHandle<typeof serverlessJob>(workflowId);
+  try {
+    return (await handle.result()).cost;
+  } catch (error) {
+    const failure = jobFailureOf(error);
+    if (failure?.details) return failure.details.cost;
+  }
+  return client
+    .withDeadline(Date.now() + CLOSED_QUERY_MS, () => handle.query(jobSnapshotQuery))
+    .then((snapshot) => snapshot.cost);
+}
+
 export function costSourceOf(client: Client): CostSource {
   return {
     list: (query) => client.workflow.list({ query }),
-    jobCost: async (workflowId) => (await jobCost(client, { workflowId })).cost,
+    jobCost: (workflowId) => closedJobCost(client, workflowId),
     batchCost: async (workflowId) => (await finishedSummary(client, { batch: workflowId })).cost,
   };
 }

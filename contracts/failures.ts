@@ -4,6 +4,7 @@
  * callers switch on (`error.cause.type` of the WorkflowFailedError, see client/jobs.ts).
  */
 import type { ServiceErrorKind } from '../api/errors';
+import type { CostEstimate } from './cost';
 import { JOB_UNCHANGED } from './job-wait-policy';
 import type { RouteHop } from './route';
 
@@ -78,6 +79,8 @@ export interface JobFailureDetails {
   leaseLapses?: number;
   /** On a route: its moves between endpoints (endpointId is the one it failed on). */
   hops?: RouteHop[];
+  /** The estimated cost of its runs, when the worker estimates costs (`cost job` reads it here). */
+  cost?: CostEstimate;
   /** BadRequest on the input: where and what. */
   field?: string;
   rule?: string;

@@ -132,6 +132,7 @@ export function details(run: Run, extra: Partial<JobFailureDetails> = {}): JobFa
     uncertainSubmits: s.uncertainSubmits,
     ...leaseCounts(run),
     ...(s.hops ? { hops: s.hops.map((hop) => ({ ...hop })) } : {}),
+    ...(s.cost !== undefined ? { cost: { ...s.cost } } : {}),
     ...extra,
   };
 }
