@@ -366,12 +366,14 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         if (!reports) return scheduled;
         return Math.round(Math.min(scheduled, Math.max(REPORTED_RETRY_MS, elapsed * REPORTED_RETRY_SHARE)));
       };
-      const heard = reports?.active(REPORTS_ACTIVE_MS) === true;
+      // Asked at each look: a watcher that started before the batch's first webhook turns to the
+      // reported jobs as soon as webhooks arrive (it would otherwise look at every job all along).
+      const heard = () => reports?.active(REPORTS_ACTIVE_MS) === true;
       const fullLookDue = (elapsed: number) =>
         !reports ||
-        elapsed % Math.max(intervalAfter(elapsed, input.polling), heard ? FULL_LOOK_MIN_MS : 0) <
+        elapsed % Math.max(intervalAfter(elapsed, input.polling), heard() ? FULL_LOOK_MIN_MS : 0) <
           retryAfter(elapsed);
-      let full = info.attempt === 1 ? !heard : fullLookDue(age);
+      let full = info.attempt === 1 ? !heard() : fullLookDue(age);
       // One listener per status call in flight on this one signal.
       setMaxListeners(2 * input.items.length + 10, signal);
       const inlineMaxBytes = input.inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES;
@@ -396,6 +398,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         for (;;) {
           running = 0;
           let errors = 0;
+          const hearing = heard();
           const looked = [...pending.values()].filter((item) => full || reports?.hasEnded(item[1]));
           await Promise.all(
             looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost, hops]) => {
@@ -403,7 +406,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               try {
                 // While webhooks are heard, a full look only backs them up: it waits behind the looks
                 // at reported jobs (and everything else) in the rate limiter.
-                const background = heard && reports?.hasEnded(jobId) !== true;
+                const background = hearing && reports?.hasEnded(jobId) !== true;
                 status = await client.jobs.status(input.endpointId, jobId, { signal, background });
               } catch (error) {
                 if (error instanceof ServiceError && error.kind === 'NotFound') {
@@ -499,8 +502,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               details: [{ watched: input.items.length, running }],
             });
           }
-          await pause(heard ? REPORTED_HOLD_MS : Math.min(input.polling.initialIntervalMs, 1_000));
-          full = !heard;
+          await pause(heard() ? REPORTED_HOLD_MS : Math.min(input.polling.initialIntervalMs, 1_000));
+          full = !heard();
         }
       } finally {
         clearInterval(alive);

@@ -201,6 +201,11 @@ async function main() {
       events.push(...(history.events ?? []));
     }
     const history = historyFigures(events);
+    if (process.env.BENCH_DUMP)
+      (await import('node:fs')).writeFileSync(
+        process.env.BENCH_DUMP,
+        JSON.stringify({ jobs, lines, deliveries: emulator.control.webhookDeliveries(), activities: history.activities }),
+      );
     const webhookLag = emulator.control
       .webhookDeliveries()
       .map((delivery) => {
