@@ -204,7 +204,12 @@ async function main() {
     if (process.env.BENCH_DUMP)
       (await import('node:fs')).writeFileSync(
         process.env.BENCH_DUMP,
-        JSON.stringify({ jobs, lines, deliveries: emulator.control.webhookDeliveries(), activities: history.activities }),
+        JSON.stringify({
+          jobs,
+          lines,
+          deliveries: emulator.control.webhookDeliveries(),
+          activities: history.activities,
+        }),
       );
     const webhookLag = emulator.control
       .webhookDeliveries()
