@@ -426,7 +426,15 @@ async function main(): Promise<void> {
             {
               endpointId: job.endpointId,
               request: { input: { sleepMs: cell.durationMs, output: { done: true } } },
-              ...(cell.polling ? { polling: cell.polling } : {}),
+              ...(cell.polling
+                ? {
+                    polling: {
+                      initialInterval: cell.polling.initialIntervalMs,
+                      maxInterval: cell.polling.maxIntervalMs,
+                      backoffCoefficient: cell.polling.backoffCoefficient,
+                    },
+                  }
+                : {}),
             },
             { workflowId: job.workflowId, taskQueue },
           );
