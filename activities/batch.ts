@@ -399,14 +399,15 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           running = 0;
           let errors = 0;
           const hearing = heard();
-          const looked = [...pending.values()].filter((item) => full || reports?.hasEnded(item[1]));
+          const reported = (jobId: string) => reports?.hasEnded(jobId) === true;
+          const looked = [...pending.values()].filter((item) => full || reported(item[1]));
           await Promise.all(
             looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost, hops]) => {
               let status: Awaited<ReturnType<typeof client.jobs.status>>;
               try {
                 // While webhooks are heard, a full look only backs them up: it waits behind the looks
                 // at reported jobs (and everything else) in the rate limiter.
-                const background = hearing && reports?.hasEnded(jobId) !== true;
+                const background = hearing && !reported(jobId);
                 status = await client.jobs.status(input.endpointId, jobId, { signal, background });
               } catch (error) {
                 if (error instanceof ServiceError && error.kind === 'NotFound') {

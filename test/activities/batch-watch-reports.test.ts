@@ -129,6 +129,50 @@ describe('watchBatchJobs with webhook reports', () => {
     }
   });
 
+  it('a watcher that began before any webhook turns to the reported job once the first one comes', async () => {
+    // Timers stand still: the watcher's own wait never ends; only the report can wake it.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      const reports = createBatchJobReports();
+      let waits = 0;
+      const waiting = new Promise<void>((resolve) => {
+        const wait = reports.waitForEnd.bind(reports);
+        reports.waitForEnd = (jobIds, ms, signal) => {
+          waits++;
+          resolve();
+          return wait(jobIds, ms, signal);
+        };
+      });
+      stub.answer(
+        'status',
+        { id: 'job-a', status: 'IN_PROGRESS' },
+        { id: 'job-b', status: 'IN_PROGRESS' },
+        { id: 'job-b', status: 'COMPLETED', output: { ok: true } },
+      );
+      const activities = createBatchActivities({
+        client: stub.client,
+        resultStoreDir: dir,
+        batchJobReports: reports,
+      });
+      // Two seconds into its period: on its polling schedule alone, a full look would be due again.
+      const watched = activityEnv({ scheduledTimestampMs: Date.now() - 2_000 }).call(
+        activities.watchBatchJobs,
+        watch,
+      );
+      await waiting;
+      // Nothing heard yet: its first look was at every job.
+      expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
+      reports.ended('job-b');
+      const { changes } = await watched;
+      expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+      // Webhooks are now heard: the look it woke for is at the reported job alone.
+      expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b', 'job-b']);
+      expect(waits).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('with no report for its jobs, sends nothing (waiting inline in short steps) and tries again soon', async () => {
     const reports = createBatchJobReports();
     reports.ended('job-of-another-batch');
