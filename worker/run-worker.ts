@@ -23,7 +23,6 @@ import {
 import { createCostEstimator } from '../activities/cost-estimator';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
-import { HEARTBEAT_THROTTLE_MS } from '../contracts/heartbeats';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { eventIngressOptions } from './event-sink';
 import type { EventSource } from './event-sources';
@@ -283,8 +282,6 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
           }
         : {}),
       shutdownGraceTime: config.shutdownGraceMs,
-      // The SDK's 0.8 of a heartbeat timeout is too close to it on a loaded worker (contracts/heartbeats.ts).
-      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MS,
       ...(config.slots ?? {}),
     });
     worker = created;

@@ -5,7 +5,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { JobActivities } from '../activities/job';
 import type { RouteActivities } from '../activities/route';
-import { SHORTEST_HEARTBEAT_TIMEOUT_MS } from '../contracts/heartbeats';
 import type { Polling } from '../contracts/job-types';
 import { INLINE_BUDGET_MS } from '../contracts/job-wait-policy';
 
@@ -89,7 +88,7 @@ export function leaseActivities(untilMs: number, attemptMs = HTTP_CALL_MS) {
  * could try again.
  */
 export function leaseAttemptMs(leaseTtlMs: number): number {
-  return Math.min(HTTP_CALL_MS, Math.max(SHORTEST_HEARTBEAT_TIMEOUT_MS, Math.floor(leaseTtlMs / 4)));
+  return Math.min(HTTP_CALL_MS, Math.max(5_000, Math.floor(leaseTtlMs / 4)));
 }
 
 /** One-shot calls (status, cancel, retry): a few tries, then the workflow decides. */
