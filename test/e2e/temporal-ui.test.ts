@@ -35,7 +35,10 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
   beforeAll(async () => {
     if (!existsSync(CHROMIUM_PATH))
       throw new Error(`no browser at ${CHROMIUM_PATH}: run npm run provision (it installs chromium)`);
-    server = await startDevServerProcess('ui', { inMemory: true, ui: true });
+    // State in a SQLite file: a dev server's in-memory database (shared-cache SQLite) lives only
+    // while one of its connections does, and this server's was seen to lose the `default`
+    // namespace mid-file (NamespaceNotFound) on a loaded machine.
+    server = await startDevServerProcess('ui', { ui: true });
     stack = await startJobStack({
       name: 'ui',
       timeScale: 1,

@@ -57,10 +57,16 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
         () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === JOBS,
         180_000,
       );
-      for (const handle of handles) {
-        await stack.snapshotWhen(
-          handle.workflowId,
-          (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
+      for (let start = 0; start < JOBS; start += 25) {
+        await Promise.all(
+          handles
+            .slice(start, start + 25)
+            .map((handle) =>
+              stack.snapshotWhen(
+                handle.workflowId,
+                (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
+              ),
+            ),
         );
       }
 

@@ -159,7 +159,10 @@ export interface JobStack {
   endpoint(fields?: Partial<EndpointFields>): string;
   /** Starts the job workflow through the client facade, on this stack's task queue (or another). */
   start(input: JobWorkflowInput, options?: { label?: string; taskQueue?: string }): Promise<JobHandle>;
-  /** The workflow's snapshot once `check` holds for it (queries are retried until then). */
+  /**
+   * The workflow's snapshot once `check` holds for it (queries are retried until then). The timeout
+   * (2 minutes by default) only stops a hung test: a query can wait that long on a loaded machine.
+   */
   snapshotWhen(
     workflowId: string,
     check: (snapshot: LiveJobSnapshot) => boolean,
@@ -284,7 +287,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
         },
       );
     },
-    async snapshotWhen(workflowId, check, timeoutMs = 30_000) {
+    async snapshotWhen(workflowId, check, timeoutMs = 120_000) {
       return eventually(async () => {
         // A query before the first workflow task has run is refused; try again.
         const snapshot = await getJobSnapshot(env.client, { workflowId }).catch(() => undefined);

@@ -7,6 +7,9 @@
  *
  * Service time runs at scale 1 and the jobs sleep an hour: they finish only when the test moves the
  * emulator's clock, however slow the machine.
+ *
+ * One file per variant (job-many-webhooks, job-many-polling): each is a few minutes of a dev
+ * server's work, and two processes run them side by side.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { teardownEndpoint } from '../../client/endpoints';
@@ -28,7 +31,7 @@ async function inBatches<T>(count: number, size: number, make: (index: number) =
   return out;
 }
 
-function manyJobsSuite(webhooks: boolean) {
+export function manyJobsSuite(webhooks: boolean): void {
   const how = webhooks ? 'webhooks and polling' : 'polling only';
   describe(`1,000 jobs in progress on one worker with default slots (${how})`, () => {
     let stack: JobStack;
@@ -111,6 +114,3 @@ function manyJobsSuite(webhooks: boolean) {
     }, 900_000);
   });
 }
-
-manyJobsSuite(true);
-manyJobsSuite(false);
