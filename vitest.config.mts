@@ -14,19 +14,11 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * it (vitest's default on 2 cores is one file at a time).
  */
 /**
- * The longest files (a thousand jobs on one worker, leases of 10 s and more in real time), in the
- * order they start. Started first, they run beside the rest of their tier instead of after it: on a
- * fresh clone vitest has no durations yet and would start them wherever their size puts them.
+ * The files that wait longest on real timers (leases of 10 s and more, in real time), in the order
+ * they start. Started first, they run beside the rest of their tier instead of after it: on a fresh
+ * clone vitest has no durations yet and would start them wherever their size puts them.
  */
-const LONGEST_FIRST = [
-  'test/integration/job-many-webhooks.test.ts',
-  'test/integration/job-many-polling.test.ts',
-  'test/integration/job-lease.test.ts',
-  'test/integration/batch-lease.test.ts',
-  // A third file of many jobs at once starts after these: with the first two it keeps the dev
-  // server busy enough to slow every other file of the tier.
-  'test/integration/job-many-crash.test.ts',
-];
+const LONGEST_FIRST = ['test/integration/job-lease.test.ts', 'test/integration/batch-lease.test.ts'];
 
 class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

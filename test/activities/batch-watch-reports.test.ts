@@ -21,6 +21,23 @@ const items: WatchedItem[] = [
 ];
 const watch = { endpointId: 'ep-1', batchKey: 'batch-1', items, polling, returnAfter: 1, holdMs: 0 };
 
+/** Resolves when the watcher first waits between looks; `count()` says how many waits it began. */
+function onWait(reports: ReturnType<typeof createBatchJobReports>): {
+  waiting: Promise<void>;
+  count(): number;
+} {
+  let waits = 0;
+  const wait = reports.waitForEnd.bind(reports);
+  const waiting = new Promise<void>((resolve) => {
+    reports.waitForEnd = (jobIds, ms, signal) => {
+      waits++;
+      resolve();
+      return wait(jobIds, ms, signal);
+    };
+  });
+  return { waiting, count: () => waits };
+}
+
 describe('batch job reports', () => {
   it('remembers watched and ended jobs, and whether an end was reported lately', () => {
     let now = 1_000;
@@ -100,13 +117,7 @@ describe('watchBatchJobs with webhook reports', () => {
     try {
       const reports = createBatchJobReports();
       reports.ended('job-of-another-batch');
-      const waiting = new Promise<void>((resolve) => {
-        const wait = reports.waitForEnd.bind(reports);
-        reports.waitForEnd = (jobIds, ms, signal) => {
-          resolve();
-          return wait(jobIds, ms, signal);
-        };
-      });
+      const { waiting } = onWait(reports);
       stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
       const activities = createBatchActivities({
         client: stub.client,
@@ -134,15 +145,7 @@ describe('watchBatchJobs with webhook reports', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
     try {
       const reports = createBatchJobReports();
-      let waits = 0;
-      const waiting = new Promise<void>((resolve) => {
-        const wait = reports.waitForEnd.bind(reports);
-        reports.waitForEnd = (jobIds, ms, signal) => {
-          waits++;
-          resolve();
-          return wait(jobIds, ms, signal);
-        };
-      });
+      const waits = onWait(reports);
       stub.answer(
         'status',
         { id: 'job-a', status: 'IN_PROGRESS' },
@@ -159,7 +162,7 @@ describe('watchBatchJobs with webhook reports', () => {
         activities.watchBatchJobs,
         watch,
       );
-      await waiting;
+      await waits.waiting;
       // Nothing heard yet: its first look was at every job.
       expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
       reports.ended('job-b');
@@ -167,7 +170,7 @@ describe('watchBatchJobs with webhook reports', () => {
       expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
       // Webhooks are now heard: the look it woke for is at the reported job alone.
       expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b', 'job-b']);
-      expect(waits).toBe(1);
+      expect(waits.count()).toBe(1);
     } finally {
       vi.useRealTimers();
     }

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
 import { injectLeaseFaultMix } from '../../emulator/fault-mix';
 import type { JobState } from '../../emulator/jobs';
-import { eventually, type JobStack, startJobStack } from '../support/integration';
+import { eventually, inBatches, type JobStack, startJobStack } from '../support/integration';
 
 const LEASE_JOBS = Number(process.env.LEASE_JOBS ?? 200);
 const LEASE = '10 seconds';
@@ -28,15 +28,6 @@ const LEASE = '10 seconds';
 const JOB_MS = 12_000;
 // LEASE_JOBS jobs look at /status about LEASE_JOBS / 3 s times a second at most: within the spec's rate.
 const POLLING = { initialInterval: 3_000, maxInterval: 6_000, backoffCoefficient: 1.5 };
-
-async function inBatches<T>(count: number, size: number, make: (index: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  for (let start = 0; start < count; start += size) {
-    const batch = Array.from({ length: Math.min(size, count - start) }, (_, k) => make(start + k));
-    out.push(...(await Promise.all(batch)));
-  }
-  return out;
-}
 
 /** Completed jobs per webhook URL (one URL per workflow). */
 function completedPerWorkflow(jobs: JobState[]): Map<string, number> {

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
-import { eventually, type JobStack, spawnWorker, startJobStack } from '../support/integration';
+import { eventually, inBatches, type JobStack, spawnWorker, startJobStack } from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
 
 const JOBS = 200;
@@ -32,43 +32,30 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
     const workers = [first];
     try {
       await first.running;
-      const handles: JobHandle[] = [];
-      for (let start = 0; start < JOBS; start += 50) {
-        handles.push(
-          ...(await Promise.all(
-            Array.from({ length: 50 }, (_, k) =>
-              stack.start(
-                {
-                  endpointId,
-                  request: {
-                    input: { sleepMs: HOUR_MS, output: { index: start + k } },
-                    policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
-                  },
-                  polling: POLLING,
-                },
-                { taskQueue, label: `wait-${start + k}` },
-              ),
-            ),
-          )),
-        );
-      }
+      const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
+        stack.start(
+          {
+            endpointId,
+            request: {
+              input: { sleepMs: HOUR_MS, output: { index } },
+              policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
+            },
+            polling: POLLING,
+          },
+          { taskQueue, label: `wait-${index}` },
+        ),
+      );
       // All 200 running, and each workflow waiting on its job (not still submitting).
       await eventually(
         () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === JOBS,
         180_000,
       );
-      for (let start = 0; start < JOBS; start += 25) {
-        await Promise.all(
-          handles
-            .slice(start, start + 25)
-            .map((handle) =>
-              stack.snapshotWhen(
-                handle.workflowId,
-                (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
-              ),
-            ),
-        );
-      }
+      await inBatches(JOBS, 25, (index) =>
+        stack.snapshotWhen(
+          (handles[index] as JobHandle).workflowId,
+          (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
+        ),
+      );
 
       await first.kill();
       expect(first.child.signalCode).toBe('SIGKILL');

@@ -32,6 +32,23 @@ export { historyText, scheduledActivities } from './history';
 const repoRoot = path.resolve(__dirname, '../..');
 
 /**
+ * `make(0)` to `make(count - 1)`, `size` at a time (each group awaited before the next starts), in
+ * index order: many workflows started or awaited without one burst of thousands of calls.
+ */
+export async function inBatches<T>(
+  count: number,
+  size: number,
+  make: (index: number) => Promise<T>,
+): Promise<T[]> {
+  const out: T[] = [];
+  for (let start = 0; start < count; start += size) {
+    const batch = Array.from({ length: Math.min(size, count - start) }, (_, k) => make(start + k));
+    out.push(...(await Promise.all(batch)));
+  }
+  return out;
+}
+
+/**
  * Polls outside state until `check` holds, for what no event announces (prefer a workflow's result,
  * a query or a signal where there is one). On timeout the error names the condition (`what`, or the
  * check's own source) and carries the check's last error or value (test/support/poll.ts).
