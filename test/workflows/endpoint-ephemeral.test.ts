@@ -191,7 +191,14 @@ describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in 
         {
           taskQueue,
           workflowId,
-          args: [input([{ job: 'a' }, { job: 'b' }])],
+          // An hour each: the cancel comes while they run, however slow the machine (the
+          // server's clock runs in real time until the test awaits the result).
+          args: [
+            input([
+              { job: 'a', runMs: 3_600_000 },
+              { job: 'b', runMs: 3_600_000 },
+            ]),
+          ],
         },
       );
       await until(() => started.size === 2, 'both jobs started');
