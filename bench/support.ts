@@ -12,6 +12,8 @@ import { temporalLoggerFor } from '../worker/temporal-logger';
 import { searchAttributeKeys } from '../workflows/search-attributes';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
+export { inBatches } from '../test/support/in-batches';
+
 export const say = (line: string) => console.log(line);
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const seconds = (ms: number, digits = 1) => `${(ms / 1000).toFixed(digits)} s`;
@@ -36,19 +38,6 @@ export function median(values: number[]): number {
 export function spreadMs(values: number[]): string {
   const round = (value: number) => value.toFixed(0);
   return `${round(median(values))} ms (${round(Math.min(...values))}-${round(Math.max(...values))})`;
-}
-
-export async function inBatches<T>(
-  count: number,
-  size: number,
-  make: (index: number) => Promise<T>,
-): Promise<T[]> {
-  const out: T[] = [];
-  for (let start = 0; start < count; start += size) {
-    const batch = Array.from({ length: Math.min(size, count - start) }, (_, k) => make(start + k));
-    out.push(...(await Promise.all(batch)));
-  }
-  return out;
 }
 
 /** Polls `check` until it holds; false after `timeoutMs`. */

@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import { createBatchJobReports } from '../../activities/batch-job-reports';
 import type { WatchedItem } from '../../contracts/batch-input';
@@ -91,20 +91,32 @@ describe('watchBatchJobs with webhook reports', () => {
     stub = stubClient();
     dir = mkdtempSync(path.join(tmpdir(), 'batch-watch-reports-'));
   });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** Timers stand still: the watcher's own wait never ends; only a report can wake it. */
+  const stopTimers = () =>
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+
+  /** One try of the watcher, begun `intoPeriodMs` after its attempt was scheduled. */
+  function watchOnce(reports: ReturnType<typeof createBatchJobReports> | undefined, intoPeriodMs = 0) {
+    const activities = createBatchActivities({
+      client: stub.client,
+      resultStoreDir: dir,
+      ...(reports ? { batchJobReports: reports } : {}),
+    });
+    return activityEnv({ scheduledTimestampMs: Date.now() - intoPeriodMs }).call(
+      activities.watchBatchJobs,
+      watch,
+    );
+  }
 
   it('looks only at the job reported ended, and tells the workflow it finished', async () => {
     const reports = createBatchJobReports();
     reports.ended('job-b');
     stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
-    const activities = createBatchActivities({
-      client: stub.client,
-      resultStoreDir: dir,
-      batchJobReports: reports,
-    });
-    const { changes } = await activityEnv({ scheduledTimestampMs: Date.now() }).call(
-      activities.watchBatchJobs,
-      watch,
-    );
+    const { changes } = await watchOnce(reports);
     expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
     expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
     // Both jobs are now known as watched here: their webhooks need no query to the batch.
@@ -112,81 +124,48 @@ describe('watchBatchJobs with webhook reports', () => {
   });
 
   it('a watcher waiting between looks is woken by the report of its job and looks at once', async () => {
-    // Timers stand still: the watcher's own wait never ends; only the report can wake it.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
-    try {
-      const reports = createBatchJobReports();
-      reports.ended('job-of-another-batch');
-      const { waiting } = onWait(reports);
-      stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
-      const activities = createBatchActivities({
-        client: stub.client,
-        resultStoreDir: dir,
-        batchJobReports: reports,
-      });
-      // Two seconds into its period: no full look is due when it wakes.
-      const watched = activityEnv({ scheduledTimestampMs: Date.now() - 2_000 }).call(
-        activities.watchBatchJobs,
-        watch,
-      );
-      await waiting;
-      expect(stub.named('status')).toEqual([]);
-      reports.ended('job-b');
-      const { changes } = await watched;
-      expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
-      expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
-    } finally {
-      vi.useRealTimers();
-    }
+    stopTimers();
+    const reports = createBatchJobReports();
+    reports.ended('job-of-another-batch');
+    const { waiting } = onWait(reports);
+    stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
+    // Two seconds into its period: no full look is due when it wakes.
+    const watched = watchOnce(reports, 2_000);
+    await waiting;
+    expect(stub.named('status')).toEqual([]);
+    reports.ended('job-b');
+    const { changes } = await watched;
+    expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
   });
 
   it('a watcher that began before any webhook turns to the reported job once the first one comes', async () => {
-    // Timers stand still: the watcher's own wait never ends; only the report can wake it.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
-    try {
-      const reports = createBatchJobReports();
-      const waits = onWait(reports);
-      stub.answer(
-        'status',
-        { id: 'job-a', status: 'IN_PROGRESS' },
-        { id: 'job-b', status: 'IN_PROGRESS' },
-        { id: 'job-b', status: 'COMPLETED', output: { ok: true } },
-      );
-      const activities = createBatchActivities({
-        client: stub.client,
-        resultStoreDir: dir,
-        batchJobReports: reports,
-      });
-      // Two seconds into its period: on its polling schedule alone, a full look would be due again.
-      const watched = activityEnv({ scheduledTimestampMs: Date.now() - 2_000 }).call(
-        activities.watchBatchJobs,
-        watch,
-      );
-      await waits.waiting;
-      // Nothing heard yet: its first look was at every job.
-      expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
-      reports.ended('job-b');
-      const { changes } = await watched;
-      expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
-      // Webhooks are now heard: the look it woke for is at the reported job alone.
-      expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b', 'job-b']);
-      expect(waits.count()).toBe(1);
-    } finally {
-      vi.useRealTimers();
-    }
+    stopTimers();
+    const reports = createBatchJobReports();
+    const waits = onWait(reports);
+    stub.answer(
+      'status',
+      { id: 'job-a', status: 'IN_PROGRESS' },
+      { id: 'job-b', status: 'IN_PROGRESS' },
+      { id: 'job-b', status: 'COMPLETED', output: { ok: true } },
+    );
+    // Two seconds into its period: on its polling schedule alone, a full look would be due again.
+    const watched = watchOnce(reports, 2_000);
+    await waits.waiting;
+    // Nothing heard yet: its first look was at every job.
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
+    reports.ended('job-b');
+    const { changes } = await watched;
+    expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+    // Webhooks are now heard: the look it woke for is at the reported job alone.
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b', 'job-b']);
+    expect(waits.count()).toBe(1);
   });
 
   it('with no report for its jobs, sends nothing (waiting inline in short steps) and tries again soon', async () => {
     const reports = createBatchJobReports();
     reports.ended('job-of-another-batch');
-    const activities = createBatchActivities({
-      client: stub.client,
-      resultStoreDir: dir,
-      batchJobReports: reports,
-    });
-    const error = await rejection(
-      activityEnv({ scheduledTimestampMs: Date.now() }).call(activities.watchBatchJobs, watch),
-    );
+    const error = await rejection(watchOnce(reports));
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
     expect((error as ApplicationFailure).nextRetryDelay).toBe(500);
@@ -196,14 +175,7 @@ describe('watchBatchJobs with webhook reports', () => {
   it('before any webhook is heard here, its first try looks at every job', async () => {
     stub.answer('status', { id: 'job-a', status: 'IN_PROGRESS' });
     const reports = createBatchJobReports();
-    const activities = createBatchActivities({
-      client: stub.client,
-      resultStoreDir: dir,
-      batchJobReports: reports,
-    });
-    const error = await rejection(
-      activityEnv({ scheduledTimestampMs: Date.now() }).call(activities.watchBatchJobs, watch),
-    );
+    const error = await rejection(watchOnce(reports));
     expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
     expect(
       stub
@@ -215,10 +187,7 @@ describe('watchBatchJobs with webhook reports', () => {
 
   it('without reports (no webhooks here), looks at every job', async () => {
     stub.answer('status', { id: 'job-a', status: 'IN_PROGRESS' });
-    const activities = createBatchActivities({ client: stub.client, resultStoreDir: dir });
-    const error = await rejection(
-      activityEnv({ scheduledTimestampMs: Date.now() }).call(activities.watchBatchJobs, watch),
-    );
+    const error = await rejection(watchOnce(undefined));
     expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
     expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
   });

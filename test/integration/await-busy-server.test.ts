@@ -36,7 +36,7 @@ import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
 import { type DevServerProcess, startDevServerProcess } from '../support/dev-server-process';
-import { eventually, quietTemporalRuntime, serviceEnv } from '../support/integration';
+import { eventually, HOUR_MS, hourLongJob, quietTemporalRuntime, serviceEnv } from '../support/integration';
 
 const repoRoot = path.resolve(__dirname, '../..');
 
@@ -44,8 +44,6 @@ const repoRoot = path.resolve(__dirname, '../..');
 const LIMIT = 20;
 /** Twice the limit: half of the waits cannot be admitted at once. */
 const JOBS = 2 * LIMIT;
-const HOUR_MS = 3_600_000;
-const WEEK_MS = 7 * 24 * HOUR_MS;
 /** At least 1 s: each look is a server-side retry of the wait activity, holding no worker slot. */
 const POLLING = { initialInterval: 1_000, maxInterval: 2_000, backoffCoefficient: 1.5 };
 
@@ -147,18 +145,10 @@ describe(`awaiting ${JOBS} jobs at once on a dev server that admits ${LIMIT} lon
     }).id;
     const handles: JobHandle[] = await Promise.all(
       Array.from({ length: JOBS }, (_, index) =>
-        startJob(
-          client,
-          {
-            endpointId,
-            request: {
-              input: { sleepMs: HOUR_MS, output: { index } },
-              policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
-            },
-            polling: POLLING,
-          },
-          { workflowId: `await-busy-${index}-${randomUUID()}`, taskQueue },
-        ),
+        startJob(client, hourLongJob(endpointId, index, POLLING), {
+          workflowId: `await-busy-${index}-${randomUUID()}`,
+          taskQueue,
+        }),
       ),
     );
     const inProgress = () => control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length;

@@ -6,12 +6,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
-import { eventually, inBatches, type JobStack, spawnWorker, startJobStack } from '../support/integration';
+import {
+  eventually,
+  HOUR_MS,
+  hourLongJob,
+  inBatches,
+  type JobStack,
+  spawnWorker,
+  startJobStack,
+} from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
 
 const JOBS = 200;
-const HOUR_MS = 3_600_000;
-const WEEK_MS = 7 * 24 * HOUR_MS;
 const POLLING = { initialInterval: 1_000, maxInterval: 2_000, backoffCoefficient: 1.5 };
 
 describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, worker processes)', () => {
@@ -33,17 +39,7 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
     try {
       await first.running;
       const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
-        stack.start(
-          {
-            endpointId,
-            request: {
-              input: { sleepMs: HOUR_MS, output: { index } },
-              policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
-            },
-            polling: POLLING,
-          },
-          { taskQueue, label: `wait-${index}` },
-        ),
+        stack.start(hourLongJob(endpointId, index, POLLING), { taskQueue, label: `wait-${index}` }),
       );
       // All 200 running, and each workflow waiting on its job (not still submitting).
       await eventually(

@@ -11,11 +11,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { teardownEndpoint } from '../../client/endpoints';
 import { awaitJob, cancelJob, type JobHandle } from '../../client/jobs';
-import { eventually, FAST_POLLING, inBatches, type JobStack, startJobStack } from '../support/integration';
+import {
+  eventually,
+  FAST_POLLING,
+  HOUR_MS,
+  hourLongJob,
+  inBatches,
+  type JobStack,
+  startJobStack,
+} from '../support/integration';
 
 const JOBS = 1_000;
-const HOUR_MS = 3_600_000;
-const WEEK_MS = 7 * 24 * HOUR_MS;
 // 1,000 jobs look at /status at most about 1,000 / 5 s = 200 times a second: the spec's /status rate.
 const SLOW_POLLING = { initialInterval: 5_000, maxInterval: 10_000, backoffCoefficient: 1.5 };
 
@@ -34,17 +40,7 @@ function manyJobsSuite(webhooks: boolean): void {
       const { control } = stack;
       const endpointId = stack.endpoint({ workersMin: 0, workersMax: JOBS });
       const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
-        stack.start(
-          {
-            endpointId,
-            request: {
-              input: { sleepMs: HOUR_MS, output: { index } },
-              policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
-            },
-            polling: SLOW_POLLING,
-          },
-          { label: `long-${index}` },
-        ),
+        stack.start(hourLongJob(endpointId, index, SLOW_POLLING), { label: `long-${index}` }),
       );
       // All 1,000 submitted and running: far more waits than the worker has activity slots.
       await eventually(

@@ -24,29 +24,15 @@ import { loadWorkerConfig, type WorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { type RunWorkerOptions, runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { describeCheck, pollUntil } from './poll';
+
+export { inBatches } from './in-batches';
+
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
 
 const repoRoot = path.resolve(__dirname, '../..');
-
-/**
- * `make(0)` to `make(count - 1)`, `size` at a time (each group awaited before the next starts), in
- * index order: many workflows started or awaited without one burst of thousands of calls.
- */
-export async function inBatches<T>(
-  count: number,
-  size: number,
-  make: (index: number) => Promise<T>,
-): Promise<T[]> {
-  const out: T[] = [];
-  for (let start = 0; start < count; start += size) {
-    const batch = Array.from({ length: Math.min(size, count - start) }, (_, k) => make(start + k));
-    out.push(...(await Promise.all(batch)));
-  }
-  return out;
-}
 
 /**
  * Polls outside state until `check` holds, for what no event announces (prefer a workflow's result,
@@ -207,6 +193,26 @@ export async function runWorkerUntilReady(
     running.then(() => Promise.reject(new Error('the worker stopped before it was ready'))),
   ]);
   return { info, running };
+}
+
+/** An hour of service time: a job that sleeps this long ends only when a test moves the emulator's clock. */
+export const HOUR_MS = 3_600_000;
+const WEEK_MS = 7 * 24 * HOUR_MS;
+
+/** A job that sleeps an hour of service time (its policy allows a week) and answers `{ index }`. */
+export function hourLongJob(
+  endpointId: string,
+  index: number,
+  polling: JobWorkflowInput['polling'],
+): JobWorkflowInput {
+  return {
+    endpointId,
+    request: {
+      input: { sleepMs: HOUR_MS, output: { index } },
+      policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
+    },
+    polling,
+  };
 }
 
 /** Status polls fast enough that a test never waits on the schedule made for hour-long jobs. */
