@@ -10,8 +10,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * `npm run test:unit`, `test:workflows` and `test:integration` run one tier; the reliability
  * suite has its own config (vitest.reliability.config.mts) and server.
  *
- * The tiers run one after another (sequence.groupOrder), each with as many files at once as suits
- * it (vitest's default on 2 cores is one file at a time).
+ * Unit and workflows need no shared server, so they run side by side, two files at once between
+ * them (each workflows file is a CPU-heavy test server of its own); integration runs after them
+ * (sequence.groupOrder) with as many files at once as suits it.
  */
 /**
  * The files that wait longest on real timers (leases of 10 s and more, in real time), in the order
@@ -62,7 +63,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'workflows',
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 0 },
           maxWorkers: 2,
           include: ['test/workflows/**/*.test.ts'],
           globalSetup: ['test/support/bundle-cache-setup.ts'],
@@ -72,7 +73,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 1 },
           // Mostly waiting on servers, jobs and timers, so more files at once than there are
           // cores; every test synchronises on events, never on how fast the machine is.
           maxWorkers: 4,
