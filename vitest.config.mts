@@ -15,11 +15,17 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * (sequence.groupOrder) with as many files at once as suits it.
  */
 /**
- * The files that wait longest on real timers (leases of 10 s and more, in real time), in the order
- * they start. Started first, they run beside the rest of their tier instead of after it: on a fresh
- * clone vitest has no durations yet and would start them wherever their size puts them.
+ * The longest files of the integration tier, in the order they start: the 1,000 jobs, the leases
+ * waited out in real time (10 s and more), the 200 jobs of the worker crash. Started first, they run
+ * beside the rest of their tier instead of after it: on a fresh clone vitest has no durations yet
+ * and would start them wherever their size puts them.
  */
-const LONGEST_FIRST = ['test/integration/job-lease.test.ts', 'test/integration/batch-lease.test.ts'];
+const LONGEST_FIRST = [
+  'test/integration/job-many.test.ts',
+  'test/integration/job-lease.test.ts',
+  'test/integration/batch-lease.test.ts',
+  'test/integration/job-many-crash.test.ts',
+];
 
 class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
