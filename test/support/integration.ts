@@ -24,13 +24,11 @@ import { loadWorkerConfig, type WorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { type RunWorkerOptions, runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { describeCheck, pollUntil } from './poll';
-
-export { inBatches } from './in-batches';
-
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
+export { inBatches } from './in-batches';
 
 const repoRoot = path.resolve(__dirname, '../..');
 
@@ -195,7 +193,7 @@ export async function runWorkerUntilReady(
   return { info, running };
 }
 
-/** An hour of service time: a job that sleeps this long ends only when a test moves the emulator's clock. */
+/** An hour of service time: a job that sleeps this long ends only when a test moves the clock. */
 export const HOUR_MS = 3_600_000;
 const WEEK_MS = 7 * 24 * HOUR_MS;
 
