@@ -244,16 +244,32 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
         runsStarted: sum((s) => s.counters.runsStarted),
         runsFailed: sum((s) => s.counters.runsFailed),
         duplicates: sum((s) => s.counters.duplicates),
+        groupsSkipped: sum((s) => s.counters.groupsSkipped),
         pending: sum((s) => s.pending),
         ready: sum((s) => s.ready),
+        starting: sum((s) => s.starting),
         inFlight: sum((s) => s.inFlight),
         submissions: emulator.control.submissions(endpointId),
       });
       return sum((s) => s.counters.received) === VALID + 30 && sum((s) => s.counters.runsStarted) === VALID
         ? states
         : undefined;
-    }, 240_000).catch((error: Error) => {
-      throw new Error(`${error.message}: ${seen}`);
+    }, 240_000).catch(async (error: Error) => {
+      // What each key's workflow still waits on (a run being planned or started shows here).
+      const waits = await Promise.all(
+        Array.from({ length: KEYS }, async (_, k) => {
+          const handle = env.client.workflow.getHandle(automationWorkflowId(automation, `user-${k}`));
+          const { raw } = await handle.describe();
+          const activities = (raw.pendingActivities ?? []).map(
+            (activity) =>
+              `${activity.activityType?.name} attempt ${activity.attempt} ${activity.state}` +
+              (activity.lastFailure?.message ? ` (${activity.lastFailure.message})` : ''),
+          );
+          const children = (raw.pendingChildren ?? []).map((child) => `child ${child.workflowId}`);
+          return `user-${k}: ${[...activities, ...children].join('; ') || 'nothing'}`;
+        }),
+      ).catch((describeError: unknown) => [`describe failed: ${String(describeError)}`]);
+      throw new Error(`${error.message}: ${seen}; waiting on: ${waits.join(' | ')}`);
     });
     expect(states.reduce((n, s) => n + s.counters.duplicates, 0)).toBe(30);
 
