@@ -36,7 +36,14 @@ import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
 import { type DevServerProcess, startDevServerProcess } from '../support/dev-server-process';
-import { eventually, HOUR_MS, hourLongJob, quietTemporalRuntime, serviceEnv } from '../support/integration';
+import {
+  eventually,
+  HOUR_MS,
+  hourLongJob,
+  jobsInProgress,
+  quietTemporalRuntime,
+  serviceEnv,
+} from '../support/integration';
 
 const repoRoot = path.resolve(__dirname, '../..');
 
@@ -153,7 +160,7 @@ describe(`awaiting ${JOBS} jobs at once on a dev server that admits ${LIMIT} lon
     );
     const inProgress = () => control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length;
     // Every job submitted and running: every workflow is waiting on its job, none can end.
-    await eventually(() => inProgress() === JOBS, 120_000);
+    await jobsInProgress(control, endpointId, JOBS);
 
     // --- The control: a raw result() per job, with no retries. -----------------------------------
     const abortRaw = new AbortController();

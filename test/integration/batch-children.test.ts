@@ -21,7 +21,13 @@ import {
   writeBatchManifest,
 } from '../../client/batches';
 import { expectBatchSummaryAllCompleted } from '../support/batch-scenarios';
-import { eventually, FAST_POLLING, historyText, type JobStack, startJobStack } from '../support/integration';
+import {
+  FAST_POLLING,
+  historyText,
+  type JobStack,
+  jobsInProgress,
+  startJobStack,
+} from '../support/integration';
 
 const ITEMS = 50;
 const failsOnce = (i: number) => i % 5 === 2;
@@ -121,10 +127,7 @@ describe('batch engine, child mode, on the emulator', () => {
       },
       { workflowId: batchId, taskQueue: stack.taskQueue },
     );
-    await eventually(
-      () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === 5,
-      60_000,
-    );
+    await jobsInProgress(stack.control, endpointId, 5);
     await cancelBatch(stack.client, { batch: handle.workflowId });
     const error = await awaitBatch(stack.client, { batch: handle }).then(
       () => undefined,

@@ -27,7 +27,7 @@ import {
   startBatch,
 } from '../../client/batches';
 import { historyText } from '../support/history';
-import { eventually, type JobStack, startJobStack } from '../support/integration';
+import { eventually, type JobStack, jobsInProgress, startJobStack } from '../support/integration';
 
 const ITEMS = 1_000;
 const failsOnce = (i: number) => i % 10 === 3;
@@ -221,10 +221,7 @@ describe('batch engine on the emulator', () => {
       { endpointId, items: { inline }, job: NO_LEASE, maxConcurrency: 30, pageSize: 30 },
       { workflowId: `batch-cancel-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    await eventually(
-      () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === 30,
-      60_000,
-    );
+    await jobsInProgress(stack.control, endpointId, 30);
     await cancelBatch(stack.client, { batch: handle.workflowId });
     const error = await awaitBatch(stack.client, { batch: handle }).then(
       () => undefined,

@@ -7,11 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
 import {
-  eventually,
   HOUR_MS,
   hourLongJob,
   inBatches,
   type JobStack,
+  jobsInProgress,
   spawnWorker,
   startJobStack,
 } from '../support/integration';
@@ -44,10 +44,7 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
         stack.start(hourLongJob(endpointId, index, POLLING), { taskQueue, label: `wait-${index}` }),
       );
       // All 200 running, and each workflow waiting on its job (not still submitting).
-      await eventually(
-        () => stack.control.jobs(endpointId).filter((job) => job.status === 'IN_PROGRESS').length === JOBS,
-        180_000,
-      );
+      await jobsInProgress(stack.control, endpointId, JOBS);
       await inBatches(JOBS, 25, (index) =>
         stack.snapshotWhen(
           (handles[index] as JobHandle).workflowId,
@@ -74,5 +71,5 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
     } finally {
       for (const worker of workers) await worker.kill();
     }
-  }, 600_000);
+  }, 1_200_000);
 });

@@ -18,6 +18,7 @@ import {
   hourLongJob,
   inBatches,
   type JobStack,
+  jobsInProgress,
   startJobStack,
 } from '../support/integration';
 
@@ -47,17 +48,8 @@ function manyJobsSuite(webhooks: boolean): void {
       const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
         stack.start(hourLongJob(endpointId, index, polling), { label: `long-${index}` }),
       );
-      // All 1,000 submitted and running: far more waits than the worker has activity slots. The
-      // bound is a hang guard: on a loaded 2-core machine the 1,000 submits take minutes. Past it,
-      // the error says how far they got: the service's jobs by status and its count of submits.
-      await eventually(() => {
-        const jobs = control.jobs(endpointId);
-        if (jobs.filter((job) => job.status === 'IN_PROGRESS').length === JOBS) return true;
-        const byStatus = new Map<string, number>();
-        for (const job of jobs) byStatus.set(job.status, (byStatus.get(job.status) ?? 0) + 1);
-        const counts = [...byStatus].map(([status, count]) => `${status} ${count}`).join(', ');
-        throw new Error(`at the service: ${counts}; ${control.submissions(endpointId)} submits`);
-      }, 600_000);
+      // All 1,000 submitted and running: far more waits than the worker has activity slots.
+      await jobsInProgress(control, endpointId, JOBS);
 
       // A short job beside them completes.
       const shortEndpoint = stack.endpoint();

@@ -29,6 +29,7 @@ import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
 export { inBatches } from './in-batches';
+export { jobsInProgress } from './service-jobs';
 
 const repoRoot = path.resolve(__dirname, '../..');
 

@@ -1,0 +1,32 @@
+/**
+ * Waiting until the service runs a given number of an endpoint's jobs: the point where a test's jobs
+ * are all submitted and running. Nothing announces it but the emulator's state, so it is polled;
+ * the bound is a hang guard only, and past it the error says how far the jobs got (the service's
+ * jobs by status and its count of submits), so a slow machine and a lost submit tell apart.
+ */
+import type { EmulatorControl } from '../../emulator';
+import { pollUntil } from './poll';
+
+/** Hang guard for a few hundred to a thousand submits on a loaded 2-core machine. */
+const DEFAULT_HANG_GUARD_MS = 600_000;
+
+export async function jobsInProgress(
+  control: Pick<EmulatorControl, 'jobs' | 'submissions'>,
+  endpointId: string,
+  count: number,
+  hangGuardMs = DEFAULT_HANG_GUARD_MS,
+): Promise<void> {
+  await pollUntil(
+    `${count} jobs of endpoint ${endpointId} IN_PROGRESS at the service`,
+    () => {
+      const jobs = control.jobs(endpointId);
+      const running = jobs.filter((job) => job.status === 'IN_PROGRESS').length;
+      if (running === count) return true;
+      const byStatus = new Map<string, number>();
+      for (const job of jobs) byStatus.set(job.status, (byStatus.get(job.status) ?? 0) + 1);
+      const counts = [...byStatus].map(([status, jobsWithIt]) => `${status} ${jobsWithIt}`).join(', ');
+      throw new Error(`at the service: ${counts || 'no jobs'}; ${control.submissions(endpointId)} submits`);
+    },
+    { timeoutMs: hangGuardMs, intervalMs: 100 },
+  );
+}
