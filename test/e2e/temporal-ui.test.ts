@@ -8,6 +8,7 @@
  * counts stand still until the test moves them; the test waits on the batch's own query.
  */
 import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +19,9 @@ import { CHROMIUM_PATH } from '../../scripts/chromium';
 import { type DevServerProcess, startDevServerProcess } from '../support/dev-server-process';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
 
-const SCREENSHOTS = path.join(__dirname, '../../docs/images');
+// A scratch folder, so a test run leaves the tree clean; `UI_SCREENSHOTS=docs/images` refreshes the
+// pictures the docs show.
+const SCREENSHOTS = path.resolve(process.env.UI_SCREENSHOTS ?? path.join(tmpdir(), 'durable-serverless-ui'));
 const SHORT_MS = 1_000;
 const MEDIUM_MS = 5 * 60_000;
 const LONG_MS = 60 * 60_000;
