@@ -60,6 +60,9 @@ export default defineConfig({
           name: 'unit',
           sequence: { groupOrder: 0 },
           maxWorkers: 2,
+          // One process runs many files (each file's modules are loaded once per process, not once
+          // per file): these files start no servers and keep no process state between them.
+          isolate: false,
           include: [
             'test/{api,activities,client,emulator,engine,foundation,observability,worker}/**/*.test.ts',
           ],
@@ -71,6 +74,9 @@ export default defineConfig({
           name: 'workflows',
           sequence: { groupOrder: 0 },
           maxWorkers: 2,
+          // As for unit: each file starts and stops its own test server and worker, so files can
+          // share a process and load the SDK once.
+          isolate: false,
           include: ['test/workflows/**/*.test.ts'],
           globalSetup: ['test/support/bundle-cache-setup.ts'],
         },
