@@ -26,6 +26,7 @@ import { createLogger } from '../../worker/logger';
 import { automationStateQuery } from '../../workflows/automation-definitions';
 import { historyText } from '../support/history';
 import {
+  describeWorkflowWait,
   eventually,
   FAST_POLLING,
   quietTemporalRuntime,
@@ -257,18 +258,10 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
     }, 240_000).catch(async (error: Error) => {
       // What each key's workflow still waits on (a run being planned or started shows here).
       const waits = await Promise.all(
-        Array.from({ length: KEYS }, async (_, k) => {
-          const handle = env.client.workflow.getHandle(automationWorkflowId(automation, `user-${k}`));
-          const { raw } = await handle.describe();
-          const activities = (raw.pendingActivities ?? []).map(
-            (activity) =>
-              `${activity.activityType?.name} attempt ${activity.attempt} ${activity.state}` +
-              (activity.lastFailure?.message ? ` (${activity.lastFailure.message})` : ''),
-          );
-          const children = (raw.pendingChildren ?? []).map((child) => `child ${child.workflowId}`);
-          return `user-${k}: ${[...activities, ...children].join('; ') || 'nothing'}`;
-        }),
-      ).catch((describeError: unknown) => [`describe failed: ${String(describeError)}`]);
+        Array.from({ length: KEYS }, (_, k) =>
+          describeWorkflowWait(env.client, automationWorkflowId(automation, `user-${k}`)),
+        ),
+      );
       throw new Error(`${error.message}: ${seen}; waiting on: ${waits.join(' | ')}`);
     });
     expect(states.reduce((n, s) => n + s.counters.duplicates, 0)).toBe(30);

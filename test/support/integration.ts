@@ -29,7 +29,8 @@ import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
 export { inBatches } from './in-batches';
-export { jobsInProgress } from './service-jobs';
+export { explainMissingIndexes, jobsInProgress } from './service-jobs';
+export { describeWorkflowWait } from './workflow-waits';
 
 const repoRoot = path.resolve(__dirname, '../..');
 

@@ -10,11 +10,17 @@ import { pollUntil } from './poll';
 /** Hang guard for a few hundred to a thousand submits on a loaded 2-core machine. */
 const DEFAULT_HANG_GUARD_MS = 600_000;
 
+export interface JobsInProgressOptions {
+  hangGuardMs?: number;
+  /** More for the error past the hang guard: e.g. what the workflows with no job yet are doing. */
+  explain?: () => Promise<string>;
+}
+
 export async function jobsInProgress(
   control: Pick<EmulatorControl, 'jobs' | 'submissions'>,
   endpointId: string,
   count: number,
-  hangGuardMs = DEFAULT_HANG_GUARD_MS,
+  { hangGuardMs = DEFAULT_HANG_GUARD_MS, explain }: JobsInProgressOptions = {},
 ): Promise<void> {
   await pollUntil(
     `${count} jobs of endpoint ${endpointId} IN_PROGRESS at the service`,
@@ -28,5 +34,30 @@ export async function jobsInProgress(
       throw new Error(`at the service: ${counts || 'no jobs'}; ${control.submissions(endpointId)} submits`);
     },
     { timeoutMs: hangGuardMs, intervalMs: 100 },
-  );
+  ).catch(async (error: Error) => {
+    if (!explain) throw error;
+    throw new Error(`${error.message}; ${await explain()}`, { cause: error });
+  });
+}
+
+/**
+ * An `explain` for jobs that answer `{ index }`: what the workflows of the first few indexes with no
+ * job at the service are doing.
+ */
+export function explainMissingIndexes(
+  control: Pick<EmulatorControl, 'jobs'>,
+  endpointId: string,
+  workflowIds: readonly string[],
+  describe: (workflowId: string) => Promise<string>,
+): () => Promise<string> {
+  return async () => {
+    const seen = new Set(
+      control
+        .jobs(endpointId)
+        .map((job) => (job.input as { output?: { index?: number } } | undefined)?.output?.index),
+    );
+    const missing = workflowIds.filter((_, index) => !seen.has(index));
+    const shown = await Promise.all(missing.slice(0, 5).map(describe));
+    return `${missing.length} workflows with no job, the first: ${shown.join(' | ')}`;
+  };
 }
