@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
 import {
-  describeWorkflowWait,
   explainMissingIndexes,
   HOUR_MS,
   hourLongJob,
@@ -56,8 +55,8 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
         explain: explainMissingIndexes(
           stack.control,
           endpointId,
+          stack.client,
           handles.map((handle) => handle.workflowId),
-          (workflowId) => describeWorkflowWait(stack.client, workflowId),
         ),
       });
       await inBatches(JOBS, 25, (index) =>

@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { teardownEndpoint } from '../../client/endpoints';
 import { awaitJob, cancelJob, type JobHandle } from '../../client/jobs';
 import {
-  describeWorkflowWait,
   eventually,
   explainMissingIndexes,
   FAST_POLLING,
@@ -67,8 +66,8 @@ function manyJobsSuite(webhooks: boolean): void {
         explain: explainMissingIndexes(
           control,
           endpointId,
+          stack.client,
           handles.map((handle) => handle.workflowId),
-          (workflowId) => describeWorkflowWait(stack.client, workflowId),
         ),
       });
 

@@ -4,8 +4,10 @@
  * the bound is a hang guard only, and past it the error says how far the jobs got (the service's
  * jobs by status and its count of submits), so a slow machine and a lost submit tell apart.
  */
+import type { Client } from '@temporalio/client';
 import type { EmulatorControl } from '../../emulator';
 import { pollUntil } from './poll';
+import { describeWorkflowWait } from './workflow-waits';
 
 /** Hang guard for a few hundred to a thousand submits on a loaded 2-core machine. */
 const DEFAULT_HANG_GUARD_MS = 600_000;
@@ -41,14 +43,14 @@ export async function jobsInProgress(
 }
 
 /**
- * An `explain` for jobs that answer `{ index }`: what the workflows of the first few indexes with no
- * job at the service are doing.
+ * An `explain` for jobs that answer `{ index }` (the workflow of index k at `workflowIds[k]`): what
+ * the workflows of the first few indexes with no job at the service are doing.
  */
 export function explainMissingIndexes(
   control: Pick<EmulatorControl, 'jobs'>,
   endpointId: string,
+  client: Client,
   workflowIds: readonly string[],
-  describe: (workflowId: string) => Promise<string>,
 ): () => Promise<string> {
   return async () => {
     const seen = new Set(
@@ -57,7 +59,7 @@ export function explainMissingIndexes(
         .map((job) => (job.input as { output?: { index?: number } } | undefined)?.output?.index),
     );
     const missing = workflowIds.filter((_, index) => !seen.has(index));
-    const shown = await Promise.all(missing.slice(0, 5).map(describe));
+    const shown = await Promise.all(missing.slice(0, 5).map((id) => describeWorkflowWait(client, id)));
     return `${missing.length} workflows with no job, the first: ${shown.join(' | ')}`;
   };
 }
