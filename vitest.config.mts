@@ -42,7 +42,7 @@ class LongestFirstSequencer extends BaseSequencer {
 }
 
 const shared = {
-  // Temporal's native bridge is known to crash inside worker threads: one process per file.
+  // Temporal's native bridge is known to crash inside worker threads: child processes, not threads.
   pool: 'forks' as const,
   exclude: [...configDefaults.exclude, 'test/reliability/**'],
   testTimeout: 60_000,
