@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, type JobHandle } from '../../client/jobs';
 import {
-  explainMissingIndexes,
   HOUR_MS,
   hourLongJob,
   inBatches,
@@ -22,9 +21,6 @@ const JOBS = 200;
 // A job ends at its next look after the clock moves (at most 10 s later); looks more often than that
 // would only load the machine, and the files running beside this one, with activity tasks.
 const POLLING = { initialInterval: 5_000, maxInterval: 10_000, backoffCoefficient: 1.5 };
-// The workers arm no webhooks: a lease makes a submit whose answer was lost (the machine is loaded)
-// resolve itself (sent again once its orphan is gone) instead of failing with SubmitUncertain.
-const SUBMIT_LEASE = '1 minute';
 
 describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, worker processes)', () => {
   let stack: JobStack;
@@ -45,19 +41,11 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
     try {
       await first.running;
       const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
-        stack.start(
-          { ...hourLongJob(endpointId, index, POLLING), submitLease: SUBMIT_LEASE },
-          { taskQueue, label: `wait-${index}` },
-        ),
+        stack.start(hourLongJob(endpointId, index, POLLING), { taskQueue, label: `wait-${index}` }),
       );
       // All 200 running, and each workflow waiting on its job (not still submitting).
       await jobsInProgress(stack.control, endpointId, JOBS, {
-        explain: explainMissingIndexes(
-          stack.control,
-          endpointId,
-          stack.client,
-          handles.map((handle) => handle.workflowId),
-        ),
+        workflows: { client: stack.client, ids: handles.map((handle) => handle.workflowId) },
       });
       await inBatches(JOBS, 25, (index) =>
         stack.snapshotWhen(

@@ -13,7 +13,6 @@ import { teardownEndpoint } from '../../client/endpoints';
 import { awaitJob, cancelJob, type JobHandle } from '../../client/jobs';
 import {
   eventually,
-  explainMissingIndexes,
   FAST_POLLING,
   HOUR_MS,
   hourLongJob,
@@ -31,11 +30,6 @@ const JOBS = 1_000;
 // under the spec's /status rate (200 a second).
 const BACKSTOP_POLLING = { initialInterval: 30_000, maxInterval: 60_000, backoffCoefficient: 1.5 };
 const ONLY_POLLING = { initialInterval: 20_000, maxInterval: 40_000, backoffCoefficient: 1.5 };
-// A submit whose answer is lost (on a loaded machine its activity can time out first) resolves
-// itself under a lease: its orphan is deleted at the lease's end and the job sent again. With
-// webhooks the worker leases by default; with polling only it would fail with SubmitUncertain, so
-// this variant asks for the lease.
-const POLLING_ONLY_LEASE = '1 minute';
 
 function manyJobsSuite(webhooks: boolean): void {
   const how = webhooks ? 'webhooks and polling' : 'polling only';
@@ -53,22 +47,11 @@ function manyJobsSuite(webhooks: boolean): void {
       const { control } = stack;
       const endpointId = stack.endpoint({ workersMin: 0, workersMax: JOBS });
       const handles: JobHandle[] = await inBatches(JOBS, 50, (index) =>
-        stack.start(
-          {
-            ...hourLongJob(endpointId, index, polling),
-            ...(webhooks ? {} : { submitLease: POLLING_ONLY_LEASE }),
-          },
-          { label: `long-${index}` },
-        ),
+        stack.start(hourLongJob(endpointId, index, polling), { label: `long-${index}` }),
       );
       // All 1,000 submitted and running: far more waits than the worker has activity slots.
       await jobsInProgress(control, endpointId, JOBS, {
-        explain: explainMissingIndexes(
-          control,
-          endpointId,
-          stack.client,
-          handles.map((handle) => handle.workflowId),
-        ),
+        workflows: { client: stack.client, ids: handles.map((handle) => handle.workflowId) },
       });
 
       // A short job beside them completes.

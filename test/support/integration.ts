@@ -29,7 +29,7 @@ import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
 export { inBatches } from './in-batches';
-export { explainMissingIndexes, jobsInProgress } from './service-jobs';
+export { jobsInProgress } from './service-jobs';
 export { describeWorkflowWait } from './workflow-waits';
 
 const repoRoot = path.resolve(__dirname, '../..');
@@ -199,7 +199,15 @@ export async function runWorkerUntilReady(
 export const HOUR_MS = 3_600_000;
 const WEEK_MS = 7 * 24 * HOUR_MS;
 
-/** A job that sleeps an hour of service time (its policy allows a week) and answers `{ index }`. */
+/**
+ * A job that sleeps an hour of service time (its policy allows a week) and answers `{ index }`.
+ *
+ * It goes out under a one-minute submit lease, with or without webhooks (with them, that is the
+ * worker's default lease): on a loaded machine a submit's answer can be lost, and the lease makes
+ * such a submit resolve itself (its orphan is deleted at the lease's end and the job sent again,
+ * never two live jobs) where polling only would otherwise fail the workflow with SubmitUncertain.
+ * The tests count those submits (`uncertainSubmits`) and assert one job at the service per index.
+ */
 export function hourLongJob(
   endpointId: string,
   index: number,
@@ -212,6 +220,7 @@ export function hourLongJob(
       policy: { executionTimeout: WEEK_MS, ttl: WEEK_MS },
     },
     polling,
+    submitLease: '1 minute',
   };
 }
 
