@@ -8,6 +8,10 @@
  * Fast schedules (sync mode's first second or two) stay inside one attempt while the next interval
  * is under INLINE_MAX_INTERVAL_MS, heartbeating: a retry round trip would cost more than the wait.
  *
+ * Under `returnOn: 'end'` a job that starts does not end the wait (the workflow would spend a
+ * history event on each status it records): the start rides in the details, the wait goes on until
+ * the job has finished.
+ *
  * The interval is a function of the time since the wait was first scheduled (intervalAfter), not
  * of a counter. No state has to survive a worker restart, an error attempt
  * or a retry, and a restarted worker does not fall back to the initial interval.
@@ -18,7 +22,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
-import type { WaitForJobChangeInput, WaitHeartbeat, WaitResult } from '../contracts/job-types';
+import { isTerminalStatus } from '../api/schemas/job';
+import type { ParsedWaitForJobChangeInput, WaitHeartbeat, WaitResult } from '../contracts/job-types';
 import {
   INLINE_BUDGET_MS,
   INLINE_MAX_INTERVAL_MS,
@@ -30,7 +35,7 @@ import { type ObserveOptions, observe, smallProgress } from './job-observe';
 
 export async function lookForChange(
   client: Pick<ServiceClient, 'jobs'>,
-  input: WaitForJobChangeInput,
+  input: ParsedWaitForJobChangeInput,
   observeOptions: ObserveOptions,
 ): Promise<WaitResult> {
   const context = Context.current();
@@ -53,7 +58,8 @@ export async function lookForChange(
     looks += 1;
     // Attempts before this one each looked once (or a few times inline): close enough for a figure.
     const polls = info.attempt - 1 + looks;
-    if (status.status !== input.knownStatus) {
+    const changed = status.status !== input.knownStatus;
+    if (changed && (input.returnOn === 'change' || isTerminalStatus(status.status))) {
       return { ...(await observe(input.jobId, status, observeOptions)), reason: 'changed', polls };
     }
     const progress =
@@ -76,6 +82,7 @@ export async function lookForChange(
     const details: WaitHeartbeat = {
       jobId: input.jobId,
       knownStatus: input.knownStatus,
+      ...(changed ? { status: status.status } : {}),
       polls,
       intervalMs: Math.max(delay, 1),
       ...(progress !== undefined ? { progress } : {}),
@@ -104,7 +111,7 @@ export async function lookForChange(
  * results expired (that takes a whole retention period after it finished), so the workflow can
  * name the ttl; a 404 after a long outage (a worker down for an hour) names the results.
  */
-function lastAliveAt(input: WaitForJobChangeInput, looks: number): number | undefined {
+function lastAliveAt(input: ParsedWaitForJobChangeInput, looks: number): number | undefined {
   const { info } = Context.current();
   if (looks > 0) return Date.now();
   if (info.attempt <= 1) return undefined;

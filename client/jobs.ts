@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
+import type { JobStatusValue } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import type { JobFailureDetails } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
@@ -194,18 +195,23 @@ export function jobFailureOf(error: unknown): JobFailure | undefined {
 }
 
 export interface LiveJobSnapshot extends JobSnapshot {
-  /** From the wait activity's latest look: status polls so far and the freshest progress update. */
-  live?: { polls: number; progress?: unknown };
+  /**
+   * From the wait activity's latest look: status polls so far, the status when it is not the one
+   * the workflow recorded (a job that started: the workflow records only its end unless asked to
+   * record its start), and the freshest progress update.
+   */
+  live?: { polls: number; status?: JobStatusValue; progress?: unknown };
 }
 
 export interface GetJobSnapshotOptions extends WorkflowTarget {
-  /** Add the progress the wait activity has seen since the workflow's last change. */
+  /** Add the status and progress the wait activity has seen since the workflow's last change. */
   live?: boolean;
 }
 
 /**
- * The workflow's snapshot. With `live`, the progress the wait activity has seen since (the
- * workflow itself learns progress only when the status changes, which keeps its history short).
+ * The workflow's snapshot. With `live`, the status and progress the wait activity has seen since
+ * (the workflow itself records a job's end, and its start only with `recordStart`, which keeps its
+ * history short).
  */
 export async function getJobSnapshot(
   client: Client,
@@ -231,6 +237,7 @@ export async function getJobSnapshot(
       if (beat.success && beat.data.jobId === snapshot.jobId) {
         snapshot.live = {
           polls: beat.data.polls,
+          ...(beat.data.status !== undefined ? { status: beat.data.status } : {}),
           ...(beat.data.progress !== undefined ? { progress: beat.data.progress } : {}),
         };
         break;

@@ -171,6 +171,13 @@ export const jobWorkflowInputSchema = z
       .default(2 * 60_000),
     /** Write the Serverless* search attributes; turn off on a namespace that lacks them. */
     searchAttributes: z.boolean().default(true),
+    /**
+     * Record the job's start in the workflow: its snapshot, its ServerlessJobStatus search attribute
+     * and its details in the UI say IN_PROGRESS while it runs, at seven history events a job. Off
+     * (default): they say IN_QUEUE until the job ends, and `getJobSnapshot(..., { live: true })`
+     * shows the start from the wait's last look, at no history cost.
+     */
+    recordStart: z.boolean().default(false),
     /** Send an event to this automation when the job ends (chaining; workflows/emit-on-end.ts). */
     emitOnEnd: emitOnEndSchema.optional(),
   })

@@ -89,8 +89,14 @@ const jobRefFields = { endpointId: pathSegmentSchema, jobId: pathSegmentSchema }
 
 export const waitForJobChangeInputSchema = z.strictObject({
   ...jobRefFields,
-  /** Return as soon as /status says anything else. */
+  /** The status the workflow last recorded. */
   knownStatus: jobStatusValueSchema,
+  /**
+   * 'change': return as soon as /status says anything but knownStatus. 'end': return only once the
+   * job has finished (or is gone, or returnBy came); a start seen meanwhile stays in the wait's
+   * details, where the live snapshot reads it, and costs the workflow no history event.
+   */
+  returnOn: z.enum(['change', 'end']).default('change'),
   /** Epoch ms: return by then even if nothing changed (the ttl deadline, less a margin). */
   returnBy: z.number().int(),
   polling: pollingSchema,
@@ -162,6 +168,8 @@ export interface StreamResult {
 export const waitHeartbeatSchema = z.object({
   jobId: z.string(),
   knownStatus: jobStatusValueSchema,
+  /** The status at the last look, when it is not knownStatus (a start, under returnOn 'end'). */
+  status: jobStatusValueSchema.optional(),
   polls: z.int().nonnegative(),
   intervalMs: z.int().positive(),
   progress: z.unknown().optional(),
@@ -180,7 +188,8 @@ export type StreamSink = z.infer<typeof streamSinkSchema>;
 export type SubmitRequest = z.input<typeof submitRequestSchema>;
 export type SubmitJobInput = z.infer<typeof submitJobInputSchema>;
 export type RunJobSyncInput = z.infer<typeof runJobSyncInputSchema>;
-export type WaitForJobChangeInput = z.infer<typeof waitForJobChangeInputSchema>;
+export type WaitForJobChangeInput = z.input<typeof waitForJobChangeInputSchema>;
+export type ParsedWaitForJobChangeInput = z.infer<typeof waitForJobChangeInputSchema>;
 export type FetchJobStatusInput = z.infer<typeof fetchJobStatusInputSchema>;
 export type JobRefInput = z.infer<typeof jobRefInputSchema>;
 export type StreamJobInput = z.infer<typeof streamJobInputSchema>;

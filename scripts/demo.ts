@@ -156,8 +156,9 @@ async function main(): Promise<void> {
       { workflowId: cancelId, taskQueue },
     );
     for (let i = 0; i < 100; i++) {
-      const snapshot = await getJobSnapshot(client, { workflowId: cancelId });
-      if (snapshot.status === 'IN_PROGRESS') break;
+      // The start as the workflow's wait last saw it (the workflow itself records the job's end).
+      const snapshot = await getJobSnapshot(client, { workflowId: cancelId, live: true });
+      if ((snapshot.live?.status ?? snapshot.status) === 'IN_PROGRESS') break;
       await sleep(200);
     }
     await cancelJob(client, { workflowId: cancelId });

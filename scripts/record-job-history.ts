@@ -2,8 +2,9 @@
  * Records the history of one job workflow run on a throwaway dev server into
  * test/fixtures/job.history.json, for the replay test that guards the job workflow's determinism.
  * The activities are scripted (no service needed) so the run takes every common road: a submit, a
- * wait that sees FAILED, a backoff timer and a /retry, a wait that sees IN_PROGRESS, a poller
- * cancelled by a webhook, a confirming /status, search attribute upserts and the result.
+ * wait that sees FAILED, a backoff timer and a /retry, a poller (which sees the job start and goes
+ * on) cancelled by a webhook, the confirming /status (a local activity), search attribute upserts
+ * and the result.
  *
  * A published version's histories are kept, never re-recorded: a change to a workflow's commands
  * ships with a patch or a Worker Versioning build, and its new histories are added beside the old
@@ -41,7 +42,8 @@ function scriptedActivities(): Partial<JobActivities> & { waits: number } {
           reason: 'changed' as const,
           polls: 3,
         };
-      if (state.waits === 2)
+      // A start is returned only when the workflow records it (recordStart, or a route).
+      if (state.waits === 2 && input.returnOn === 'change')
         return {
           jobId: input.jobId,
           status: 'IN_PROGRESS' as const,
@@ -50,10 +52,16 @@ function scriptedActivities(): Partial<JobActivities> & { waits: number } {
           reason: 'changed' as const,
           polls: 2,
         };
-      // The third wait polls until the webhook wins and the workflow cancels it.
+      // The last wait polls (seeing the start) until the webhook wins and the workflow cancels it.
       const context = Context.current();
       for (;;) {
-        context.heartbeat({ jobId: input.jobId, knownStatus: input.knownStatus, polls: 1, intervalMs: 100 });
+        context.heartbeat({
+          jobId: input.jobId,
+          knownStatus: input.knownStatus,
+          status: 'IN_PROGRESS',
+          polls: 1,
+          intervalMs: 100,
+        });
         await context.sleep(100);
       }
     },
@@ -88,7 +96,7 @@ runRecording(async () => {
           },
         ],
       });
-      while (activities.waits < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+      while (activities.waits < 2) await new Promise((resolve) => setTimeout(resolve, 50));
       await handle.signal(jobWebhookSignal, { jobId: 'job-rec-1', status: 'COMPLETED' });
       await save('job', handle);
     },

@@ -2,7 +2,7 @@
  * The job activities as the workflow calls them, each with the timeouts and retry policy its kind
  * of call needs. Kept apart from the workflow's logic because these numbers are the policy.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { JobActivities } from '../activities/job';
 import type { RouteActivities } from '../activities/route';
 import type { Polling } from '../contracts/job-types';
@@ -91,15 +91,18 @@ export function leaseAttemptMs(leaseTtlMs: number): number {
   return Math.min(HTTP_CALL_MS, Math.max(5_000, Math.floor(leaseTtlMs / 4)));
 }
 
-/** One-shot calls (status, cancel, retry): a few tries, then the workflow decides. */
+/** A one-shot call's tries: a few, then the workflow decides. */
+const FEW_TRIES = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  maximumAttempts: 6,
+} as const;
+
+/** One-shot calls (status, cancel, retry). */
 export const shortActivities = proxyActivities<JobActivities>({
   startToCloseTimeout: HTTP_CALL_MS,
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 6,
-  },
+  retry: FEW_TRIES,
 });
 
 /**
@@ -109,10 +112,15 @@ export const shortActivities = proxyActivities<JobActivities>({
  */
 export const routeActivities = proxyActivities<RouteActivities>({
   startToCloseTimeout: 3 * HTTP_CALL_MS,
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 6,
-  },
+  retry: FEW_TRIES,
+});
+
+/**
+ * The look that confirms a webhook's claim: a local activity, so its answer is one marker in the
+ * workflow task the signal woke, instead of an activity's three events and a workflow task of its
+ * own. A read, harmless to repeat: a worker that dies during it leaves the task to another.
+ */
+export const confirmActivities = proxyLocalActivities<JobActivities>({
+  startToCloseTimeout: HTTP_CALL_MS,
+  retry: FEW_TRIES,
 });

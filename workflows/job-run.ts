@@ -201,9 +201,14 @@ export function resultOf(run: Run): JobResult {
 
 // --- what the service reports
 
-export function syncSearchAttributes(run: Run): void {
-  // The UI's current details change at the same moments (they cost no history event).
+/** The UI's current details: they cost no history event. */
+export function showCurrentDetails(run: Run): void {
   setCurrentDetails(jobCurrentDetails(run.s));
+}
+
+export function syncSearchAttributes(run: Run): void {
+  // The UI's current details change at the same moments.
+  showCurrentDetails(run);
   if (!run.job.options.searchAttributes) return;
   const current = workflowInfo().typedSearchAttributes;
   const updates: SearchAttributeUpdatePair[] = [];

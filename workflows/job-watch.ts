@@ -1,8 +1,9 @@
 /**
- * Waiting for the job: webhook and polling at once. Polling is one long heartbeating activity that
- * returns only when the status changes; a webhook is a hint, confirmed with /status, after which
- * the poller is cancelled. History grows by status changes, never by running time. Just before the
- * ttl deadline the workflow stops waiting and looks once more.
+ * Waiting for the job: webhook and polling at once. Polling is one activity whose looks the server
+ * retries; it returns when the job has finished (or at each status change, where the workflow
+ * records the job's start). A webhook is a hint, confirmed with /status as a local activity, after
+ * which the poller is cancelled. History grows by the statuses the workflow records, never by
+ * running time. Just before the ttl deadline the workflow stops waiting and looks once more.
  */
 import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
 import type { JobStatusValue } from '../api/schemas/job';
@@ -13,7 +14,7 @@ import {
 } from '../contracts/activity-summaries';
 import type { JobObservation, WaitResult } from '../contracts/job-types';
 import { JOB_UNCHANGED } from '../contracts/job-wait-policy';
-import { shortActivities, waitActivities } from './job-activities';
+import { confirmActivities, shortActivities, waitActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE } from './job-failures';
 import { advanceJob } from './job-item';
 import { lookAtQueue, queueCheckDue } from './job-route';
@@ -122,6 +123,9 @@ function startPoller(run: Run, jobId: string, returnBy: number): Poller {
             endpointId: run.s.endpointId,
             jobId,
             knownStatus: run.s.status as JobStatusValue,
+            // A start is recorded only when asked for, or on a route while the job may still move
+            // (a job seen running is never moved).
+            returnOn: run.job.options.recordStart || run.queueCheckAt !== undefined ? 'change' : 'end',
             returnBy,
             polling: run.job.polling,
             ...inlineLimit(run),
@@ -152,7 +156,7 @@ async function hintChangedStatus(run: Run, jobId: string, checked: Set<string>):
   const claim = `${hint.status}@${run.s.status}`;
   if (hint.status === run.s.status || checked.has(claim)) return false;
   checked.add(claim);
-  const observation = await lookQuietly(run, jobId);
+  const observation = await lookQuietly(run, jobId, confirmActivities);
   if (observation && observation.status !== run.s.status) {
     applyObservation(run, observation);
     return true;
@@ -194,12 +198,15 @@ async function extendTtl(run: Run, ttl: number): Promise<void> {
 }
 
 /** One /status; undefined when it could not be read (404 included). Cancellation still propagates. */
-export async function lookQuietly(run: Run, jobId: string): Promise<JobObservation | undefined> {
+export async function lookQuietly(
+  run: Run,
+  jobId: string,
+  activities: Pick<typeof shortActivities, 'fetchJobStatus'> = shortActivities,
+): Promise<JobObservation | undefined> {
   try {
-    return await shortActivities.fetchJobStatus.executeWithOptions(
-      { summary: fetchJobStatusSummary(jobId) },
-      [{ endpointId: run.s.endpointId, jobId, ...inlineLimit(run) }],
-    );
+    return await activities.fetchJobStatus.executeWithOptions({ summary: fetchJobStatusSummary(jobId) }, [
+      { endpointId: run.s.endpointId, jobId, ...inlineLimit(run) },
+    ]);
   } catch (error) {
     if (isCancellation(error)) throw error;
     log.warn('a status check failed', { jobId, error: activityOutcome(error)?.message ?? String(error) });

@@ -11,9 +11,11 @@
  *    caller chose so, submits again. Under a submit lease (contracts/submit-lease.ts) the job goes
  *    out with a short ttl that is extended once its id is known; an uncertain submit then waits out
  *    the lease and the webhook's retry window for the orphan, and submits again if none reported.
- * 3. Waits by webhook and by polling at once. Polling is one long heartbeating activity that
- *    returns only when the status changes; a webhook is a hint, confirmed with /status, after which
- *    the poller is cancelled. History grows by status changes, never by running time.
+ * 3. Waits by webhook and by polling at once. Polling is one activity whose looks the server
+ *    retries, holding no slot, that returns when the job has finished (at each status change with
+ *    `recordStart`, or on a route while the job may still move); a webhook is a hint, confirmed
+ *    with /status (a local activity: one marker), after which the poller is cancelled. A job's
+ *    history is about 20 events, whatever its running time.
  * 4. The ttl is a hard deadline from submission (queue time counts; /retry does not reset it): the
  *    workflow stops waiting just before it, looks once more, and calls the job expired if it is not
  *    finished. A JobExpired (ttl passed or results expired before a retry) leads to a fresh submit
@@ -63,6 +65,7 @@ import {
   pickFieldRule,
   type Run,
   resultOf,
+  showCurrentDetails,
   syncSearchAttributes,
   type WatchEnd,
 } from './job-run';
@@ -89,7 +92,9 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
   setHandler(jobSnapshotQuery, () => run.s);
   setHandler(jobWebhookSignal, (hint) => receiveHint(run, hint));
   setHandler(extendJobTtlSignal, (request) => receiveTtlRequest(run, request));
-  syncSearchAttributes(run);
+  // The endpoint's search attribute is written with the job's id and status, once the submit has
+  // answered: one upsert event instead of two.
+  showCurrentDetails(run);
 
   try {
     run.sink = resolveSink(run);
@@ -105,12 +110,15 @@ export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult>
       await CancellationScope.nonCancellable(() => cancelRemoteJob(run));
       run.s.phase = 'cancelled';
       run.s.timings.endedAt = Date.now();
+      // A workflow cancelled before its submit answered is still found by its endpoint.
+      syncSearchAttributes(run);
       throw error;
     }
     const failure = asJobFailure(run, error);
     run.s.phase = 'failed';
     run.s.failure = { type: failure.type ?? 'Error', message: failure.message };
     run.s.timings.endedAt = Date.now();
+    syncSearchAttributes(run);
     await emitOnEnd(parsed.value.options.emitOnEnd, 'job.failed', failureData(failure));
     throw failure;
   }

@@ -349,6 +349,8 @@ describe('job activities', () => {
       });
       expect(Number(error.nextRetryDelay)).toBe(2_000);
       expect(error.details?.[0]).toMatchObject({ jobId: 'job-1', knownStatus: 'IN_QUEUE', polls: 4 });
+      // Nothing changed: no status beside the known one.
+      expect(error.details?.[0]).not.toHaveProperty('status');
       // One look per attempt: nothing waits inside the activity.
       expect(stub.named('status')).toHaveLength(1);
     });
@@ -424,6 +426,31 @@ describe('job activities', () => {
       expect(big.details?.[0]).toMatchObject({ progress: { omitted: true, bytes: 20_002 } });
       const small = failure(await rejection(waitEnv().call(activities().waitForJobChange, input)));
       expect(small.details?.[0]).toMatchObject({ progress: { step: 3 } });
+    });
+
+    it("under returnOn 'end' a start does not end the wait: it rides in the details until the job has finished", async () => {
+      stub.answer(
+        'status',
+        status('IN_PROGRESS', { output: { step: 1 } }),
+        status('COMPLETED', { output: { text: 'done' } }),
+      );
+      const slow = { initialIntervalMs: 2_000, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+      const input = waitInput({ returnOn: 'end', polling: slow });
+      const started = failure(await rejection(waitEnv().call(activities().waitForJobChange, input)));
+      expect(started.type).toBe('JobUnchanged');
+      expect(started.details?.[0]).toMatchObject({
+        knownStatus: 'IN_QUEUE',
+        status: 'IN_PROGRESS',
+        progress: { step: 1 },
+      });
+      const finished = await waitEnv().call(activities().waitForJobChange, input);
+      expect(finished).toMatchObject({ reason: 'changed', status: 'COMPLETED', output: { text: 'done' } });
+    });
+
+    it("under returnOn 'change' (the default) a start ends the wait", async () => {
+      stub.answer('status', status('IN_PROGRESS'));
+      const result = await waitEnv().call(activities().waitForJobChange, waitInput());
+      expect(result).toMatchObject({ reason: 'changed', status: 'IN_PROGRESS' });
     });
 
     it('returns with reason deadline when returnBy comes first', async () => {

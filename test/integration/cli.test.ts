@@ -265,7 +265,10 @@ describe('the CLI', () => {
     expect(started.code).toBe(0);
     return eventually(async () => {
       const status = await cli('job', 'status', id);
-      return status.code === 0 && status.json().status === 'IN_PROGRESS' ? status.json() : undefined;
+      if (status.code !== 0) return undefined;
+      const snapshot = status.json();
+      // The start as the workflow's wait last saw it (the workflow records only the job's end).
+      return (snapshot.live?.status ?? snapshot.status) === 'IN_PROGRESS' ? snapshot : undefined;
     });
   }
 

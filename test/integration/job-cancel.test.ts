@@ -7,7 +7,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, cancelJob, getJobSnapshot } from '../../client/jobs';
-import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
+import { eventually, FAST_POLLING, type JobStack, seenRunning, startJobStack } from '../support/integration';
 
 describe('cancelling the job workflow (dev server, emulator over HTTP, real worker)', () => {
   let stack: JobStack;
@@ -83,10 +83,7 @@ describe('cancelling the job workflow (dev server, emulator over HTTP, real work
       request: { input: { hang: true }, policy: { executionTimeout: 604_800_000, ttl: 604_800_000 } },
       polling: FAST_POLLING,
     });
-    const running = await stack.snapshotWhen(
-      handle.workflowId,
-      (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
-    );
+    const running = await stack.snapshotWhen(handle.workflowId, seenRunning);
     const jobId = running.jobId as string;
     expect(stack.control.job(jobId)?.status).toBe('IN_PROGRESS');
 

@@ -13,6 +13,7 @@ import {
   FAST_POLLING,
   historyText,
   type JobStack,
+  seenRunning,
   spawnWorker,
   startJobStack,
 } from '../support/integration';
@@ -68,11 +69,7 @@ describe('a worker killed mid-job (dev server, emulator over HTTP, worker proces
       // Submitted; past the worker's cold start it runs.
       await eventually(() => stack.control.jobs(endpointId).length === 1, 60_000);
       stack.control.advance(5_000);
-      const running = await stack.snapshotWhen(
-        handle.workflowId,
-        (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
-        60_000,
-      );
+      const running = await stack.snapshotWhen(handle.workflowId, seenRunning, 60_000);
       const jobId = running.jobId as string;
 
       await first.kill();

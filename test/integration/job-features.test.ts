@@ -17,6 +17,7 @@ import {
   historyText,
   type JobStack,
   scheduledActivities,
+  seenRunning,
   startJobStack,
 } from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
@@ -106,7 +107,7 @@ describe('job workflow options (dev server, emulator over HTTP, real worker and 
       });
       await eventually(() => stack.control.submissions(endpointId) === 1);
       stack.control.advance(5_000); // the cold start: the job runs
-      const running = await stack.snapshotWhen(handle.workflowId, (s) => s.status === 'IN_PROGRESS');
+      const running = await stack.snapshotWhen(handle.workflowId, seenRunning);
       const jobId = running.jobId as string;
 
       await expect(extendJobTtl(stack.client, { workflowId: handle.workflowId, ttl: 5 })).rejects.toThrow(

@@ -12,6 +12,7 @@ import {
   inBatches,
   type JobStack,
   jobsInProgress,
+  seenRunning,
   spawnWorker,
   startJobStack,
 } from '../support/integration';
@@ -48,10 +49,7 @@ describe('a worker killed while 200 jobs wait (dev server, emulator over HTTP, w
         workflows: { client: stack.client, ids: handles.map((handle) => handle.workflowId) },
       });
       await inBatches(JOBS, 25, (index) =>
-        stack.snapshotWhen(
-          (handles[index] as JobHandle).workflowId,
-          (s) => s.phase === 'waiting' && s.status === 'IN_PROGRESS',
-        ),
+        stack.snapshotWhen((handles[index] as JobHandle).workflowId, seenRunning),
       );
 
       await first.kill();

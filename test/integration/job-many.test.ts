@@ -19,6 +19,7 @@ import {
   inBatches,
   type JobStack,
   jobsInProgress,
+  seenRunning,
   startJobStack,
 } from '../support/integration';
 
@@ -67,7 +68,7 @@ function manyJobsSuite(webhooks: boolean): void {
 
       // A cancel of one of the 1,000 reaches the service.
       const victim = handles[0] as JobHandle;
-      const victimJob = await stack.snapshotWhen(victim.workflowId, (s) => s.status === 'IN_PROGRESS');
+      const victimJob = await stack.snapshotWhen(victim.workflowId, seenRunning);
       await cancelJob(stack.client, { workflowId: victim.workflowId });
       await eventually(() => control.job(victimJob.jobId as string)?.status === 'CANCELLED', 120_000);
 

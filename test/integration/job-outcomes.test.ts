@@ -5,7 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, getJobSnapshot, jobFailureOf } from '../../client/jobs';
 import { signWebhookToken } from '../../worker/webhook-token';
-import { eventually, FAST_POLLING, historyText, type JobStack, startJobStack } from '../support/integration';
+import {
+  eventually,
+  FAST_POLLING,
+  historyText,
+  type JobStack,
+  seenRunning,
+  startJobStack,
+} from '../support/integration';
 
 /** What awaitJob threw, as the facade types it (undefined: it did not fail). */
 async function failureOf(promise: Promise<unknown>) {
@@ -102,7 +109,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
       request: { input: { hang: true }, policy: { executionTimeout: 604_800_000, ttl: 604_800_000 } },
       polling: FAST_POLLING,
     });
-    const running = await stack.snapshotWhen(handle.workflowId, (s) => s.status === 'IN_PROGRESS');
+    const running = await stack.snapshotWhen(handle.workflowId, seenRunning);
     expect(running.phase).toBe('waiting');
     await stack.service.jobs.cancel(endpointId, running.jobId as string);
 

@@ -56,6 +56,12 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
     return scheduledActivities(await stack.client.workflow.getHandle(workflowId).fetchHistory());
   }
 
+  /** The workflow's local activities so far: the /status looks that confirm webhooks. */
+  async function confirmations(workflowId: string): Promise<number> {
+    const history = await stack.client.workflow.getHandle(workflowId).fetchHistory();
+    return (history.events ?? []).filter((e) => e.markerRecordedEventAttributes).length;
+  }
+
   it('lost (the service never calls): polling finishes the job', async () => {
     removeFault = stack.control.webhookFaults({ lose: 1 });
     const endpointId = stack.endpoint();
@@ -72,6 +78,48 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
       expect.objectContaining({ attempt: 1, error: 'lost (injected fault)' }),
     ]);
     expect(await signals(handle.workflowId)).toBe(0);
+  });
+
+  it('a job costs at most 20 history events, finished by its webhook or by polling', async () => {
+    const eventsOf = async (workflowId: string) =>
+      ((await stack.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).length;
+
+    // By its webhook: service time stands still until the poller has looked once (then it sleeps a
+    // minute), so only the webhook can tell the workflow that the job finished.
+    stack.control.freeze();
+    const hooked = await stack.start({
+      endpointId: stack.endpoint(),
+      request: { input: { sleepMs: 1_000, output: 'by webhook' } },
+      polling: SLOW_POLLING,
+    });
+    const looked = await stack.snapshotWhen(hooked.workflowId, (s) => (s.live?.polls ?? 0) >= 1);
+    expect(looked).toMatchObject({ status: 'IN_QUEUE', phase: 'waiting' });
+    stack.control.advance(6_000); // the worker's cold start (5 s) and the run (1 s)
+    expect(await awaitJob(stack.client, { job: hooked })).toMatchObject({
+      output: 'by webhook',
+      submissions: 1,
+    });
+    expect(await confirmations(hooked.workflowId)).toBe(1);
+    const byWebhook = await eventsOf(hooked.workflowId);
+
+    // By polling: every webhook is lost.
+    stack.control.resume();
+    removeFault = stack.control.webhookFaults({ lose: 1 });
+    const polled = await stack.start({
+      endpointId: stack.endpoint(),
+      request: { input: { sleepMs: 1_000, output: 'by polling' } },
+      polling: FAST_POLLING,
+    });
+    expect(await awaitJob(stack.client, { job: polled })).toMatchObject({
+      output: 'by polling',
+      submissions: 1,
+    });
+    expect(await signals(polled.workflowId)).toBe(0);
+    const byPolling = await eventsOf(polled.workflowId);
+
+    console.log(`INTEGRATION job history: ${byWebhook} events by webhook, ${byPolling} by polling`);
+    expect(byWebhook).toBeLessThanOrEqual(20);
+    expect(byPolling).toBeLessThanOrEqual(20);
   });
 
   it('duplicated (the service calls twice): harmless, one look at /status and one result', async () => {
@@ -106,10 +154,12 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
     });
     expect(deliveries.map((d) => d.httpStatus)).toEqual([200, 200]);
     expect(deliveries.filter((d) => d.duplicate)).toHaveLength(1);
-    // The webhook finished the job (the poller was asleep), with a single confirmation (the submit
-    // lease's extension is made by the submit activity itself, right after the id arrived).
+    // The webhook finished the job (the poller was asleep), with a single confirmation, a local
+    // activity (the submit lease's extension is made by the submit activity itself, right after
+    // the id arrived).
     expect(await signals(handle.workflowId)).toBeGreaterThanOrEqual(1);
-    expect((await activities(handle.workflowId)).filter((name) => name === 'fetchJobStatus')).toHaveLength(1);
+    expect(await confirmations(handle.workflowId)).toBe(1);
+    expect((await activities(handle.workflowId)).filter((name) => name === 'fetchJobStatus')).toHaveLength(0);
     const history = await handle.fetchHistory();
     expect((history.events ?? []).filter((e) => e.workflowExecutionCompletedEventAttributes)).toHaveLength(1);
   });
@@ -122,6 +172,8 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
       endpointId,
       request: { input: { sleepMs: 3_600_000, output: 'genuine' }, policy: { executionTimeout: 7_200_000 } },
       polling: FAST_POLLING,
+      // The workflow records the start, so a claim's look that finds it running changes nothing.
+      recordStart: true,
     });
     const { workflowId } = handle;
     await eventually(() => stack.control.jobs(endpointId).length === 1);
@@ -157,26 +209,13 @@ describe('job workflow webhooks (dev server, emulator over HTTP, real worker and
     expect(await post(genuineUrl, { id: strayId, status: 'COMPLETED' })).toBe(200);
     const afterStray = await stack.snapshotWhen(workflowId, (s) => s.strayJobIds.includes(strayId));
     expect(afterStray).toMatchObject({ status: 'IN_PROGRESS', phase: 'waiting', jobId, webhooks: 1 });
-    // No /status activity so far (the submit extended its lease itself): the stray was not looked up.
-    expect((await activities(workflowId)).filter((name) => name === 'fetchJobStatus')).toHaveLength(0);
+    // No /status look so far (the submit extended its lease itself): the stray was not looked up.
+    expect(await confirmations(workflowId)).toBe(0);
 
     // A valid token and the right job, claiming COMPLETED while it runs: /status says otherwise.
     expect(await post(genuineUrl, claim)).toBe(200);
-    // The workflow looked at /status (the activity completed) before the snapshot is read.
-    await eventually(async () => {
-      const history = await handle.fetchHistory();
-      const events = history.events ?? [];
-      const look = events.find(
-        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'fetchJobStatus',
-      );
-      return (
-        look &&
-        events.some(
-          (e) =>
-            e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === look.eventId?.toString(),
-        )
-      );
-    });
+    // The workflow looked at /status (its local activity's marker) before the snapshot is read.
+    await eventually(async () => (await confirmations(workflowId)) === 1);
     const afterClaim = await stack.snapshotWhen(workflowId, (s) => s.webhooks === 2);
     expect(afterClaim).toMatchObject({ status: 'IN_PROGRESS', phase: 'waiting', jobId });
     expect((await handle.describe()).status.name).toBe('RUNNING');

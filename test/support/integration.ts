@@ -224,6 +224,14 @@ export function hourLongJob(
   };
 }
 
+/**
+ * The workflow waits on a job that runs: as the workflow recorded it, or (a job's start is recorded
+ * only with `recordStart`) as its wait last saw it, in the live snapshot.
+ */
+export function seenRunning(snapshot: LiveJobSnapshot): boolean {
+  return snapshot.phase === 'waiting' && (snapshot.live?.status ?? snapshot.status) === 'IN_PROGRESS';
+}
+
 /** Status polls fast enough that a test never waits on the schedule made for hour-long jobs. */
 export const FAST_POLLING = { initialInterval: 100, maxInterval: 250, backoffCoefficient: 1.5 };
 
@@ -322,7 +330,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     async snapshotWhen(workflowId, check, timeoutMs = 120_000) {
       return eventually(async () => {
         // A query before the first workflow task has run is refused; try again.
-        const snapshot = await getJobSnapshot(env.client, { workflowId }).catch(() => undefined);
+        const snapshot = await getJobSnapshot(env.client, { workflowId, live: true }).catch(() => undefined);
         return snapshot && check(snapshot) ? snapshot : undefined;
       }, timeoutMs);
     },

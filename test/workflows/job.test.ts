@@ -148,6 +148,18 @@ describe('job workflow: completion and waiting', () => {
     });
   });
 
+  it("asks the poller to return only at the job's end, or at each change with recordStart", async () => {
+    const returnOn = async (extra: Partial<JobWorkflowInput>) => {
+      const fake = fakeJob({});
+      await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        await (await start(taskQueue, input(extra))).result();
+      });
+      return fake.named('waitForJobChange').map((call) => (call.input as { returnOn: string }).returnOn);
+    };
+    expect(await returnOn({})).toEqual(['end']);
+    expect(await returnOn({ recordStart: true })).toEqual(['change']);
+  });
+
   it('finishes on the webhook when it comes first, confirmed by /status, and cancels the poller', async () => {
     const poller = pollerScript(['hang']);
     const fake = fakeJob({
