@@ -181,7 +181,7 @@ async function downstream(env: TestWorkflowEnvironment, part: 3 | 4): Promise<vo
     input: {
       endpointId,
       request: { input: { sleepMs: 100, output: { eventId } } },
-      polling: { initialIntervalMs: 100, maxIntervalMs: 250, backoffCoefficient: 1.5 },
+      polling: { initialInterval: 100, maxInterval: 250, backoffCoefficient: 1.5 },
     },
   });
   const config = loadWorkerConfig(

@@ -55,7 +55,7 @@ const WEBHOOKS = !process.argv.includes('--polling-only');
 
 const HOUR = 3_600_000;
 const WEEK = 7 * 24 * HOUR;
-const POLLING = { initialIntervalMs: 10_000, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 10_000, maxInterval: 30_000, backoffCoefficient: 1.5 };
 /** How many short jobs (and baseline cancels) make a median. */
 const SAMPLES = 5;
 /** How long the waiting-only window lasts, in which slots and /status calls are counted. */
@@ -163,8 +163,8 @@ async function main(): Promise<void> {
     );
     say(
       `  emulator: time scale 1, rate limits on, no cold start; ${endpointCount} endpoint(s) of ` +
-        `${Math.ceil(JOBS / endpointCount)} workers; polling ${POLLING.initialIntervalMs / 1000} s growing to ` +
-        `${POLLING.maxIntervalMs / 1000} s (x${POLLING.backoffCoefficient}); /status limit ` +
+        `${Math.ceil(JOBS / endpointCount)} workers; polling ${POLLING.initialInterval / 1000} s growing to ` +
+        `${POLLING.maxInterval / 1000} s (x${POLLING.backoffCoefficient}); /status limit ` +
         `${RATE_LIMITS.status.perWindow} per 10 s per endpoint`,
     );
     say(`  set up in ${seconds(Date.now() - started)}; worker RSS idle ${mb(idle.rssBytes)}`);
@@ -252,7 +252,7 @@ async function main(): Promise<void> {
     say(`  activity slots while starting: ${slotLine(starting)}`);
 
     // --- Waiting only: slots in use, /status calls.
-    await sleep(POLLING.initialIntervalMs);
+    await sleep(POLLING.initialInterval);
     worker.reset();
     await sleep(WINDOW_MS);
     const waiting = await worker.figures({ gc: true });

@@ -31,7 +31,7 @@ import type { ChildFigures, WorkerProcess } from './worker-process';
 const JOBS = Math.round(numberArg('jobs', 20));
 const HOUR = 3_600_000;
 const WINDOW_MS = 15_000;
-const POLLING = { initialIntervalMs: 1_000, maxIntervalMs: 5_000, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 1_000, maxInterval: 5_000, backoffCoefficient: 1.5 };
 
 const slots = (figures: ChildFigures) =>
   `in flight (sampled every 100 ms) max ${figures.inFlightMax}, mean ${figures.inFlightMean.toFixed(1)} ` +
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     say(`stream slots: ${JOBS} waiting jobs, then ${JOBS} streamed jobs, on one worker (SDK default slots)`);
     handles.push(...(await start('wait', JOBS)));
     await until(() => running() === JOBS, 120_000, 100);
-    await sleep(POLLING.initialIntervalMs);
+    await sleep(POLLING.initialInterval);
     worker.reset();
     await sleep(WINDOW_MS);
     const waiting = await worker.figures();
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
 
     handles.push(...(await start('stream', JOBS)));
     await until(() => running() === 2 * JOBS, 120_000, 100);
-    await sleep(POLLING.initialIntervalMs);
+    await sleep(POLLING.initialInterval);
     worker.reset();
     await sleep(WINDOW_MS);
     const streaming = await worker.figures();
