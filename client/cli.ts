@@ -258,7 +258,7 @@ export function buildProgram(
     .description('job workflows by endpoint, remote job id or status (newest first)')
     .option('--endpoint <id>')
     .option('--job-id <id>')
-    .option('--status <status>', 'the remote job status, e.g. IN_PROGRESS')
+    .option('--status <status>', 'the remote job status the workflow recorded, e.g. FAILED')
     .option('--limit <n>', 'at most this many', '50')
     .action(async (flags: { endpoint?: string; jobId?: string; status?: string; limit: string }) => {
       const limit = parseInteger('--limit', flags.limit);

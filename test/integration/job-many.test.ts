@@ -95,9 +95,10 @@ function manyJobsSuite(webhooks: boolean): void {
         expect(result.output).toEqual({ index: k + 1 });
       });
       // Every job reached the service once. A submit the workflow cannot be sure of (on a loaded
-      // machine its activity can time out before it answers) is sent again only once its lease has
-      // run out, so no second job can run: it costs latency, and the service's count shows it sent
-      // nothing twice. Any job the workflow sent again must have had such a submit.
+      // machine its activity task can be lost on its way to the worker: see hourLongJob) is sent
+      // again only once its lease has run out, so no second job can run: it costs latency, and
+      // the service's count shows it sent nothing twice. Any job the workflow sent again must have
+      // had such a submit.
       const again = results
         .filter((result) => result.submissions !== 1)
         .map(({ output: _output, ...counts }) => counts);

@@ -203,10 +203,12 @@ const WEEK_MS = 7 * 24 * HOUR_MS;
  * A job that sleeps an hour of service time (its policy allows a week) and answers `{ index }`.
  *
  * It goes out under a one-minute submit lease, with or without webhooks (with them, that is the
- * worker's default lease): on a loaded machine a submit's answer can be lost, and the lease makes
- * such a submit resolve itself (its orphan is deleted at the lease's end and the job sent again,
- * never two live jobs) where polling only would otherwise fail the workflow with SubmitUncertain.
- * The tests count those submits (`uncertainSubmits`) and assert one job at the service per index.
+ * worker's default lease). On a loaded 2-core machine the dev server now and then records a submit
+ * activity as started and never delivers it (temporalio/temporal#11733): the submit times out
+ * unsent, which the workflow cannot tell from a worker that died mid-request. The lease makes such
+ * a submit resolve itself (the job is sent again once no orphan can be live) where polling only
+ * would otherwise fail the workflow with SubmitUncertain. The tests count those submits
+ * (`uncertainSubmits`) and assert one job at the service per index.
  */
 export function hourLongJob(
   endpointId: string,
