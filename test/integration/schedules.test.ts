@@ -192,7 +192,10 @@ describe('schedules on the dev server', () => {
       });
 
     // Closed now, where Temporal alone would start them again: the backfill finds their runs and
-    // sends nothing. The trigger after it shows that nothing else started (7 if it had).
+    // sends nothing. The trigger after it shows that nothing else started (7 if it had). A
+    // trigger's run is named by the second it starts in, so it must come in a later second than
+    // the first trigger's, or its id is taken and it starts nothing.
+    await new Promise((resolve) => setTimeout(resolve, 1_050 - (Date.now() % 1_000)));
     expect(await backfillSchedule(stack.client, { scheduleId: id, ...window })).toEqual({
       ranges: [],
       skipped: times,
