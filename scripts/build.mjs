@@ -38,7 +38,13 @@ const { bundleWorkflowCode } = require('@temporalio/worker');
 const quiet = { trace() {}, debug() {}, info() {}, log() {}, warn: console.warn, error: console.error };
 // From the TypeScript sources, as Temporal's own samples do: the inline source map then points
 // workflow stack traces (the UI's stack trace query, failures) at workflows/*.ts lines.
-const { code } = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows'), logger: quiet });
+const { workflowBundlerOptions } = require(path.join(dist, 'worker/workflow-bundler-options.js'));
+const workflowsPath = path.join(root, 'workflows');
+const { code } = await bundleWorkflowCode({
+  workflowsPath,
+  logger: quiet,
+  ...workflowBundlerOptions(workflowsPath),
+});
 const bundlePath = path.join(dist, 'workflow-bundle.js');
 writeFileSync(bundlePath, relativeSourceMap(code));
 step(`bundled the workflows: dist/workflow-bundle.js, ${(statSync(bundlePath).size / 1024).toFixed(0)} KiB`);

@@ -32,6 +32,7 @@ import { createLogger, type Logger } from './logger';
 import { createPrometheusMetrics, startMetricsServer } from './metrics';
 import { consoleSpanProcessor, startTracing, type TracingOptions } from './tracing';
 import { webhookUrlFactory } from './webhook-token';
+import { workflowBundlerOptions } from './workflow-bundler-options';
 
 /**
  * What the activity factories need. The API key stays inside `client`, in this process; the
@@ -125,7 +126,10 @@ function workflowSource(option: string | false | undefined) {
   // differs between tsx, vitest and compiled JavaScript.
   return {
     workflows: 'bundled at start' as const,
-    options: { workflowsPath: path.resolve(__dirname, '../workflows') },
+    options: {
+      workflowsPath: path.resolve(__dirname, '../workflows'),
+      bundlerOptions: workflowBundlerOptions(),
+    },
   };
 }
 

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { inject } from 'vitest';
+import { workflowBundlerOptions } from '../../worker/workflow-bundler-options';
 
 const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
@@ -23,7 +24,7 @@ export async function workflowBundleFile(workflowsPath: string): Promise<string>
   const dir = inject('workflowBundleDir') ?? mkdtempSync(path.join(tmpdir(), 'workflow-bundle-'));
   const file = path.join(dir, `${createHash('sha256').update(workflowsPath).digest('hex').slice(0, 16)}.js`);
   if (existsSync(file)) return file;
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: silent });
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: silent, ...workflowBundlerOptions() });
   const partial = `${file}.${randomUUID()}.partial`;
   writeFileSync(partial, code);
   renameSync(partial, file);
