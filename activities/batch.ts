@@ -58,6 +58,7 @@ import {
   inlineOrStore,
   type ResultStore,
 } from './result-store';
+import { beatBeforeSending } from './submit-beat';
 
 export interface BatchActivityDeps {
   client: Pick<ServiceClient, 'jobs'>;
@@ -241,6 +242,9 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const created: Array<{ i: number; id: string; ttl?: number; lease?: number }> = [];
       const ctx = Context.current();
       const notAfter = extensionsNotAfter(startedAt, ctx.info.startToCloseTimeoutMs);
+      await beatBeforeSending({ sending: true, created });
+      // Every beat repeats that requests may be out: the server keeps only the last details.
+      const beat = () => ctx.heartbeat({ sending: true, created });
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
           let request: JobRequestInput;
@@ -283,7 +287,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               ...leased,
             };
             created.push(result);
-            ctx.heartbeat({ created });
+            beat();
             // The lease extended here, as the job's submit does (activities/job.ts): the answer
             // then says no lease, and the workflow has nothing to extend.
             if (
@@ -298,11 +302,11 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                   sentAt,
                   notAfter,
                 },
-                () => ctx.heartbeat({ created }),
+                beat,
               ))
             ) {
               delete result.lease;
-              ctx.heartbeat({ created });
+              beat();
             }
             return result;
           } catch (error) {

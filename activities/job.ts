@@ -12,7 +12,8 @@
  * - a failure after which the job may exist (a timeout or a dropped connection after the request
  *   was sent, a 5xx, an unreadable 2xx, anything unexpected): `SubmitUncertain`, non-retryable.
  * A worker that dies mid-submit never reports anything: the workflow sees the activity time out and
- * treats that as uncertain too. What happens after an uncertain submit is the caller's choice
+ * treats that as uncertain too, once the submit's heartbeat said a request may be out; before that,
+ * nothing was sent and the workflow submits again (submit-beat.ts). What happens after an uncertain submit is the caller's choice
  * (onUncertainSubmit), and the workflow counts them in its snapshot.
  *
  * The webhook URL is computed here from the workflow id (webhookUrlFor), so neither the gateway's
@@ -61,20 +62,9 @@ import { lookForChange } from './job-wait';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
+import { beatBeforeSending, whileBeating } from './submit-beat';
 
 export type { SubmitResult } from '../contracts/job-types';
-
-/** Heartbeats every second while `fn` runs (the SDK throttles what it sends to the server). */
-async function whileBeating<T>(fn: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  ctx.heartbeat();
-  const beat = setInterval(() => ctx.heartbeat(), 1_000);
-  try {
-    return await fn();
-  } finally {
-    clearInterval(beat);
-  }
-}
 
 export interface JobActivityDeps {
   /** Only `jobs` is used, so a stub with that one member is enough in tests. */
@@ -273,13 +263,19 @@ export function createJobActivities(deps: JobActivityDeps) {
         leaseTtlMs === undefined
           ? armed.body
           : { ...armed.body, policy: { ...armed.body.policy, ttl: leaseTtlMs } };
+      const beat = {
+        sending: true as const,
+        webhookArmed,
+        ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
+      };
+      await beatBeforeSending(beat);
       let submitted: JobSubmitted;
       const sentAt = Date.now();
       try {
         // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
         // its own timeouts instead (worker shutdown gives it a grace period). The beat says the
         // worker lives (a lease needs a dead one noticed quickly), also while 429s are waited out.
-        submitted = await whileBeating(() => client.jobs.run(endpointId, body));
+        submitted = await whileBeating(beat, () => client.jobs.run(endpointId, body));
         metrics.submission('accepted');
         if (hop) metrics.routeHop(hop);
         inFlight.started(endpointId, submitted.id);
@@ -288,7 +284,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       }
       const extended =
         leaseTtlMs !== undefined &&
-        (await whileBeating(() =>
+        (await whileBeating(beat, () =>
           extendLeaseInSubmit(client, {
             endpointId,
             jobId: submitted.id,
@@ -319,6 +315,7 @@ export function createJobActivities(deps: JobActivityDeps) {
         'input',
       );
       const { body, webhookArmed } = await requestWithWebhook(request, requestRef);
+      await beatBeforeSending({ sending: true, webhookArmed });
       let status: Awaited<ReturnType<typeof client.jobs.runSync>>;
       try {
         status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });

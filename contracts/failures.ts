@@ -11,9 +11,36 @@ import type { RouteHop } from './route';
 /** Failure types the job activities raise beyond the ServiceErrorKinds. */
 export const JOB_EXPIRED = 'JobExpired';
 export const SUBMIT_UNCERTAIN = 'SubmitUncertain';
+/** A submit that sent nothing: the Temporal server did not confirm its attempt (retryable). */
+export const SUBMIT_NOT_SENT = 'SubmitNotSent';
 export { JOB_UNCHANGED };
 
-export type JobActivityFailureType = ServiceErrorKind | typeof JOB_EXPIRED | typeof SUBMIT_UNCERTAIN;
+export type JobActivityFailureType =
+  | ServiceErrorKind
+  | typeof JOB_EXPIRED
+  | typeof SUBMIT_UNCERTAIN
+  | typeof SUBMIT_NOT_SENT;
+
+/**
+ * The heartbeat details of a submit from the moment before its first request goes out: that a
+ * request may be out, with what the workflow needs to know of it. A submit whose activity timed out
+ * without them sent nothing (activities/submit-beat.ts says why that holds).
+ */
+export interface SubmitBeat {
+  sending: true;
+  /** A job's submit: whether the request named a webhook, and the lease it went out under. */
+  webhookArmed?: boolean;
+  leaseTtlMs?: number;
+  /** A batch page's submit: the jobs it created so far. */
+  created?: Array<{ i: number; id: string; ttl?: number; lease?: number }>;
+}
+
+/** Whether an activity's last heartbeat details say a submit's request may be out. */
+export function beatSaysSending(details: unknown): boolean {
+  return (
+    typeof details === 'object' && details !== null && (details as { sending?: unknown }).sending === true
+  );
+}
 
 /** What the first `details` element of every failure raised here holds. */
 export interface FailureFacts {

@@ -16,6 +16,7 @@ import { endpointGone } from './batch-route-run';
 import { advance, type BatchRun, bump, endpointIdAt, endpointLoads, inFlight, submitting } from './batch-run';
 import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from './item-state';
 import { activityOutcome } from './job-failures';
+import { sentNothing } from './job-submit-rules';
 
 /**
  * Submits that may run at once on one endpoint: one sending while the next is scheduled keeps the
@@ -149,12 +150,20 @@ function submitPage(run: BatchRun, page: number[], endpoint: number): void {
 
 /**
  * A page whose activity never answered (a timeout, a dead worker): the jobs its last heartbeat
- * named exist; any other request of the page may have gone out. The lease of a request that never
- * reported is known only when it applies regardless of webhooks; asked for the longest ttl, it
- * bounds every item's.
+ * named exist; any other request of the page may have gone out, unless the page failed before its
+ * first one (every item then goes back to the queue). The lease of a request that never reported
+ * is known only when it applies regardless of webhooks; asked for the longest ttl, it bounds every
+ * item's.
  */
 function unansweredPage(run: BatchRun, page: number[], error: unknown): SubmitItemResult[] {
-  const reason = activityOutcome(error)?.message ?? String(error);
+  const outcome = activityOutcome(error);
+  const reason = outcome?.message ?? String(error);
+  if (outcome && sentNothing(outcome)) {
+    return page.map((index) => ({
+      i: index,
+      rejected: { type: outcome.type, message: reason, retryable: true },
+    }));
+  }
   const created = createdBeforeTimeout(error);
   const lease =
     run.lease === undefined

@@ -31,7 +31,7 @@ export interface ActivityOutcome {
   type: string;
   message: string;
   retryable: boolean;
-  /** The first detail of the ApplicationFailure, if any. */
+  /** The first detail of the ApplicationFailure, or a timeout's last heartbeat details, if any. */
   facts: Record<string, unknown>;
 }
 
@@ -49,12 +49,13 @@ export function activityOutcome(error: unknown): ActivityOutcome | undefined {
     };
   }
   if (cause instanceof TimeoutFailure) {
+    const beat = cause.lastHeartbeatDetails;
     return {
       source: 'timeout',
       type: 'ActivityTimeout',
       message: cause.message,
       retryable: false,
-      facts: {},
+      facts: beat && typeof beat === 'object' ? (beat as Record<string, unknown>) : {},
     };
   }
   if (cause instanceof CancelledFailure) {

@@ -3,7 +3,7 @@
  * failed try may have made a job, the lease an uncertain submit went out under, and the ttl a
  * leased job is extended to. Pure functions of what the workflow knows: no clock, no Temporal.
  */
-import { JOB_FAILURE } from '../contracts/failures';
+import { beatSaysSending, JOB_FAILURE, SUBMIT_NOT_SENT } from '../contracts/failures';
 import { extensionTtl, type LeaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import type { ActivityOutcome } from './job-failures';
 
@@ -16,16 +16,28 @@ export interface UncertainReport {
 }
 
 /**
+ * Whether a submit's failure proves that none of its requests went out: its activity said so
+ * (SubmitNotSent), or it timed out before its heartbeat said a request was going out.
+ */
+export function sentNothing(failure: Pick<ActivityOutcome, 'source' | 'type' | 'facts'>): boolean {
+  if (failure.source === 'timeout') return !beatSaysSending(failure.facts);
+  return failure.source === 'application' && failure.type === SUBMIT_NOT_SENT;
+}
+
+/**
  * A submit's try failed: the job may exist (uncertain), or the service certainly did not act on it
- * (rejected: the engine decides whether and when to try again). Only the activity's own word makes
- * a failure certain; a timeout, a cancellation by a shutting-down worker or SubmitUncertain may
- * each hide a job that exists.
+ * (rejected: the engine decides whether and when to try again, `retryable` or not). Only the
+ * activity's own word makes a failure certain, and so does a timeout whose last heartbeat never
+ * said a request was going out (the server lost the task, or the worker died before sending:
+ * activities/submit-beat.ts), which is worth another try. A timeout after that beat, a
+ * cancellation by a shutting-down worker or SubmitUncertain may each hide a job that exists.
  */
 export function submitFailureKind(
-  failure: Pick<ActivityOutcome, 'source' | 'type' | 'facts'>,
-): { kind: 'uncertain'; reported: UncertainReport } | { kind: 'rejected' } {
+  failure: Pick<ActivityOutcome, 'source' | 'type' | 'facts' | 'retryable'>,
+): { kind: 'uncertain'; reported: UncertainReport } | { kind: 'rejected'; retryable: boolean } {
+  if (sentNothing(failure)) return { kind: 'rejected', retryable: true };
   if (failure.source === 'application' && failure.type !== JOB_FAILURE.submitUncertain)
-    return { kind: 'rejected' };
+    return { kind: 'rejected', retryable: failure.retryable };
   const armed = failure.facts.webhookArmed;
   const lease = failure.facts.leaseTtlMs;
   return {

@@ -82,7 +82,7 @@ async function submitOnce(run: Run): Promise<void> {
       return;
     }
     const rejection = {
-      retryable: outcome.retryable,
+      retryable: failure.retryable,
       type: outcome.type,
       message: outcome.message,
       ...(typeof outcome.facts.retryAfterMs === 'number' ? { retryAfterMs: outcome.facts.retryAfterMs } : {}),

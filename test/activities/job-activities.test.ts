@@ -79,6 +79,44 @@ describe('job activities', () => {
       expect(stub.named('run')[0]).toEqual(['ep-1', { input: {} }]);
     });
 
+    it('has the server record that a request may go out (with its webhook and lease) before it sends', async () => {
+      const env = activityEnv();
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      let beatsWhenSent: unknown[] = [];
+      const jobs = stub.client.jobs;
+      const watched = {
+        jobs: {
+          ...jobs,
+          run: (...args: Parameters<typeof jobs.run>) => {
+            beatsWhenSent = [...env.beats];
+            return jobs.run(...args);
+          },
+        },
+      };
+      await env.call(activities({ client: watched }).submitJob, {
+        endpointId: 'ep-1',
+        request: { input: {} },
+        lease: { ttlMs: 30_000, onlyWithWebhook: false },
+      });
+      expect(beatsWhenSent).toEqual([{ sending: true, webhookArmed: true, leaseTtlMs: 30_000 }]);
+    });
+
+    it('sends nothing when the server does not record the beat, and says so: SubmitNotSent, retryable', async () => {
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      const error = failure(
+        await rejection(
+          activityEnv({}, new Error('activity not found')).call(activities().submitJob, {
+            endpointId: 'ep',
+            request: { input: {} },
+          }),
+        ),
+      );
+      expect(error.type).toBe('SubmitNotSent');
+      expect(error.nonRetryable).toBe(false);
+      expect(error.message).toContain('activity not found');
+      expect(stub.named('run')).toHaveLength(0);
+    });
+
     it('reports a submit that may have reached the service as SubmitUncertain, never retryable', async () => {
       stub.answer(
         'run',

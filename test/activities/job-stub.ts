@@ -2,6 +2,7 @@
  * A stub of the API client's `jobs` member for the activity tests: each operation answers from a
  * queue of scripted answers (a value, or an error to throw) and records its arguments.
  */
+import type { Client } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ServiceClient } from '../../api/client';
 import { ServiceError, type ServiceErrorInit } from '../../api/errors';
@@ -66,15 +67,38 @@ export function serviceError(init: Partial<ServiceErrorInit> & Pick<ServiceError
 const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /**
+ * The part of a Temporal client a submit uses: its heartbeat before sending (activities/
+ * submit-beat.ts), recorded in `beats`, or refused with `refuse`.
+ */
+export function beatRecorder(refuse?: Error): { client: Client; beats: unknown[] } {
+  const beats: unknown[] = [];
+  const activity = {
+    async heartbeat(_taskToken: Uint8Array, details: unknown) {
+      if (refuse) throw refuse;
+      beats.push(details);
+    },
+  };
+  // The worker binds its client's calls to the activity's abort signal through withAbortSignal.
+  const withAbortSignal = <R>(_signal: AbortSignal, fn: () => R): R => fn();
+  return { client: { activity, withAbortSignal } as unknown as Client, beats };
+}
+
+/**
  * Temporal's mock activity environment for workflow wf-1, without its logging of every failure
  * these tests provoke on purpose; `call` is `run` with the activity's own argument and result types.
+ * Its client records a submit's heartbeats (`beats`), or refuses them with `refuseBeats`.
  */
-export function activityEnv(info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {}) {
+export function activityEnv(
+  info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {},
+  refuseBeats?: Error,
+) {
+  const { client, beats } = beatRecorder(refuseBeats);
   const env = new MockActivityEnvironment(
     { workflowExecution: { workflowId: 'wf-1', runId: 'run-1' }, ...info },
-    { logger: silent },
+    { logger: silent, client },
   );
   return Object.assign(env, {
+    beats,
     call<A extends unknown[], R>(fn: (...args: A) => Promise<R>, ...args: A): Promise<R> {
       return env.run<A, R, (...args: A) => Promise<R>>(fn, ...args);
     },

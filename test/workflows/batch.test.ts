@@ -257,33 +257,53 @@ describe('batch workflow', () => {
     ).rejects.toThrow(/no failed items/);
   });
 
-  it('after a submit that died mid-page, keeps the jobs its heartbeat named; only the rest are uncertain', async () => {
-    const fake = fakeService(4);
-    let first = true;
-    const activities = {
+  type FakeService = ReturnType<typeof fakeService>;
+  type PageRequest = Parameters<FakeService['activities']['submitBatchPage']>[0];
+
+  /** The fake's activities with the first page's submit done by `first`, the rest as usual. */
+  function firstPageBy(fake: FakeService, first: (request: PageRequest) => Promise<never>) {
+    let firstDone = false;
+    return {
       ...fake.activities,
-      async submitBatchPage(request: Parameters<typeof fake.activities.submitBatchPage>[0]) {
-        if (!first) return fake.activities.submitBatchPage(request);
-        first = false;
-        // Items 0 and 1 are created and reported by heartbeat; then the worker "dies" (goes silent).
-        const { results } = await fake.activities.submitBatchPage({ ...request, indexes: [0, 1] });
-        Context.current().heartbeat({ created: results });
-        // Silent until the worker stops: only the submit's timeout tells the workflow.
-        return Context.current().cancelled;
+      async submitBatchPage(request: PageRequest) {
+        if (firstDone) return fake.activities.submitBatchPage(request);
+        firstDone = true;
+        return first(request);
       },
     };
+  }
+
+  /** A batch of the fake's 4 items in one page, whose submits time out after 5 s. */
+  const pageOfFour = (queue: string, onUncertainSubmit: 'fail' | 'resubmit') =>
+    start(queue, input({ pageSize: 4, job: { submitTimeout: '5 seconds', onUncertainSubmit } }));
+
+  it('after a submit that died mid-page, keeps the jobs its heartbeat named; only the rest are uncertain', async () => {
+    const fake = fakeService(4);
+    const activities = firstPageBy(fake, async (request) => {
+      // Items 0 and 1 are created and reported by heartbeat; then the worker "dies" (goes silent).
+      const { results } = await fake.activities.submitBatchPage({ ...request, indexes: [0, 1] });
+      Context.current().heartbeat({ sending: true, created: results });
+      // Silent until the worker stops: only the submit's timeout tells the workflow.
+      return Context.current().cancelled;
+    });
     const summary = await withWorker(suite.env, suite.bundle, activities, async (queue) =>
-      (
-        await start(
-          queue,
-          input({ pageSize: 4, job: { submitTimeout: '5 seconds', onUncertainSubmit: 'resubmit' } }),
-        )
-      ).result(),
+      (await pageOfFour(queue, 'resubmit')).result(),
     );
     expect(summary).toMatchObject({ counts: { completed: 4 }, uncertainSubmits: 2, submissions: 6 });
     // One job each: 0 and 1 from the dead page (adopted from its heartbeat), 2 and 3 sent again.
     expect([0, 1, 2, 3].map((i) => fake.submitsPerItem.get(i))).toEqual([1, 1, 1, 1]);
     expect(fake.jobs.size).toBe(4);
+  });
+
+  it('queues again every item of a page whose submit timed out before its beat (the server lost the task)', async () => {
+    const fake = fakeService(4);
+    // Never got as far as its beat: to the workflow, a task no worker received.
+    const activities = firstPageBy(fake, () => Context.current().cancelled);
+    const summary = await withWorker(suite.env, suite.bundle, activities, async (queue) =>
+      (await pageOfFour(queue, 'fail')).result(),
+    );
+    expect(summary).toMatchObject({ counts: { completed: 4 }, uncertainSubmits: 0, submissions: 4 });
+    expect([0, 1, 2, 3].map((i) => fake.submitsPerItem.get(i))).toEqual([1, 1, 1, 1]);
   });
 
   it('watches a page submitted after its watcher started at once, not when an older job finishes', async () => {

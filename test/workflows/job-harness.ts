@@ -8,6 +8,7 @@ import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
+import { beatBeforeSending } from '../../activities/submit-beat';
 import type { JobObservation, StreamResult, WaitResult } from '../../contracts/job-types';
 import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
 import { timeSkippingEnv } from '../support/temporal';
@@ -31,6 +32,15 @@ export function bundleJobWorkflow(): Promise<WorkflowBundleWithSourceMap> {
  */
 export function neverAnswers(): Promise<never> {
   return Context.current().cancelled;
+}
+
+/**
+ * A submit whose worker died after sending: the server has its beat (activities/submit-beat.ts),
+ * then nothing more comes.
+ */
+export async function diesAfterSending(): Promise<never> {
+  await beatBeforeSending({ sending: true });
+  return neverAnswers();
 }
 
 /** Resolves when the activity is cancelled (heartbeating so that the cancellation can arrive). */

@@ -17,6 +17,7 @@ import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions'
 import {
   bundleJobWorkflow,
   DAY_MS,
+  diesAfterSending,
   failureOf,
   fakeJob,
   jobTestEnv,
@@ -350,7 +351,7 @@ describe('job workflow: submitting under a lease', () => {
       submitJob: async () => {
         submits += 1;
         // The activity never answers: its start-to-close timeout is the workflow's only news.
-        if (submits === 1) await neverAnswers();
+        if (submits === 1) await diesAfterSending();
         return submitted('job-2', { leaseTtlMs: 20_000, webhookArmed: false });
       },
       fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'ok' }),
@@ -374,7 +375,7 @@ describe('job workflow: submitting under a lease', () => {
     const fake = fakeJob({
       submitJob: async () => {
         submits += 1;
-        if (submits === 1) await neverAnswers();
+        if (submits === 1) await diesAfterSending();
         return submitted('job-2', { leaseTtlMs: LEASE_MS });
       },
       fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'ok' }),
@@ -398,7 +399,7 @@ describe('job workflow: submitting under a lease', () => {
     const fake = fakeJob({
       // The worker dies after sending: no heartbeat, no answer (the default submitTimeout is 2 min).
       submitJob: async () => {
-        await neverAnswers();
+        await diesAfterSending();
         return submitted('never');
       },
       fetchJobStatus: async (req) => observation(req.jobId, 'COMPLETED', { output: 'from the orphan' }),
@@ -431,7 +432,7 @@ describe('job workflow: submitting under a lease', () => {
     const fake = fakeJob({
       webhooksArmed: async () => false,
       submitJob: async () => {
-        await neverAnswers();
+        await diesAfterSending();
         return submitted('job-late', { webhookArmed: false });
       },
     });

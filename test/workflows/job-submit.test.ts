@@ -9,6 +9,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beatBeforeSending } from '../../activities/submit-beat';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
 import {
@@ -16,6 +17,7 @@ import {
   failureOf,
   fakeJob,
   jobTestEnv,
+  neverAnswers,
   observation,
   pollerScript,
   quietRuntime,
@@ -138,6 +140,7 @@ describe('job workflow: submission and cancellation', () => {
       const late = gate();
       const fake = fakeJob({
         submitJob: async () => {
+          await beatBeforeSending({ sending: true });
           await late.opened;
           return submitted('job-late');
         },
@@ -154,6 +157,33 @@ describe('job workflow: submission and cancellation', () => {
       expect(failure.type).toBe('SubmitUncertain');
       expect(failure.message).toContain('ActivityTimeout');
       expect(fake.named('submitJob')).toHaveLength(1);
+    });
+
+    it('sends again a submit that timed out before its beat (the server lost the task): one job, nothing uncertain', async () => {
+      // The first try never gets as far as its beat: a task the server recorded as started but
+      // no worker received looks just like this to the workflow.
+      let tries = 0;
+      const fake = fakeJob({
+        submitJob: async () => {
+          tries += 1;
+          if (tries === 1) await neverAnswers();
+          return submitted('job-2');
+        },
+        waitForJobChange: pollerScript(['COMPLETED']),
+      });
+      const { result, history } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+        const handle = await start(
+          taskQueue,
+          input({ submitTimeout: '1 second', onUncertainSubmit: 'fail' }),
+        );
+        return { result: await handle.result(), history: await handle.fetchHistory() };
+      });
+      expect(result).toMatchObject({ jobId: 'job-2', submissions: 1, uncertainSubmits: 0 });
+      // A rejection, tried again after the submit's backoff: no lease to wait out, so no question
+      // about the workers' webhooks, and one timer (the backoff) where a lease would add its own.
+      expect(fake.named('webhooksArmed')).toHaveLength(0);
+      expect((history.events ?? []).filter((event) => event.timerStartedEventAttributes)).toHaveLength(1);
+      expect(fake.named('submitJob')).toHaveLength(2);
     });
 
     it('adopts the orphan job when its webhook arrives within uncertainSubmitWait', async () => {
