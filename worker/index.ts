@@ -139,3 +139,4 @@ export {
   webhookUrlFactory,
   webhookUrlFor,
 } from './webhook-token';
+export { workflowBundlerOptions } from './workflow-bundler-options';
