@@ -40,6 +40,7 @@ import {
   scheduleSpecSchema,
   toTemporalSpec,
 } from './schedule-spec';
+import { latestActionAt, triggerNotBefore } from './schedule-trigger-time';
 import {
   describeBatch,
   describeEndpointStep,
@@ -362,15 +363,26 @@ export interface TriggerScheduleOptions extends ScheduleTarget {
   overlap?: OverlapPolicy;
 }
 
+/** This process's latest trigger of each schedule (by namespace and id), which the server may not show yet. */
+const lastTriggers = new Map<string, number>();
+
 /**
  * Starts a run now. Its overlap policy is the schedule's unless `overlap` overrides it (the SDK
  * alone would allow every overlap); a run still going with SKIP means this one does not start.
+ * A trigger in the same second as the schedule's latest action waits for the next second: a run
+ * is named by its second, and Temporal would start nothing (schedule-trigger-time.ts).
  */
 export async function triggerSchedule(client: Client, options: TriggerScheduleOptions): Promise<void> {
   const { scheduleId } = options;
   const overlap = parse(overlapSchema.optional(), options.overlap, 'overlap');
   const handle = handleOf(client, scheduleId);
-  await handle.trigger(overlap ?? (await handle.describe()).policies.overlap);
+  const description = await handle.describe();
+  const key = `${client.options.namespace}/${scheduleId}`;
+  const notBefore = triggerNotBefore(latestActionAt(description.info.recentActions), lastTriggers.get(key));
+  const wait = notBefore - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  await handle.trigger(overlap ?? description.policies.overlap);
+  lastTriggers.set(key, Date.now());
 }
 
 export const backfillInputSchema = z

@@ -192,10 +192,9 @@ describe('schedules on the dev server', () => {
       });
 
     // Closed now, where Temporal alone would start them again: the backfill finds their runs and
-    // sends nothing. The trigger after it shows that nothing else started (7 if it had). A
-    // trigger's run is named by the second it starts in, so it must come in a later second than
-    // the first trigger's, or its id is taken and it starts nothing.
-    await new Promise((resolve) => setTimeout(resolve, 1_050 - (Date.now() % 1_000)));
+    // sends nothing. The trigger after it shows that nothing else started (7 if it had); it may
+    // come within the second of the first trigger, whose run holds that second's id: the trigger
+    // waits for the next second rather than start nothing.
     expect(await backfillSchedule(stack.client, { scheduleId: id, ...window })).toEqual({
       ranges: [],
       skipped: times,
@@ -255,6 +254,24 @@ describe('schedules on the dev server', () => {
       stack.control.resume();
     }
     expect(await awaitJob(stack.client, { job: workflowId })).toMatchObject({ output: 'once' });
+  });
+
+  it('starts a run for each of two triggers sent back to back (a run is named by its second)', async () => {
+    const id = newId('twice');
+    await scheduleJob(stack.client, jobInput('twice'), {
+      scheduleId: id,
+      spec: { intervals: [{ every: '1 day' }] },
+      taskQueue: stack.taskQueue,
+      policies: { overlap: 'ALLOW_ALL' },
+    });
+    await triggerSchedule(stack.client, { scheduleId: id });
+    await triggerSchedule(stack.client, { scheduleId: id });
+    const both = await describeWhen(id, (d) => d.numActionsTaken >= 2);
+    expect(both.numActionsTaken).toBe(2);
+    const workflowIds = both.recentRuns.map((r) => r.workflowId);
+    expect(new Set(workflowIds).size).toBe(2);
+    for (const workflowId of workflowIds)
+      expect(await awaitJob(stack.client, { job: workflowId })).toMatchObject({ output: 'twice' });
   });
 
   it('updates the spec and the input; the next run takes the new input', async () => {
