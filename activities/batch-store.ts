@@ -7,8 +7,9 @@
  *   replaces its part instead of appending a second copy.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { LRUCache } from 'lru-cache';
 import { storeKeySchema } from '../contracts/batch-input';
 
 export interface BatchStore {
@@ -46,11 +47,53 @@ interface LineIndex {
   ends: number[];
 }
 
+/** Line indexes a store keeps (its manifests, and the files read lately). */
+const INDEXES_KEPT = 64;
+/** Bytes read at a time while indexing a file: a manifest is never in memory whole. */
+const INDEX_CHUNK_BYTES = 1 << 20;
+
+/** The start and end offsets of a file's non-blank lines, read a chunk at a time. */
+async function lineOffsets(file: string): Promise<{ starts: number[]; ends: number[] }> {
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const handle = await open(file, 'r');
+  try {
+    const chunk = Buffer.alloc(INDEX_CHUNK_BYTES);
+    let offset = 0;
+    let start = 0;
+    let blank = true;
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
+      if (bytesRead === 0) break;
+      for (let k = 0; k < bytesRead; k++) {
+        const b = chunk[k];
+        if (b === 0x0a) {
+          if (!blank) {
+            starts.push(start);
+            ends.push(offset + k);
+          }
+          start = offset + k + 1;
+          blank = true;
+        } else if (b !== 0x20 && b !== 0x09 && b !== 0x0d) blank = false;
+      }
+      offset += bytesRead;
+    }
+    if (!blank) {
+      starts.push(start);
+      ends.push(offset);
+    }
+  } finally {
+    await handle.close();
+  }
+  return { starts, ends };
+}
+
 /** A store in a local directory: a key is a relative path under `root`. */
 export function createLocalBatchStore(root: string): BatchStore {
   const dir = path.resolve(root);
-  // Line offsets per file, built once per process (a manifest does not change under a batch).
-  const indexes = new Map<string, LineIndex>();
+  // Line offsets per file, built once per process (a manifest does not change under a batch). A
+  // few are kept: every failed item's error text is a file of its own, read once.
+  const indexes = new LRUCache<string, LineIndex>({ max: INDEXES_KEPT });
 
   function fileOf(key: string): string {
     const checked = storeKeySchema.safeParse(key);
@@ -68,27 +111,7 @@ export function createLocalBatchStore(root: string): BatchStore {
     }
     const cached = indexes.get(file);
     if (cached && cached.size === info.size && cached.mtimeMs === info.mtimeMs) return cached;
-    const bytes = await readFile(file);
-    const starts: number[] = [];
-    const ends: number[] = [];
-    let start = 0;
-    for (let at = 0; at <= bytes.length; at++) {
-      if (at === bytes.length || bytes[at] === 0x0a) {
-        let blank = true;
-        for (let k = start; k < at; k++) {
-          const b = bytes[k];
-          if (b !== 0x20 && b !== 0x09 && b !== 0x0d) {
-            blank = false;
-            break;
-          }
-        }
-        if (!blank) {
-          starts.push(start);
-          ends.push(at);
-        }
-        start = at + 1;
-      }
-    }
+    const { starts, ends } = await lineOffsets(file);
     const index = { size: info.size, mtimeMs: info.mtimeMs, starts, ends };
     indexes.set(file, index);
     return index;

@@ -9,6 +9,11 @@
  *   npm run bench:batch-scale [-- --items 100000] [--time-scale 50] [--service-ms 1000]
  *     [--workers 200] [--concurrency 1000] [--processes 1] [--max-minutes 12]
  *   npm run bench:batch-scale -- --items 2000 --time-scale 1 --processes 1,2   # 429s, 1 vs 2 workers
+ *   npm run bench:batch-scale -- --items 1000000 --client-limits scaled --max-minutes 40   # 16 min or so
+ *
+ * BENCH_WORKER_NODE_ARGS passes node flags to the worker processes only (this process's
+ * NODE_OPTIONS does not reach them), e.g. --heapsnapshot-signal=SIGUSR2 to look at a worker's heap
+ * mid-batch (a snapshot holds the process for seconds and raises its peak RSS).
  *
  * --items        items in the manifest (written with writeBatchManifest, read a page at a time)
  * --time-scale   the emulator's: service time runs this many times faster than real time (its

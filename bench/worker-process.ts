@@ -20,7 +20,13 @@ export interface WorkerProcess {
 
 export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
   const child = fork(path.join(__dirname, 'worker-child.ts'), [], {
-    execArgv: ['--import', 'tsx', '--expose-gc'],
+    // BENCH_WORKER_NODE_ARGS: node flags for the worker only (--heapsnapshot-signal=SIGUSR2, --heap-prof).
+    execArgv: [
+      '--import',
+      'tsx',
+      '--expose-gc',
+      ...(process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -32,6 +32,21 @@ describe('local batch store', () => {
     await expect(store.readLines('in/items.jsonl', [4])).rejects.toThrow(/no item 4/);
   });
 
+  it('indexes a manifest larger than its read chunk (1 MiB): lines and blanks across chunk edges', async () => {
+    const dir = fresh();
+    await mkdir(path.join(dir, 'in'), { recursive: true });
+    // Lines of 1,000 bytes and a blank line of spaces every 7th: edges fall inside both.
+    const lines = Array.from({ length: 3_000 }, (_, k) =>
+      k % 7 === 3 ? ' '.repeat(999) : `{"i":${String(k).padStart(6, '0')},"pad":"${'x'.repeat(979)}"}`,
+    );
+    writeFileSync(path.join(dir, 'in/big.jsonl'), lines.join('\n'));
+    const items = lines.filter((line) => line.trim() !== '');
+    const store = createLocalBatchStore(dir);
+    expect(await store.countLines('in/big.jsonl')).toBe(items.length);
+    const wanted = [0, 1_048, 1_049, items.length - 1];
+    expect(await store.readLines('in/big.jsonl', wanted)).toEqual(wanted.map((k) => items[k]));
+  });
+
   it('replaces a part whole and lists a folder', async () => {
     const store = createLocalBatchStore(fresh());
     await store.writeLines('b/results/p1.jsonl', ['1', '2']);
