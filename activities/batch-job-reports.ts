@@ -9,6 +9,10 @@
  *   rather than on the polling schedule, with about one /status per job.
  * - a watcher waiting between two looks is woken by the report of one of its jobs' end, so it
  *   looks at once rather than at its next try.
+ * - the jobs a submit here created, whose page has not answered yet: no orphan while this process
+ *   lives, so the gateway asks the service to call again later (all but its last try) rather than
+ *   signal a hint; by then the batch knows the job, or this process died and the retry goes to the
+ *   batch.
  * Process-local and bounded. Where the webhook reaches another process (a gateway of its own, a
  * second worker behind one URL), nothing is known here and the watchers poll as they would without
  * webhooks: this only ever makes them look sooner, never later.
@@ -22,6 +26,13 @@ export interface BatchJobReports {
   /** A webhook said this job reached an end (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
   ended(jobId: string): void;
   hasEnded(jobId: string): boolean;
+  /** A submit of this process created this job: its page's answer will carry its id. */
+  created(jobId: string): void;
+  /**
+   * Whether a webhook of this job may be put off until the service's next try: true for a job
+   * created here, for all but the service's last try (answered as usual, here or in another process).
+   */
+  mayDefer(jobId: string): boolean;
   /** A job was sent again (/retry, same id): its earlier end no longer says anything. */
   forget(jobId: string): void;
   /**
@@ -35,10 +46,14 @@ export interface BatchJobReports {
 
 /** Enough for the jobs in flight of many large batches; a forgotten entry only costs a poll. */
 const REMEMBERED = 200_000;
+/** The service calls a webhook three times at most, 10 s apart: the first two may be put off. */
+const DEFERRALS = 2;
 
 export function createBatchJobReports(now: () => number = Date.now): BatchJobReports {
   const watched = new LRUCache<string, true>({ max: REMEMBERED });
   const ends = new LRUCache<string, true>({ max: REMEMBERED });
+  const created = new LRUCache<string, true>({ max: REMEMBERED });
+  const deferred = new LRUCache<string, number>({ max: REMEMBERED });
   let lastEnd = Number.NEGATIVE_INFINITY;
   const waiters = new Set<(jobId: string) => void>();
   return {
@@ -52,6 +67,15 @@ export function createBatchJobReports(now: () => number = Date.now): BatchJobRep
       for (const waiter of [...waiters]) waiter(jobId);
     },
     hasEnded: (jobId) => ends.has(jobId),
+    created(jobId) {
+      created.set(jobId, true);
+    },
+    mayDefer(jobId) {
+      const times = deferred.get(jobId) ?? 0;
+      if (!created.has(jobId) || times >= DEFERRALS) return false;
+      deferred.set(jobId, times + 1);
+      return true;
+    },
     forget(jobId) {
       ends.delete(jobId);
     },

@@ -280,6 +280,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             const submitted = await client.jobs.run(input.endpointId, body);
             metrics.submission('accepted');
             inFlight.started(input.endpointId, submitted.id);
+            deps.batchJobReports?.created(submitted.id);
             const result: { i: number; id: string; ttl?: number; lease?: number } = {
               i,
               id: submitted.id,
@@ -360,6 +361,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
       const reports = deps.batchJobReports;
+      // Jobs no watcher here followed before (a page just answered: most have ended by now, half of
+      // their webhooks may be lost) are looked at in the first round, once each, so that one answer
+      // carries them rather than one now and one at the next full look.
+      const fresh = input.items
+        .filter((item) => reports?.isWatched(item[1]) === false)
+        .map((item) => item[0]);
       reports?.watching(input.items.map((item) => item[1]));
       // With the gateway here, an attempt looks at the jobs reported ended; at every job on the
       // polling schedule, and only every few seconds while webhooks are heard (a lost one, or one
@@ -382,6 +389,9 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       setMaxListeners(2 * input.items.length + 10, signal);
       const inlineMaxBytes = input.inlineMaxBytes ?? deps.inlineMaxBytes ?? DEFAULT_INLINE_MAX_BYTES;
       const pending = new Map(input.items.map((item) => [item[0], item]));
+      // Jobs looked at in the next round whatever the schedule: new here, or whose last look failed
+      // (a 5xx, a dropped answer) rather than at the next full look, so that one answer carries them.
+      const due = new Set<number>(fresh);
       const changes: ItemChange[] = [];
       const lines: string[] = [];
       const started = Date.now();
@@ -404,7 +414,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           let errors = 0;
           const hearing = heard();
           const reported = (jobId: string) => reports?.hasEnded(jobId) === true;
-          const looked = [...pending.values()].filter((item) => full || reported(item[1]));
+          const looked = [...pending.values()].filter(
+            (item) => full || reported(item[1]) || due.has(item[0]),
+          );
+          due.clear();
           await Promise.all(
             looked.map(async ([i, jobId, , attempts, submittedAt, earlierCost, hops]) => {
               let status: Awaited<ReturnType<typeof client.jobs.status>>;
@@ -418,7 +431,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                   pending.delete(i);
                   inFlight.left(input.endpointId, jobId);
                   changes.push({ i, status: 'GONE', gone: true, at: Date.now() });
-                } else errors++;
+                } else {
+                  errors++;
+                  due.add(i);
+                }
                 return;
               }
               if (!TERMINAL.has(status.status)) {
@@ -487,7 +503,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           }
           const enough = changes.length >= input.returnAfter || pending.size === 0;
           if (changes.length > 0) firstChangeAt ??= Date.now();
-          if (changes.length > 0 && (enough || Date.now() - (firstChangeAt ?? 0) >= input.holdMs)) break;
+          // Enough changes answer at once, unless some looks failed: those are tried again first,
+          // within the hold (each answer costs the batch history events).
+          const held = Date.now() - (firstChangeAt ?? 0) >= input.holdMs;
+          if (changes.length > 0 && ((enough && due.size === 0) || held)) break;
           if (changes.length === 0) {
             const now = Date.now();
             const delay = retryAfter(now - info.scheduledTimestampMs);

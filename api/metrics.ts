@@ -15,7 +15,7 @@ export type CallOutcome = '2xx' | '4xx' | '429' | '5xx' | 'error';
 export type SubmitOutcome = 'accepted' | 'refused' | 'uncertain';
 
 export type WebhookVerdict =
-  | { accepted: true; reason: 'signalled' | 'workflow-closed' | 'not-needed' }
+  | { accepted: true; reason: 'signalled' | 'workflow-closed' | 'not-needed' | 'deferred' }
   | { accepted: false; reason: 'no-token' | 'bad-token' | 'malformed' | 'temporal-unavailable' };
 
 /** How a batch item ended: one per BatchCounts field, in the label's snake case. */

@@ -4,9 +4,11 @@
  * worker's memory; then the hour passes and every job completes, each submitted once. Prints
  * figures; asserts nothing.
  *
- *   npx tsx bench/job-slots.ts [--jobs 2000] [--polling-only]
+ *   npx tsx bench/job-slots.ts [--jobs 2000] [--polling-only] [--cache 500]
  *
  * --jobs          jobs in progress at once (default 2,000)
+ * --cache         the worker's workflow cache (WORKER_MAX_CACHED_WORKFLOWS; default the SDK's):
+ *                 below --jobs, workflows are evicted and replayed as they wake
  * --polling-only  no webhooks (no gateway, no webhook URL): every job ends by a look at /status
  *
  * The stack: the Temporal CLI dev server, the emulator in this process (time scale 1, rate limits
@@ -30,7 +32,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { awaitJob, cancelJob, getJobSnapshot, type JobHandle, startJob } from '../client/jobs';
+import { awaitJob, cancelJob, getJobSnapshot, type JobHandle, jobFailureOf, startJob } from '../client/jobs';
 import type { JobResult } from '../contracts/job-snapshot';
 import { type Emulator, startEmulator } from '../emulator';
 import { MAX_WORKERS, RATE_LIMITS } from '../emulator/limits';
@@ -52,6 +54,7 @@ import type { ChildFigures, WorkerProcess } from './worker-process';
 
 const JOBS = Math.round(numberArg('jobs', 2_000));
 const WEBHOOKS = !process.argv.includes('--polling-only');
+const CACHE = process.argv.includes('--cache') ? Math.round(numberArg('cache', 0)) : undefined;
 
 const HOUR = 3_600_000;
 const WEEK = 7 * 24 * HOUR;
@@ -152,6 +155,7 @@ async function main(): Promise<void> {
       apiKey,
       webhooks: WEBHOOKS,
       resultStoreDir: path.join(workdir, 'results'),
+      ...(CACHE === undefined ? {} : { maxCachedWorkflows: CACHE }),
     });
     await until(() => control.endpoints().every((e) => e.workers.idle >= (e.workersMin > 0 ? 1 : 0)), 10_000);
     const idle = await worker.figures({ gc: true });
@@ -310,6 +314,12 @@ async function main(): Promise<void> {
     const ending = await worker.figures({ gc: true });
     const completed = results.filter((r): r is JobResult => !(r instanceof Error));
     const failed = results.length - completed.length;
+    const failureTypes = new Map<string, number>();
+    for (const result of results) {
+      if (!(result instanceof Error)) continue;
+      const type = jobFailureOf(result)?.type ?? result.message.slice(0, 80);
+      failureTypes.set(type, (failureTypes.get(type) ?? 0) + 1);
+    }
     const lastClose = Math.max(...closeTimes);
     const sorted = [...closeTimes].sort((a, b) => a - b);
     const at = (q: number) =>
@@ -329,7 +339,7 @@ async function main(): Promise<void> {
         `results read by ${seconds(awaitedAt - advancedAt)}`,
     );
     say(
-      `  completed ${completed.length}, failed ${failed}; with their own output ${outputsRight}; submissions per job: ` +
+      `  completed ${completed.length}, failed ${failed}${failed ? ` (${[...failureTypes].map(([type, count]) => `${type} ${count}`).join(', ')})` : ''}; with their own output ${outputsRight}; submissions per job: ` +
         `${[...submissions.entries()].map(([count, jobs]) => `${count} (${jobs} jobs)`).join(', ')}; ` +
         `/run calls the emulator counted for the ${JOBS}: ${atEmulator}`,
     );

@@ -84,6 +84,8 @@ export async function startBenchWorker(options: {
   apiKey: string;
   webhooks: boolean;
   resultStoreDir: string;
+  /** WORKER_MAX_CACHED_WORKFLOWS; absent: the SDK's default. */
+  maxCachedWorkflows?: number;
 }): Promise<WorkerProcess> {
   const { emulator } = options;
   return startWorkerProcess({
@@ -96,5 +98,8 @@ export async function startBenchWorker(options: {
     ...(options.webhooks ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
     RESULT_STORE_DIR: options.resultStoreDir,
     LOG_LEVEL: 'error',
+    ...(options.maxCachedWorkflows === undefined
+      ? {}
+      : { WORKER_MAX_CACHED_WORKFLOWS: String(options.maxCachedWorkflows) }),
   });
 }

@@ -94,7 +94,7 @@ export interface WebhookGateway {
   close(): Promise<void>;
 }
 
-type Outcome = 'signalled' | 'not-needed' | 'workflow-closed' | 'temporal-unavailable';
+type Outcome = 'signalled' | 'not-needed' | 'deferred' | 'workflow-closed' | 'temporal-unavailable';
 
 async function deliver(
   client: Client,
@@ -109,6 +109,10 @@ async function deliver(
     // A watcher here looks at it now; and a job a watcher here follows is no orphan: no query.
     if ((terminalStatuses as readonly string[]).includes(body.status)) reports.ended(body.id);
     if (reports.isWatched(body.id)) return { outcome: 'not-needed' };
+    // Its page has not answered yet, but a submit here has its id: no orphan unless this process
+    // dies first, which the service's next try (10 s on) covers, and its last try is answered as
+    // usual. A signal now would be one event and a workflow task for a job the batch is about to know.
+    if (reports.mayDefer(body.id)) return { outcome: 'deferred' };
   }
   if (item !== undefined) {
     // A batch's job: a query (no history event) first, and a signal only for a possible orphan.
@@ -260,6 +264,14 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
           .code(503)
           .header('retry-after', '10')
           .send({ error: 'temporal unavailable, retry later' });
+      }
+      if (outcome === 'deferred') {
+        metrics.webhook({ accepted: true, reason: outcome });
+        request.log.info(
+          fields,
+          'webhook of a batch job whose submit has not answered yet: asked again later',
+        );
+        return reply.code(503).header('retry-after', '10').send({ error: 'not ready, retry later' });
       }
       metrics.webhook({ accepted: true, reason: outcome });
       request.log.info(

@@ -35,6 +35,12 @@ import {
 const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
 /** Retries of items that failed within the same second go out as one call. */
 const RETRY_GRID_MS = 1_000;
+/**
+ * Uncertain submits whose waits end within the same 15 s go out again as one page: each page under
+ * the fault mix leaves a few, and a page of its own costs a timer, a submit and its watchers (about
+ * 20 history events); the wait is a lease and a webhook window long already (90 s by default).
+ */
+const WAIT_GRID_MS = 15_000;
 
 /** The batch's counters of what its items did (the summary's and the progress's). */
 export interface BatchTally {
@@ -183,6 +189,7 @@ export function newBatchRun(
       ...job,
       submitKind: 'run',
       retryGridMs: RETRY_GRID_MS,
+      waitGridMs: WAIT_GRID_MS,
       routeLength: route.endpoints.length,
       capacityFailures: route.capacityFailures,
     },

@@ -111,10 +111,13 @@ function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemS
     }
     case 'uncertain': {
       const lease = event.leaseTtlMs;
-      const waitUntil =
+      const waited =
         lease !== undefined
           ? orphanWaitUntil(event.answeredAt, lease, event.webhookArmed)
           : event.answeredAt + (event.webhookArmed ? rules.uncertainSubmitWait : 0);
+      // A wait ending later is always safe: no orphan can report after it, nor run past its lease.
+      const grid = waited > event.answeredAt ? Math.max(1, rules.waitGridMs ?? 1) : 1;
+      const waitUntil = Math.ceil(waited / grid) * grid;
       const { endpoint: _endpoint, ...counted } = tally(item);
       const uncertain: UncertainItem = {
         phase: 'uncertain',

@@ -114,6 +114,8 @@ describe('watchBatchJobs with webhook reports', () => {
 
   it('looks only at the job reported ended, and tells the workflow it finished', async () => {
     const reports = createBatchJobReports();
+    // Followed here before (an earlier watcher): no first look at every job.
+    reports.watching(['job-a', 'job-b']);
     reports.ended('job-b');
     stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
     const { changes } = await watchOnce(reports);
@@ -126,6 +128,7 @@ describe('watchBatchJobs with webhook reports', () => {
   it('a watcher waiting between looks is woken by the report of its job and looks at once', async () => {
     stopTimers();
     const reports = createBatchJobReports();
+    reports.watching(['job-a', 'job-b']);
     reports.ended('job-of-another-batch');
     const { waiting } = onWait(reports);
     stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
@@ -164,12 +167,23 @@ describe('watchBatchJobs with webhook reports', () => {
 
   it('with no report for its jobs, sends nothing (waiting inline in short steps) and tries again soon', async () => {
     const reports = createBatchJobReports();
+    reports.watching(['job-a', 'job-b']);
     reports.ended('job-of-another-batch');
     const error = await rejection(watchOnce(reports));
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect((error as ApplicationFailure).type).toBe(JOB_UNCHANGED);
     expect((error as ApplicationFailure).nextRetryDelay).toBe(500);
     expect(stub.named('status')).toEqual([]);
+  });
+
+  it('looks at the jobs no watcher here followed before in its first round, once, webhooks heard or not', async () => {
+    const reports = createBatchJobReports();
+    reports.watching(['job-a']);
+    reports.ended('job-of-another-batch');
+    stub.answer('status', { id: 'job-b', status: 'COMPLETED', output: { ok: true } });
+    const { changes } = await watchOnce(reports);
+    expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
   });
 
   it('before any webhook is heard here, its first try looks at every job', async () => {

@@ -198,6 +198,14 @@ const cases: Case[] = [
     },
     counts: ['submission', 'uncertainSubmit'],
   },
+  {
+    name: 'an uncertain wait ends on the grid (the batch sends close uncertain pages again as one)',
+    from: queuedItem(7),
+    event: { kind: 'uncertain', sentAt: 1_000, answeredAt: 2_000, webhookArmed: true, leaseTtlMs: 60_000 },
+    rules: { ...rules, waitGridMs: 15_000 },
+    to: { phase: 'uncertain', waitUntil: 105_000 },
+    counts: ['submission', 'uncertainSubmit'],
+  },
   // --- uncertain
   {
     name: 'an orphan that reports itself is adopted: running, counted from the submit',

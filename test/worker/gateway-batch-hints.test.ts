@@ -7,6 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createBatchJobReports } from '../../activities/batch-job-reports';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { webhookExpiry, webhookUrlFor } from '../../worker/webhook-token';
 import type { BatchHintAnswer } from '../../workflows/batch-definitions';
@@ -39,8 +40,18 @@ describe('gateway: a batch job webhook', () => {
     gateway = undefined;
   });
 
-  async function post(client: Client, item: number, jobId = 'job-7') {
-    gateway ??= await startWebhookGateway({ client, secrets: [SECRET], port: 0 });
+  async function post(
+    client: Client,
+    item: number,
+    jobId = 'job-7',
+    batchJobReports?: ReturnType<typeof createBatchJobReports>,
+  ) {
+    gateway ??= await startWebhookGateway({
+      client,
+      secrets: [SECRET],
+      port: 0,
+      ...(batchJobReports ? { batchJobReports } : {}),
+    });
     const url = webhookUrlFor(gateway.url, SECRET, 'batch-1', { item, expiresAt: webhookExpiry(undefined) });
     const response = await fetch(url, {
       method: 'POST',
@@ -85,6 +96,20 @@ describe('gateway: a batch job webhook', () => {
     const stand = scriptedClient(['wait']);
     expect(await post(stand.client, 3)).toBe(200);
     expect(stand.asked.length).toBeGreaterThan(2);
+    expect(stand.signals).toEqual([{ hints: [{ jobId: 'job-7', status: 'COMPLETED', item: 3 }] }]);
+  });
+
+  it('asks the service to call again, but for its last try, for a job a submit here created', async () => {
+    const stand = scriptedClient(['wait', true]);
+    const reports = createBatchJobReports();
+    reports.created('job-7');
+    expect(await post(stand.client, 3, 'job-7', reports)).toBe(503);
+    expect(await post(stand.client, 3, 'job-7', reports)).toBe(503);
+    expect(stand.asked).toEqual([]);
+    expect(stand.signals).toEqual([]);
+    // The service's last try (its page still unanswered): the batch decides.
+    expect(await post(stand.client, 3, 'job-7', reports)).toBe(200);
+    expect(stand.asked).toHaveLength(2);
     expect(stand.signals).toEqual([{ hints: [{ jobId: 'job-7', status: 'COMPLETED', item: 3 }] }]);
   });
 });
