@@ -31,7 +31,7 @@ import type {
   UncertainItem,
 } from './item-state';
 import { deadlineOf } from './item-state';
-import { ended, hasNextEndpoint, hop, placed, requeue, step, tally, unexpected } from './item-steps';
+import { ended, hasNextEndpoint, hop, onGrid, placed, requeue, step, tally, unexpected } from './item-steps';
 import {
   afterTerminal,
   goneBeforeRetry,
@@ -116,8 +116,7 @@ function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemS
           ? orphanWaitUntil(event.answeredAt, lease, event.webhookArmed)
           : event.answeredAt + (event.webhookArmed ? rules.uncertainSubmitWait : 0);
       // A wait ending later is always safe: no orphan can report after it, nor run past its lease.
-      const grid = waited > event.answeredAt ? Math.max(1, rules.waitGridMs ?? 1) : 1;
-      const waitUntil = Math.ceil(waited / grid) * grid;
+      const waitUntil = waited > event.answeredAt ? onGrid(waited, rules.waitGridMs) : waited;
       const { endpoint: _endpoint, ...counted } = tally(item);
       const uncertain: UncertainItem = {
         phase: 'uncertain',
@@ -254,8 +253,7 @@ function finished(
       );
     case 'retry': {
       const { lease: _lease, status: _status, ...job } = withCost;
-      const grid = Math.max(1, rules.retryGridMs);
-      const retryAt = Math.ceil((event.now + decision.backoffMs) / grid) * grid;
+      const retryAt = onGrid(event.now + decision.backoffMs, rules.retryGridMs);
       return step({
         ...job,
         phase: 'retry-due',

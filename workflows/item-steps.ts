@@ -76,3 +76,12 @@ export function ended(
     endedAt: now,
   };
 }
+
+/**
+ * `at` moved up to the next multiple of `gridMs` (absent or 1: as it is), so that times close
+ * together fall due together: one timer and one call for the items of several pages.
+ */
+export function onGrid(at: number, gridMs: number | undefined): number {
+  const grid = Math.max(1, gridMs ?? 1);
+  return Math.ceil(at / grid) * grid;
+}
