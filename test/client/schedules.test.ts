@@ -29,12 +29,14 @@ function recordingClient() {
           ? undefined
           : async (...args: unknown[]) => {
               calls.push({ method, args });
-              if (method === 'describe') return { policies: { overlap: 'SKIP' } };
+              if (method === 'describe')
+                return { policies: { overlap: 'SKIP' }, info: { recentActions: [] } };
               return undefined;
             },
     },
   );
   const client = {
+    options: { namespace: 'default' },
     schedule: {
       create: async (options: unknown) => {
         calls.push({ method: 'create', args: [options] });
