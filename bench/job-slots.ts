@@ -4,14 +4,16 @@
  * worker's memory; then the hour passes and every job completes, each submitted once. Prints
  * figures; asserts nothing.
  *
- *   npx tsx bench/job-slots.ts [--jobs 2000] [--polling-only] [--cache 500]
+ *   npx tsx bench/job-slots.ts [--jobs 2000] [--polling-only] [--cache 500] [--server prod]
  *
  * --jobs          jobs in progress at once (default 2,000)
  * --cache         the worker's workflow cache (WORKER_MAX_CACHED_WORKFLOWS; default the SDK's):
  *                 below --jobs, workflows are evicted and replayed as they wake
+ * --server prod   the production-shaped Temporal on PostgreSQL (bench/support.ts) instead of the
+ *                 dev server, whose one history shard holds every workflow
  * --polling-only  no webhooks (no gateway, no webhook URL): every job ends by a look at /status
  *
- * The stack: the Temporal CLI dev server, the emulator in this process (time scale 1, rate limits
+ * The stack: the Temporal CLI dev server (or --server prod), the emulator in this process (time scale 1, rate limits
  * on, no cold starts), and one real worker (runWorker, configured from the environment as
  * `npm run worker` is, with no WORKER_MAX_* setting, so the SDK's default slots: 100 activity
  * slots) in a process of its own (bench/worker-child.ts), so that its memory and CPU are its own.
@@ -31,12 +33,12 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { awaitJob, cancelJob, getJobSnapshot, type JobHandle, jobFailureOf, startJob } from '../client/jobs';
 import type { JobResult } from '../contracts/job-snapshot';
 import { type Emulator, startEmulator } from '../emulator';
 import { MAX_WORKERS, RATE_LIMITS } from '../emulator/limits';
 import {
+  type BenchTemporal,
   inBatches,
   mb,
   median,
@@ -46,8 +48,8 @@ import {
   seconds,
   sleep,
   spreadMs,
+  startBenchTemporal,
   startBenchWorker,
-  startDevServer,
   until,
 } from './support';
 import type { ChildFigures, WorkerProcess } from './worker-process';
@@ -119,12 +121,12 @@ async function main(): Promise<void> {
   const taskQueue = `bench-job-slots-${run}`;
   const workdir = path.join(os.tmpdir(), `durable-serverless-bench-${run}`);
   const endpointCount = Math.ceil(JOBS / MAX_WORKERS);
-  let env: TestWorkflowEnvironment | undefined;
+  let env: BenchTemporal | undefined;
   let emulator: Emulator | undefined;
   let worker: WorkerProcess | undefined;
 
   try {
-    env = await startDevServer();
+    env = await startBenchTemporal();
     emulator = await startEmulator({ accounts: [{ apiKey }], timeScale: 1, coldStartMs: 0, flashBootMs: 0 });
     const { control } = emulator;
     const longEndpoints = Array.from({ length: endpointCount }, (_, e) => {
@@ -161,6 +163,7 @@ async function main(): Promise<void> {
     const idle = await worker.figures({ gc: true });
 
     say(`job slots: ${JOBS.toLocaleString('en')} hour-long jobs in progress at once on one worker`);
+    say(`  server: ${env.name}`);
     say(
       `  worker: runWorker in its own process, SDK defaults: ${idle.activitySlots ?? '?'} activity slots, ` +
         `workflow cache ${idle.maxCachedWorkflows ?? '?'}; ${WEBHOOKS ? 'webhooks (gateway in the worker process) and polling' : 'polling only'}`,

@@ -3,9 +3,16 @@
  * for the webhook gateway, a worker process configured as `npm run worker` is, and small helpers.
  */
 import { randomBytes } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import type { Emulator } from '../emulator';
+import {
+  provisionedProdTemporal,
+  startProdTemporal,
+  stopProdTemporal,
+  TEMPORAL_SERVER_VERSION,
+} from '../scripts/prod-temporal';
 import { provisionedServers } from '../scripts/servers';
 import { createLogger } from '../worker/logger';
 import { temporalLoggerFor } from '../worker/temporal-logger';
@@ -70,6 +77,43 @@ export async function startDevServer(): Promise<TestWorkflowEnvironment> {
       extraArgs: ['--log-level', 'error'],
     },
   });
+}
+
+/** The Temporal a bench runs on, and what to call it in its figures. */
+export interface BenchTemporal {
+  client: Client;
+  address: string;
+  name: string;
+  teardown(): Promise<void>;
+}
+
+/**
+ * `--server prod`: the production-shaped Temporal (the real server on PostgreSQL, with the
+ * history shards of scripts/prod-temporal.ts, `npm run provision:prod-temporal`); else the CLI dev
+ * server (SQLite, one history shard).
+ */
+export async function startBenchTemporal(): Promise<BenchTemporal> {
+  const index = process.argv.indexOf('--server');
+  if (index < 0 || process.argv[index + 1] !== 'prod') {
+    const env = await startDevServer();
+    return {
+      client: env.client,
+      address: env.address,
+      name: 'the Temporal CLI dev server (SQLite, one history shard)',
+      teardown: () => env.teardown(),
+    };
+  }
+  const instance = await startProdTemporal(provisionedProdTemporal());
+  const connection = await Connection.connect({ address: instance.address });
+  return {
+    client: new Client({ connection, namespace: instance.namespace }),
+    address: instance.address,
+    name: `Temporal ${TEMPORAL_SERVER_VERSION} on PostgreSQL (scripts/prod-temporal.ts)`,
+    teardown: async () => {
+      await connection.close();
+      await stopProdTemporal(instance);
+    },
+  };
 }
 
 /**
