@@ -52,8 +52,8 @@ const DEFERRALS = 2;
 export function createBatchJobReports(now: () => number = Date.now): BatchJobReports {
   const watched = new LRUCache<string, true>({ max: REMEMBERED });
   const ends = new LRUCache<string, true>({ max: REMEMBERED });
-  const created = new LRUCache<string, true>({ max: REMEMBERED });
-  const deferred = new LRUCache<string, number>({ max: REMEMBERED });
+  // The jobs a submit here created, with the webhook calls put off so far for each.
+  const deferrals = new LRUCache<string, number>({ max: REMEMBERED });
   let lastEnd = Number.NEGATIVE_INFINITY;
   const waiters = new Set<(jobId: string) => void>();
   return {
@@ -68,12 +68,12 @@ export function createBatchJobReports(now: () => number = Date.now): BatchJobRep
     },
     hasEnded: (jobId) => ends.has(jobId),
     created(jobId) {
-      created.set(jobId, true);
+      deferrals.set(jobId, 0);
     },
     mayDefer(jobId) {
-      const times = deferred.get(jobId) ?? 0;
-      if (!created.has(jobId) || times >= DEFERRALS) return false;
-      deferred.set(jobId, times + 1);
+      const times = deferrals.get(jobId);
+      if (times === undefined || times >= DEFERRALS) return false;
+      deferrals.set(jobId, times + 1);
       return true;
     },
     forget(jobId) {

@@ -37,6 +37,7 @@ import {
   type WatchedItem,
 } from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
+import type { SubmitBeat } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import { type Polling, submitRequestSchema } from '../contracts/job-types';
 import {
@@ -239,7 +240,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const webhook = webhookUrlFor !== undefined;
       // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
       // from the timeout and only the rest of the page counts as uncertain.
-      const created: Array<{ i: number; id: string; ttl?: number; lease?: number }> = [];
+      const created: NonNullable<SubmitBeat['created']> = [];
       const ctx = Context.current();
       const notAfter = extensionsNotAfter(startedAt, ctx.info.startToCloseTimeoutMs);
       await beatBeforeSending({ sending: true, created });
@@ -281,7 +282,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             metrics.submission('accepted');
             inFlight.started(input.endpointId, submitted.id);
             deps.batchJobReports?.created(submitted.id);
-            const result: { i: number; id: string; ttl?: number; lease?: number } = {
+            const result: NonNullable<SubmitBeat['created']>[number] = {
               i,
               id: submitted.id,
               ...(ttl === undefined ? {} : { ttl }),

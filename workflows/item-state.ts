@@ -17,10 +17,10 @@ export interface ItemRules extends JobRuleOptions {
   /** Retries fall due on multiples of this (the batch groups retries of close failures into one call). */
   retryGridMs: number;
   /**
-   * Uncertain submits' waits end on multiples of this (absent: 1 ms): the batch sends the items of
-   * close uncertain pages again as one page, under one timer.
+   * Uncertain submits' waits end on multiples of this: the batch sends the items of close uncertain
+   * pages again as one page, under one timer.
    */
-  waitGridMs?: number;
+  waitGridMs: number;
   /** Endpoints of the route (1: a single endpoint): a hop goes to the next one while there is one. */
   routeLength: number;
   /** Error texts that mean "no capacity here" (contracts/route.ts isCapacityFailure). */

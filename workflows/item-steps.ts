@@ -78,10 +78,10 @@ export function ended(
 }
 
 /**
- * `at` moved up to the next multiple of `gridMs` (absent or 1: as it is), so that times close
- * together fall due together: one timer and one call for the items of several pages.
+ * `at` moved up to the next multiple of `gridMs` (1: as it is), so that times close together fall
+ * due together: one timer and one call for the items of several pages.
  */
-export function onGrid(at: number, gridMs: number | undefined): number {
-  const grid = Math.max(1, gridMs ?? 1);
+export function onGrid(at: number, gridMs: number): number {
+  const grid = Math.max(1, gridMs);
   return Math.ceil(at / grid) * grid;
 }

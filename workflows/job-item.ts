@@ -26,6 +26,7 @@ export function jobRules(run: Run): ItemRules {
     ...run.job.options,
     submitKind: submitKind(run),
     retryGridMs: 1,
+    waitGridMs: 1,
     routeLength: route?.endpoints.length ?? 1,
     capacityFailures: route?.capacityFailures ?? [],
   };

@@ -25,6 +25,7 @@ const rules: ItemRules = {
   uncertainSubmitWait: 30_000,
   submitKind: 'run',
   retryGridMs: 1,
+  waitGridMs: 1,
   routeLength: 1,
   capacityFailures: [],
 };

@@ -23,6 +23,7 @@ const rules: ItemRules = {
   uncertainSubmitWait: 0,
   submitKind: 'run',
   retryGridMs: 1,
+  waitGridMs: 1,
   routeLength: 2,
   capacityFailures: ['out of memory'],
 };
