@@ -27,11 +27,14 @@ import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
+import { createRateLimiter } from '../api/rate-limit';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import {
   type BatchResultLine,
   type ItemChange,
+  type PageSend,
   type PendingResultLine,
+  type RunLimit,
   type SubmitItemResult,
   storeKeySchema,
   type WatchedItem,
@@ -59,10 +62,11 @@ import {
   inlineOrStore,
   type ResultStore,
 } from './result-store';
-import { beatBeforeSending } from './submit-beat';
+import { beatBeforeSending, waitToSend } from './submit-beat';
 
 export interface BatchActivityDeps {
-  client: Pick<ServiceClient, 'jobs'>;
+  /** rateLimit: the /run limit a batch holds for all its workers; without it, each worker's own. */
+  client: Pick<ServiceClient, 'jobs'> & Partial<Pick<ServiceClient, 'rateLimit'>>;
   /** A batch job's webhook URL: it names the item, and its token expires a margin after the job's ttl. */
   webhookUrlFor?: (workflowId: string, options?: { item?: number; ttlMs?: number }) => string;
   /** Manifests and results; default: a local store in `<resultStoreDir>/batches`. */
@@ -173,7 +177,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     /** The batch's manifest: checked line by line before anything is sent. */
     async stageBatchItems(input: {
       items: { inline: unknown[] } | { manifest: { key: string } } | { redrive: { key: string } };
-    }): Promise<{ batchKey: string; manifestKey: string; total: number }> {
+    }): Promise<{ batchKey: string; manifestKey: string; total: number; runLimit?: RunLimit }> {
       const { workflowId } = context();
       const batchKey = batchKeyFor(workflowId);
       const items = input.items;
@@ -218,7 +222,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       if (total === 0) throw badRequest('items', 'must hold at least one item');
       await checkLines(manifestKey, total);
       await store.writeLines(`${batchKey}/meta.jsonl`, [JSON.stringify({ manifestKey, total })]);
-      return { batchKey, manifestKey, total };
+      // The /run limit this worker's client keeps to: the batch holds it for all its workers.
+      const limit = client.rateLimit?.('run');
+      const runLimit: RunLimit = {
+        ...(limit && Number.isFinite(limit.perTenSeconds) ? { perTenSeconds: limit.perTenSeconds } : {}),
+        ...(limit?.concurrent === undefined ? {} : { concurrent: limit.concurrent }),
+      };
+      return { batchKey, manifestKey, total, runLimit };
     },
 
     /** POST /run for each item of the page, at once, paced by the client's rate limiter. */
@@ -232,10 +242,22 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       submitLease?: SubmitLeaseSetting;
       /** Fields set in every job's input on this endpoint of the batch's route. */
       inputOverrides?: Record<string, unknown>;
-    }): Promise<{ results: SubmitItemResult[] }> {
-      const startedAt = Date.now();
+      /**
+       * The page's share of the endpoint's /run limit, which the batch holds for all its workers
+       * (workflows/send-window.ts): its requests go out from `at` until `by` (ms since the epoch),
+       * `concurrent` at a time; one that cannot go by then is not sent.
+       */
+      send?: PageSend;
+    }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
       const { workflowId } = context();
       const lines = await store.readLines(input.manifestKey, input.indexes);
+      const send = input.send;
+      if (send) await waitToSend(send.at);
+      const startedAt = Date.now();
+      const gate = createRateLimiter(
+        send ? { run: { perTenSeconds: Number.POSITIVE_INFINITY, concurrent: send.concurrent } } : false,
+      );
+      const unsent: number[] = [];
       const webhookUrlFor = input.webhook === false ? undefined : deps.webhookUrlFor;
       const webhook = webhookUrlFor !== undefined;
       // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
@@ -247,7 +269,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       // Every beat repeats that requests may be out: the server keeps only the last details.
       const beat = () => ctx.heartbeat({ sending: true, created });
       const results = await Promise.all(
-        input.indexes.map(async (i, k): Promise<SubmitItemResult> => {
+        input.indexes.map(async (i, k): Promise<SubmitItemResult | undefined> => {
           let request: JobRequestInput;
           try {
             request = requestFor(requestOf(lines[k] as string, i), {
@@ -276,9 +298,18 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           const leased = leaseTtl === undefined ? {} : { lease: leaseTtl };
           const body =
             leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
+          const release = await gate.acquire(input.endpointId, 'run');
+          // Its page's time to send is over: sent later, it could crowd a window the batch gave to others.
+          if (send && Date.now() > send.by) {
+            release();
+            unsent.push(i);
+            return undefined;
+          }
           const sentAt = Date.now();
           try {
-            const submitted = await client.jobs.run(input.endpointId, body);
+            const submitted = await client.jobs
+              .run(input.endpointId, body, send ? { sendBy: send.by } : {})
+              .finally(release);
             metrics.submission('accepted');
             inFlight.started(input.endpointId, submitted.id);
             deps.batchJobReports?.created(submitted.id);
@@ -312,6 +343,15 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             }
             return result;
           } catch (error) {
+            if (
+              send &&
+              error instanceof ServiceError &&
+              !error.mayHaveReachedService &&
+              Date.now() > send.by
+            ) {
+              unsent.push(i);
+              return undefined;
+            }
             if (error instanceof ValidationError) {
               metrics.submission('refused');
               return { i, rejected: { type: 'BadRequest', message: error.message, retryable: false } };
@@ -340,7 +380,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           }
         }),
       );
-      return { results };
+      const answered = results.filter((result) => result !== undefined);
+      return unsent.length === 0 ? { results: answered } : { results: answered, unsent };
     },
 
     /**
@@ -362,11 +403,16 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
       const reports = deps.batchJobReports;
-      // Jobs no watcher here followed before (a page just answered: most have ended by now, half of
-      // their webhooks may be lost) are looked at in the first round, once each, so that one answer
-      // carries them rather than one now and one at the next full look.
+      // Jobs no watcher here followed before, submitted at least a polling interval ago (a page that
+      // took long to answer: many have ended by now, and their webhooks may be lost), are looked at
+      // in the first round, once each, so that one answer carries them rather than one now and one
+      // at the next full look. Younger ones are not: a look at every job of every page as it
+      // answers would spend the /status limit on jobs still queued.
       const fresh = input.items
-        .filter((item) => reports?.isWatched(item[1]) === false)
+        .filter(
+          (item) =>
+            reports?.isWatched(item[1]) === false && Date.now() - item[4] >= input.polling.initialIntervalMs,
+        )
         .map((item) => item[0]);
       reports?.watching(input.items.map((item) => item[1]));
       // With the gateway here, an attempt looks at the jobs reported ended; at every job on the

@@ -7,7 +7,14 @@ import { createEndpointOperations } from './graphql';
 import { createDispatcher, createTransport } from './http';
 import { type CallOptions, createJobOperations } from './jobs';
 import type { LibraryMetrics } from './metrics';
-import { createRateLimiter, type RateLimits, rateLimitsSchema } from './rate-limit';
+import {
+  createRateLimiter,
+  effectiveRateLimits,
+  type JobOperation,
+  type RateLimit,
+  type RateLimits,
+  rateLimitsSchema,
+} from './rate-limit';
 import { createRestOperations } from './rest';
 import type {
   Account,
@@ -71,6 +78,11 @@ export interface ServiceClient {
     createEndpoint(body: RestCreateEndpointInput, options?: CallOptions): Promise<RestEndpoint>;
     deleteNetworkVolume(networkVolumeId: string, options?: CallOptions): Promise<void>;
   };
+  /**
+   * The limit this client keeps to for one operation on each endpoint (the service's, or the
+   * override), undefined for none: a batch holds its /run limit across workers with it.
+   */
+  rateLimit(operation: JobOperation): RateLimit | undefined;
   close(): Promise<void>;
 }
 
@@ -88,6 +100,7 @@ export function createServiceClient(
   const parsed = parseServiceConfig(config);
   const rateLimits = option('rateLimits', rateLimitsSchema, options.rateLimits ?? {});
   const retry429 = option('retry429', retry429Schema, options.retry429 ?? DEFAULT_RETRY_429);
+  const limitsInForce = effectiveRateLimits(rateLimits);
   const transport = createTransport({
     dispatcher: options.dispatcher ?? createDispatcher(parsed.timeouts),
     ownsDispatcher: options.dispatcher === undefined,
@@ -100,6 +113,7 @@ export function createServiceClient(
     jobs: createJobOperations(parsed, transport),
     endpoints: createEndpointOperations(parsed, transport),
     rest: createRestOperations(parsed, transport),
+    rateLimit: (operation) => limitsInForce[operation],
     close: () => transport.close(),
   };
 }

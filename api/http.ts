@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { delayBefore429Retry, type Retry429Policy, sleep } from './backoff';
 import { type CallInfo, errorFromFault, errorFromResponse, invalidResponse } from './classify';
 import type { ServiceConfig } from './config';
+import { ServiceError } from './errors';
 import { callOutcome, type LibraryMetrics, noopMetrics } from './metrics';
 import type { JobOperation, RateLimiter, RequestPriority } from './rate-limit';
 
@@ -18,6 +19,8 @@ export interface HttpCall {
   /** The client-side rate-limit lane, for job operations. */
   limit?: { endpointId: string; operation: JobOperation; priority?: RequestPriority };
   signal?: AbortSignal | undefined;
+  /** Not sent after this time (ms since the epoch): a call the limiter holds past it fails unsent. */
+  sendBy?: number | undefined;
   /** For /runsync, which holds the response for up to `wait` ms. */
   headersTimeoutMs?: number;
 }
@@ -66,6 +69,16 @@ export function createTransport(options: {
         : undefined;
     } catch (error) {
       throw errorFromFault(info, error, false, call.signal);
+    }
+    if (call.sendBy !== undefined && Date.now() > call.sendBy) {
+      release?.();
+      throw new ServiceError({
+        kind: 'Aborted',
+        operation: call.operation,
+        message: `${call.operation} not sent: its time to be sent had passed`,
+        retryable: true,
+        mayHaveReachedService: false,
+      });
     }
     const started = performance.now();
     let status: number | undefined;

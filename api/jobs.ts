@@ -19,6 +19,11 @@ import {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /**
+   * Not sent after this time (ms since the epoch): a call the rate limiter (or a 429's wait) holds
+   * past it fails with an Aborted ServiceError that never reached the service.
+   */
+  sendBy?: number;
 }
 
 // /runsync holds its answer for up to `wait` ms; the headers timeout must outlast it.
@@ -78,6 +83,7 @@ export function createJobOperations(config: ServiceConfig, transport: Transport)
       headers,
       limit: { endpointId, operation },
       signal: options?.signal,
+      sendBy: options?.sendBy,
       ...extra,
     });
   }

@@ -85,12 +85,18 @@ interface Lane {
   timer: NodeJS.Timeout | undefined;
 }
 
+/** The limits a client keeps to: the service's, each operation's replaced by an override; none for false. */
+export function effectiveRateLimits(
+  limits: RateLimits | undefined,
+): Partial<Record<JobOperation, RateLimit>> {
+  return limits === false ? {} : { ...DEFAULT_RATE_LIMITS, ...rateLimitsSchema.parse(limits ?? {}) };
+}
+
 export function createRateLimiter(
   limits: RateLimits | undefined,
   clock: { now(): number } = performance,
 ): RateLimiter {
-  const config: Partial<Record<JobOperation, RateLimit>> =
-    limits === false ? {} : { ...DEFAULT_RATE_LIMITS, ...rateLimitsSchema.parse(limits ?? {}) };
+  const config = effectiveRateLimits(limits);
   const lanes = new Map<string, Lane>();
 
   function laneFor(endpointId: string, operation: JobOperation): Lane | undefined {

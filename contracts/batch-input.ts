@@ -159,6 +159,22 @@ export type SubmitItemResult =
   /** It may have created a job whose id never arrived (under a lease: lease is its ttl). */
   | { i: number; uncertain: string; armed: boolean; lease?: number; ttl?: number };
 
+/**
+ * The /run limit a worker's client keeps to on each endpoint (absent: none), which a batch holds
+ * for all the workers that send its pages (workflows/send-window.ts).
+ */
+export interface RunLimit {
+  perTenSeconds?: number;
+  concurrent?: number;
+}
+
+/** A page's share of that limit: its requests go out from `at` until `by` (ms since the epoch), `concurrent` at a time. */
+export interface PageSend {
+  at: number;
+  by: number;
+  concurrent: number;
+}
+
 /** The submit lease's counts (contracts/submit-lease.ts), in the summary and the progress. */
 export interface BatchLeaseCounts {
   /** Uncertain submits resolved by adopting the orphan that reported itself by webhook. */

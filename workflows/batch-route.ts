@@ -6,6 +6,8 @@
  * tests get the workflow's answers.
  */
 
+import type { SendLog } from './send-window';
+
 /** What a batch keeps per endpoint of its route (it crosses continue-as-new: kept small). */
 export interface EndpointTally {
   /** Items that completed there. */
@@ -24,6 +26,8 @@ export interface EndpointTally {
   capacityFailures?: number[];
   /** Its maximum worker count, read when the batch started (sizes its window). */
   workersMax?: number;
+  /** Its /run reservations of the last window and slack (send-window.ts). */
+  sendLog?: SendLog;
 }
 
 /** Capacity failures within recheckAfter that drain an endpoint. */

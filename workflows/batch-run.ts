@@ -12,6 +12,7 @@ import type {
   BatchInput,
   ParsedBatchInput,
   PendingResultLine,
+  RunLimit,
 } from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
@@ -89,6 +90,8 @@ export interface BatchState {
   runs: number;
   /** History events of the earlier runs. */
   events: number;
+  /** The endpoints' /run limit, which the batch holds for its workers (send-window.ts); absent: none. */
+  runLimit?: RunLimit;
 }
 
 /** A run: the carried state, with the items by index, and the activities under way. */
@@ -113,6 +116,8 @@ export interface BatchRun {
   submitsRunning: number;
   /** Submits under way per endpoint. */
   readonly sends: number[];
+  /** The send times reserved for the submits under way (send-window.ts). */
+  readonly sendTimes: number[];
   /** The route's looks at its endpoints (batch-route-run.ts); not carried. */
   readonly routing: {
     /** When each endpoint's /health was last read. */
@@ -201,6 +206,7 @@ export function newBatchRun(
     sending: new Map(),
     submitsRunning: 0,
     sends: route.endpoints.map(() => 0),
+    sendTimes: [],
     routing: {
       checkedAt: route.endpoints.map(() => undefined),
       checking: new Set(),

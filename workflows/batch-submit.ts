@@ -6,7 +6,7 @@
 import { CancellationScope, isCancellation, log, TimeoutFailure } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { endpointWorkersSummary, submitItemsSummary } from '../contracts/activity-summaries';
-import type { SubmitItemResult } from '../contracts/batch-input';
+import type { PageSend, SubmitItemResult } from '../contracts/batch-input';
 import { endpointWindows } from '../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import { routeActivities, stageActivities, submitActivities } from './batch-activities';
@@ -17,6 +17,7 @@ import { advance, type BatchRun, bump, endpointIdAt, endpointLoads, inFlight, su
 import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from './item-state';
 import { activityOutcome } from './job-failures';
 import { sentNothing } from './job-submit-rules';
+import { reserveSend, SEND_SLACK_MS } from './send-window';
 
 /**
  * Submits that may run at once on one endpoint: one sending while the next is scheduled keeps the
@@ -30,6 +31,7 @@ export async function stage(run: BatchRun): Promise<void> {
   run.state.batchKey = staged.batchKey;
   run.state.manifestKey = staged.manifestKey;
   run.state.total = staged.total;
+  if (staged.runLimit !== undefined) run.state.runLimit = staged.runLimit;
   if (run.route.endpoints.length > 1) await readWorkers(run);
 }
 
@@ -91,47 +93,75 @@ export function startSubmits(run: BatchRun, now: number): void {
       maxSends: PARALLEL_SUBMITS,
       queued: ready,
       fresh: state.total - state.cursor,
-      pageSize: input.pageSize,
+      // A page fits in one window of the /run limit.
+      pageSize: Math.min(input.pageSize, state.runLimit?.perTenSeconds ?? input.pageSize),
       busy: run.submitsRunning > 0 || inFlight(run) > 0,
       budget: budgetRoom(run),
     });
     if (!plan) return;
     const page = [...plan.queued];
     for (let k = 0; k < plan.fresh; k++) page.push(state.cursor++);
-    submitPage(run, page, plan.endpoint);
+    submitPage(run, page, plan.endpoint, now);
   }
 }
 
-function submitPage(run: BatchRun, page: number[], endpoint: number): void {
+/**
+ * The page's share of its endpoint's /run limit: a send time that keeps the batch's requests within
+ * the limit whichever workers send them (send-window.ts), and its part of the concurrent requests.
+ */
+function pageSend(run: BatchRun, endpoint: number, count: number, now: number): PageSend | undefined {
+  const limit = run.state.runLimit;
+  if (limit === undefined) return undefined;
+  const tally = run.state.endpoints[endpoint];
+  let at = now;
+  if (limit.perTenSeconds !== undefined && tally !== undefined) {
+    tally.sendLog ??= [];
+    at = reserveSend(tally.sendLog, count, now, limit.perTenSeconds);
+  }
+  return {
+    at,
+    by: limit.perTenSeconds === undefined ? Number.MAX_SAFE_INTEGER : at + SEND_SLACK_MS,
+    concurrent: Math.max(1, Math.floor((limit.concurrent ?? count * PARALLEL_SUBMITS) / PARALLEL_SUBMITS)),
+  };
+}
+
+function submitPage(run: BatchRun, page: number[], endpoint: number, now: number): void {
   const { input, state, lease } = run;
-  const sentAt = Date.now();
+  const send = pageSend(run, endpoint, page.length, now);
+  const sentAt = Math.max(now, send?.at ?? now);
   const endpointId = endpointIdAt(run, endpoint);
   const overrides = run.route.endpoints[endpoint]?.inputOverrides;
   run.submitsRunning += 1;
   run.sends[endpoint] = (run.sends[endpoint] ?? 0) + 1;
+  run.sendTimes.push(sentAt);
   for (const index of page) run.sending.set(index, endpoint);
   CancellationScope.nonCancellable(() =>
-    submitActivities(input.job.submitTimeout, page.length).submitBatchPage.executeWithOptions(
-      { summary: submitItemsSummary(page, endpointId) },
-      [
-        {
-          endpointId,
-          manifestKey: state.manifestKey,
-          indexes: page,
-          // Only an orphan that may be adopted needs a webhook; every other job is watched.
-          webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
-          ...(lease === undefined ? {} : { submitLease: lease }),
-          ...(overrides === undefined ? {} : { inputOverrides: overrides }),
-        },
-      ],
-    ),
+    submitActivities(
+      input.job.submitTimeout + (sentAt - now),
+      page.length,
+    ).submitBatchPage.executeWithOptions({ summary: submitItemsSummary(page, endpointId) }, [
+      {
+        endpointId,
+        manifestKey: state.manifestKey,
+        indexes: page,
+        // Only an orphan that may be adopted needs a webhook; every other job is watched.
+        webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
+        ...(lease === undefined ? {} : { submitLease: lease }),
+        ...(overrides === undefined ? {} : { inputOverrides: overrides }),
+        ...(send === undefined ? {} : { send }),
+      },
+    ]),
   )
     .then(
-      ({ results }) => {
+      ({ results, unsent }) => {
         const answeredAt = Date.now();
         const asked = new Set(page);
         for (const result of results) {
           if (asked.has(result.i)) submitted(run, result, sentAt, answeredAt, endpoint);
+        }
+        // Past its time to be sent: queued again as it was, for a page with a send time of its own.
+        for (const index of unsent ?? []) {
+          if (asked.has(index) && !run.items.has(index)) run.items.set(index, queuedItem(index));
         }
       },
       (error: unknown) => {
@@ -142,6 +172,7 @@ function submitPage(run: BatchRun, page: number[], endpoint: number): void {
     )
     .finally(() => {
       for (const index of page) run.sending.delete(index);
+      run.sendTimes.splice(run.sendTimes.indexOf(sentAt), 1);
       run.submitsRunning -= 1;
       run.sends[endpoint] = (run.sends[endpoint] ?? 1) - 1;
       bump(run);

@@ -54,10 +54,17 @@ export function startWatch(run: BatchRun): void {
   }
 }
 
-/** The page under way ends the wait: its answer wakes the loop (a full window sends none). */
+/**
+ * The page under way ends the wait: its answer wakes the loop (a full window sends none). Only a
+ * page whose send time has come answers soon: one waiting for room in the /run limit may take
+ * seconds.
+ */
 function waitsForPage(run: BatchRun, uncovered: number): boolean {
+  const now = Date.now();
   return (
-    run.watchers.size > 0 && run.submitsRunning > 0 && uncovered < PAGES_PER_WATCHER * run.input.pageSize
+    run.watchers.size > 0 &&
+    run.sendTimes.some((at) => at <= now) &&
+    uncovered < PAGES_PER_WATCHER * run.input.pageSize
   );
 }
 
