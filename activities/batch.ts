@@ -27,14 +27,15 @@ import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
-import { createRateLimiter } from '../api/rate-limit';
+import { createRateLimiter, type RateLimiter } from '../api/rate-limit';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import {
   type BatchResultLine,
+  type EndpointLimit,
   type ItemChange,
+  type LookShare,
   type PageSend,
   type PendingResultLine,
-  type RunLimit,
   type SubmitItemResult,
   storeKeySchema,
   type WatchedItem,
@@ -161,6 +162,32 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     return cost;
   }
 
+  /**
+   * A watcher's share limiter, on the clock of every process (the epoch): an attempt carries on the
+   * window of the one before it, which may have run in another process (from its heartbeat details).
+   */
+  function lookLimiter(endpointId: string, share: LookShare, details: unknown): RateLimiter {
+    const limiter = createRateLimiter({ status: share }, { now: () => Date.now() });
+    const looks = (details as { looks?: unknown } | undefined)?.looks;
+    if (Array.isArray(looks)) {
+      limiter.seed(
+        endpointId,
+        'status',
+        looks.filter((at): at is number => typeof at === 'number'),
+      );
+    }
+    return limiter;
+  }
+
+  /** A limit of the client's as it crosses into history: no Infinity (JSON has none). */
+  function limitInForce(operation: 'run' | 'status'): EndpointLimit {
+    const limit = client.rateLimit?.(operation);
+    return {
+      ...(limit && Number.isFinite(limit.perTenSeconds) ? { perTenSeconds: limit.perTenSeconds } : {}),
+      ...(limit?.concurrent === undefined ? {} : { concurrent: limit.concurrent }),
+    };
+  }
+
   async function checkLines(key: string, total: number): Promise<void> {
     const page = 1_000;
     for (let from = 0; from < total; from += page) {
@@ -177,7 +204,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     /** The batch's manifest: checked line by line before anything is sent. */
     async stageBatchItems(input: {
       items: { inline: unknown[] } | { manifest: { key: string } } | { redrive: { key: string } };
-    }): Promise<{ batchKey: string; manifestKey: string; total: number; runLimit?: RunLimit }> {
+    }): Promise<{
+      batchKey: string;
+      manifestKey: string;
+      total: number;
+      runLimit?: EndpointLimit;
+      statusLimit?: EndpointLimit;
+    }> {
       const { workflowId } = context();
       const batchKey = batchKeyFor(workflowId);
       const items = input.items;
@@ -222,13 +255,14 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       if (total === 0) throw badRequest('items', 'must hold at least one item');
       await checkLines(manifestKey, total);
       await store.writeLines(`${batchKey}/meta.jsonl`, [JSON.stringify({ manifestKey, total })]);
-      // The /run limit this worker's client keeps to: the batch holds it for all its workers.
-      const limit = client.rateLimit?.('run');
-      const runLimit: RunLimit = {
-        ...(limit && Number.isFinite(limit.perTenSeconds) ? { perTenSeconds: limit.perTenSeconds } : {}),
-        ...(limit?.concurrent === undefined ? {} : { concurrent: limit.concurrent }),
+      // The limits this worker's client keeps to: the batch holds them for all its workers.
+      return {
+        batchKey,
+        manifestKey,
+        total,
+        runLimit: limitInForce('run'),
+        statusLimit: limitInForce('status'),
       };
-      return { batchKey, manifestKey, total, runLimit };
     },
 
     /** POST /run for each item of the page, at once, paced by the client's rate limiter. */
@@ -346,6 +380,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             if (
               send &&
               error instanceof ServiceError &&
+              error.kind === 'Aborted' &&
               !error.mayHaveReachedService &&
               Date.now() > send.by
             ) {
@@ -398,8 +433,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       inlineMaxBytes?: number;
       /** The route's capacityFailures: a FAILED job's error text is matched against them here. */
       capacityFailures?: string[];
+      /** The watcher's share of the endpoint's /status limit, which the batch holds for all its workers. */
+      share?: LookShare;
     }): Promise<{ changes: ItemChange[]; running: number; currency?: string }> {
       const { info, runId } = context();
+      const shareLimiter = input.share && lookLimiter(input.endpointId, input.share, info.heartbeatDetails);
+      // Every beat says when this attempt looked (the next attempt's window starts from them).
+      const beatDetails = () => ({ looks: shareLimiter?.recent(input.endpointId, 'status') ?? [] });
       const ctx = Context.current();
       const signal = ctx.cancellationSignal;
       const reports = deps.batchJobReports;
@@ -454,7 +494,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       };
       // Alive, not progress: a round of looks paced by the client's limiter (429s waited out) can
       // outlast the heartbeat timeout, which exists to notice a dead worker.
-      const alive = setInterval(() => ctx.heartbeat(changes.length), 1_000);
+      const alive = setInterval(() => ctx.heartbeat(beatDetails()), 1_000);
       try {
         for (;;) {
           running = 0;
@@ -472,7 +512,17 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                 // While webhooks are heard, a full look only backs them up: it waits behind the looks
                 // at reported jobs (and everything else) in the rate limiter.
                 const background = hearing && !reported(jobId);
-                status = await client.jobs.status(input.endpointId, jobId, { signal, background });
+                const release = await shareLimiter?.acquire(
+                  input.endpointId,
+                  'status',
+                  signal,
+                  background ? 'background' : 'normal',
+                );
+                try {
+                  status = await client.jobs.status(input.endpointId, jobId, { signal, background });
+                } finally {
+                  release?.();
+                }
               } catch (error) {
                 if (error instanceof ServiceError && error.kind === 'NotFound') {
                   pending.delete(i);
@@ -563,6 +613,14 @@ export function createBatchActivities(deps: BatchActivityDeps) {
               await pause(delay);
               full = fullLookDue(Date.now() - info.scheduledTimestampMs);
               continue;
+            }
+            if (shareLimiter) {
+              // The server records this attempt's looks before the next attempt starts, wherever it
+              // runs: the SDK's throttled beat could arrive late or not at all (the pending one
+              // carries the same details, so it cannot erase them).
+              const details = beatDetails();
+              ctx.heartbeat(details);
+              await ctx.client.activity.heartbeat(info.taskToken, details).catch(() => undefined);
             }
             throw ApplicationFailure.create({
               type: JOB_UNCHANGED,

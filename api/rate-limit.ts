@@ -64,6 +64,13 @@ export interface RateLimiter {
     signal?: AbortSignal,
     priority?: RequestPriority,
   ): Promise<Release>;
+  /** The times (on the limiter's clock) of the grants still in the rate window, oldest first. */
+  recent(endpointId: string, operation: JobOperation): number[];
+  /**
+   * Counts grants made elsewhere at these times (on the limiter's clock) in the rate window: a
+   * limiter that carries on another's window, in another process.
+   */
+  seed(endpointId: string, operation: JobOperation, times: readonly number[]): void;
 }
 
 interface Waiter {
@@ -159,6 +166,28 @@ export function createRateLimiter(
   }
 
   return {
+    recent(endpointId, operation) {
+      const lane = laneFor(endpointId, operation);
+      if (!lane?.grants) return [];
+      const since = clock.now() - WINDOW_MS;
+      const { grants, head } = lane;
+      const times: number[] = [];
+      for (let k = 0; k < grants.length; k++) {
+        const at = grants[(head + k) % grants.length] as number;
+        if (at > since) times.push(at);
+      }
+      return times;
+    },
+    seed(endpointId, operation, times) {
+      const lane = laneFor(endpointId, operation);
+      if (!lane?.grants) return;
+      const since = clock.now() - WINDOW_MS;
+      for (const at of [...times].sort((a, b) => a - b)) {
+        if (at <= since) continue;
+        lane.grants[lane.head] = at;
+        lane.head = (lane.head + 1) % lane.grants.length;
+      }
+    },
     acquire(endpointId, operation, signal, priority = 'normal') {
       if (signal?.aborted) return Promise.reject(signal.reason);
       const lane = laneFor(endpointId, operation);

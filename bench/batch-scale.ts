@@ -10,6 +10,8 @@
  *     [--workers 200] [--concurrency 1000] [--processes 1] [--max-minutes 12]
  *   npm run bench:batch-scale -- --items 2000 --time-scale 1 --processes 1,2   # 429s, 1 vs 2 workers
  *   npm run bench:batch-scale -- --items 1000000 --client-limits scaled --max-minutes 40   # 16 min or so
+ *   npm run bench:batch-scale -- --items 20000 --time-scale 1 --processes 1,3 --server prod --kill-one-at 0.5
+ *     # scale-out: one worker, then three sharing the batch with one SIGKILLed mid-way (about 10 min)
  *
  * BENCH_WORKER_NODE_ARGS passes node flags to the worker processes only (this process's
  * NODE_OPTIONS does not reach them), e.g. --heapsnapshot-signal=SIGUSR2 to look at a worker's heap
@@ -22,6 +24,11 @@
  * --workers      the endpoint's warm emulator workers (workersMin = workersMax)
  * --processes    worker processes, a comma-separated list: one batch per entry, one after the other,
  *                each on an endpoint and task queue of its own
+ * --server prod  the production-shaped Temporal (PostgreSQL, several history shards) instead of the
+ *                dev server (bench/support.ts startBenchTemporal)
+ * --kill-one-at  with more than one worker process: SIGKILL one of them once the service has acted
+ *                on this share of the items (the others finish the batch); the batch then runs
+ *                under a 60 s submit lease, as the reliability suite's kills do (time scale 1 only)
  * --max-minutes  a batch not done by then is reported with its progress (done, rate) and cancelled
  * --client-limits spec (default): the workers' client paces at the spec's rates in real time;
  *                scaled: at the spec's rates times the time scale (SERVERLESS_RATE_LIMITS), as the
@@ -43,7 +50,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DEFAULT_RATE_LIMITS } from '../api/rate-limit';
 import {
   awaitBatch,
@@ -55,7 +61,17 @@ import {
 } from '../client/batches';
 import { type Emulator, startEmulator } from '../emulator';
 import { METRIC_PREFIX } from '../worker/metrics';
-import { mb, numberArg, quietRuntime, say, seconds, sleep, startDevServer, until } from './support';
+import {
+  type BenchTemporal,
+  mb,
+  numberArg,
+  quietRuntime,
+  say,
+  seconds,
+  sleep,
+  startBenchTemporal,
+  until,
+} from './support';
 import { type ChildFigures, startWorkerProcess, type WorkerProcess } from './worker-process';
 
 const ITEMS = Math.round(numberArg('items', 100_000));
@@ -73,6 +89,13 @@ const PROCESSES = (() => {
   return list.length > 0 ? list : [1];
 })();
 const PROGRESS_EVERY_MS = 15_000;
+const KILL_ONE_AT = (() => {
+  const index = process.argv.indexOf('--kill-one-at');
+  if (index < 0) return undefined;
+  const share = Number(process.argv[index + 1]);
+  if (!(share > 0 && share < 1)) throw new Error('--kill-one-at: must be a share between 0 and 1');
+  return share;
+})();
 const CLIENT_LIMITS = (() => {
   const index = process.argv.indexOf('--client-limits');
   const value = index >= 0 ? process.argv[index + 1] : 'spec';
@@ -142,10 +165,14 @@ interface Row {
   libraryRetries: number;
   emulatorSubmissions: number;
   workers: ChildFigures[];
+  /** The service's count of submissions when one worker was SIGKILLed (--kill-one-at). */
+  killedAt?: number;
+  /** Items more than one of whose jobs ran, of the jobs the emulator still holds with their input. */
+  ranTwice: number;
 }
 
 async function runBatch(
-  env: TestWorkflowEnvironment,
+  env: BenchTemporal,
   emulator: Emulator,
   apiKey: string,
   resultDir: string,
@@ -188,11 +215,28 @@ async function runBatch(
     answers.clear();
     const workflowId = `bench-batch-scale-${randomUUID()}`;
     const began = Date.now();
+    const kill = KILL_ONE_AT !== undefined && processes > 1 ? KILL_ONE_AT : undefined;
     const handle = await startBatch(
       env.client,
-      { endpointId, items: { manifest: { key: manifestKey } }, maxConcurrency: CONCURRENCY },
+      {
+        endpointId,
+        items: { manifest: { key: manifestKey } },
+        maxConcurrency: CONCURRENCY,
+        // A page cut by the kill: its unreported items wait out the lease, then go out again.
+        ...(kill === undefined ? {} : { job: { submitLease: '60 seconds', submitTimeout: 15_000 } }),
+      },
       { workflowId, taskQueue },
     );
+    let killedAt: number | undefined;
+    const killed =
+      kill === undefined
+        ? undefined
+        : until(() => control.submissions(endpointId) >= ITEMS * kill, MAX_MS, 50).then(async (reached) => {
+            if (!reached) return;
+            killedAt = control.submissions(endpointId);
+            await workers.at(-1)?.kill();
+            say(`  SIGKILLed worker #${workers.length} at ${killedAt} submissions`);
+          });
     const outcome = awaitBatch(env.client, { batch: handle }).then(
       (summary) => ({ summary }),
       (error: unknown) => ({ error }),
@@ -218,17 +262,19 @@ async function runBatch(
       }
     }
     const wallMs = Date.now() - began;
+    await killed;
     if (finished?.error) throw finished.error;
     const summary = finished?.summary;
     const emulator429 = throttledBy(answers);
     const library429 = new Map<string, number>();
     let libraryRetries = 0;
-    for (const url of metricsUrls) {
+    for (const url of killedAt === undefined ? metricsUrls : metricsUrls.slice(0, -1)) {
       const counted = await libraryThrottled(url);
       for (const [op, n] of counted.answered) library429.set(op, (library429.get(op) ?? 0) + n);
       libraryRetries += counted.retried;
     }
-    const figures = await Promise.all(workers.map((worker) => worker.figures()));
+    const alive = killedAt === undefined ? workers : workers.slice(0, -1);
+    const figures = await Promise.all(alive.map((worker) => worker.figures()));
     // Every run of the batch, each with its own history length (visibility lags a little).
     let runHistories: number[] = [];
     const runs = summary?.runs ?? 0;
@@ -252,10 +298,22 @@ async function runBatch(
       libraryRetries,
       emulatorSubmissions: control.submissions(endpointId),
       workers: figures,
+      ...(killedAt === undefined ? {} : { killedAt }),
+      ranTwice: itemsRunTwice(control.jobs(endpointId)),
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
   }
+}
+
+/** Items more than one of whose jobs started running (each job's input names its item). */
+function itemsRunTwice(jobs: ReturnType<Emulator['control']['jobs']>): number {
+  const runs = new Map<number, number>();
+  for (const job of jobs) {
+    const item = (job.input as { output?: { i?: unknown } } | undefined)?.output?.i;
+    if (typeof item === 'number' && job.attempts > 0) runs.set(item, (runs.get(item) ?? 0) + 1);
+  }
+  return [...runs.values()].filter((count) => count > 1).length;
 }
 
 function report(row: Row): void {
@@ -269,12 +327,14 @@ function report(row: Row): void {
     .join('; ');
   say('');
   say(
-    `${row.processes} worker process(es): ${row.finished ? 'completed' : 'NOT completed'} in ${seconds(row.wallMs)}`,
+    `${row.processes} worker process(es): ${row.finished ? 'completed' : 'NOT completed'} in ${seconds(row.wallMs)}` +
+      (row.killedAt === undefined ? '' : `, one SIGKILLed at ${row.killedAt} submissions`),
   );
   if (summary) {
     say(
       `  items ${summary.total}: completed ${summary.counts.completed}, failures ${summary.failures}, ` +
-        `submissions ${summary.submissions} (the emulator's count ${row.emulatorSubmissions}); ${(summary.total / (row.wallMs / 1000)).toFixed(1)} items/s`,
+        `submissions ${summary.submissions} (the emulator's count ${row.emulatorSubmissions}), items run twice ${row.ranTwice}; ` +
+        `${(summary.total / (row.wallMs / 1000)).toFixed(1)} items/s`,
     );
     say(
       `  history: ${summary.historyEvents} events in ${summary.runs} run(s) = ${(summary.historyEvents / summary.total).toFixed(3)} ` +
@@ -300,10 +360,11 @@ async function main(): Promise<void> {
   countAnswers();
   const apiKey = randomBytes(24).toString('base64url');
   const workdir = path.join(os.tmpdir(), `durable-serverless-bench-scale-${process.pid}-${Date.now()}`);
-  let env: TestWorkflowEnvironment | undefined;
+  let env: BenchTemporal | undefined;
   let emulator: Emulator | undefined;
   try {
-    env = await startDevServer();
+    env = await startBenchTemporal();
+    say(`Temporal: ${env.name}`);
     emulator = await startEmulator({
       accounts: [{ apiKey }],
       timeScale: TIME_SCALE,

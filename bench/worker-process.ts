@@ -16,6 +16,8 @@ export interface WorkerProcess {
   reset(): void;
   /** Drains the worker and waits for the process to exit. */
   stop(): Promise<void>;
+  /** SIGKILL: a crash, nothing drained. */
+  kill(): Promise<void>;
 }
 
 export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
@@ -55,6 +57,10 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
       }),
     reset: () => {
       child.send({ type: 'reset' });
+    },
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
     },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {

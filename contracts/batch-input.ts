@@ -160,12 +160,19 @@ export type SubmitItemResult =
   | { i: number; uncertain: string; armed: boolean; lease?: number; ttl?: number };
 
 /**
- * The /run limit a worker's client keeps to on each endpoint (absent: none), which a batch holds
- * for all the workers that send its pages (workflows/send-window.ts).
+ * A limit a worker's client keeps to for one operation on each endpoint (absent: none): a batch
+ * holds its endpoint's /run and /status limits for all the workers that run its activities
+ * (workflows/send-window.ts, workflows/look-shares.ts).
  */
-export interface RunLimit {
+export interface EndpointLimit {
   perTenSeconds?: number;
   concurrent?: number;
+}
+
+/** A watcher's share of its endpoint's /status limit: its looks, at most these, whatever else runs. */
+export interface LookShare {
+  perTenSeconds: number;
+  concurrent: number;
 }
 
 /** A page's share of that limit: its requests go out from `at` until `by` (ms since the epoch), `concurrent` at a time. */

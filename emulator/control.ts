@@ -32,6 +32,8 @@ export interface EmulatorControl {
   injectFault(rule: FaultRuleInput): () => void;
   webhookFaults(rule: WebhookFaultInput): () => void;
   submissions(endpointId: string): number;
+  /** Requests to the endpoint the rate limits refused (429), by operation (run, status, ...). */
+  throttled(endpointId: string): Record<string, number>;
   webhookDeliveries(): WebhookDelivery[];
   job(jobId: string): JobState | undefined;
   /**
@@ -107,6 +109,14 @@ export function createControl(engine: Engine): EmulatorControl {
       return engine.webhooks.addFault(parsed.data);
     },
     submissions: (endpointId) => store.submissions.get(endpointId) ?? 0,
+    throttled(endpointId) {
+      const counts: Record<string, number> = {};
+      for (const [key, count] of store.throttled) {
+        const [id, operation] = key.split(' ');
+        if (id === endpointId && operation !== undefined) counts[operation] = count;
+      }
+      return counts;
+    },
     webhookDeliveries: () => engine.webhooks.deliveries(),
     job(jobId) {
       clock.runDue();
@@ -137,6 +147,7 @@ export function createControl(engine: Engine): EmulatorControl {
       }
       store.tombstones.clear();
       store.submissions.clear();
+      store.throttled.clear();
       engine.faults.clear();
       engine.webhooks.clear();
       engine.rateLimiter.reset();

@@ -97,6 +97,8 @@ export function buildServer(engine: Engine): FastifyInstance {
         running,
       );
       if (!decision.ok) {
+        const key = `${endpointId} ${config.rate}`;
+        engine.store.throttled.set(key, (engine.store.throttled.get(key) ?? 0) + 1);
         reply.header('retry-after', String(decision.retryAfterSeconds));
         return reply.code(429).send(errorBody('jobs', decision.reason));
       }

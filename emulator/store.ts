@@ -105,6 +105,8 @@ export interface Store {
   tombstones: Map<string, object>;
   /** Accepted /run and /runsync requests per endpoint id; survives the endpoint's deletion. */
   submissions: Map<string, number>;
+  /** Requests refused for the rate limits (429), per endpoint id and operation ("<endpoint> <operation>"). */
+  throttled: Map<string, number>;
   gpuAvailability: Map<string, boolean>;
 }
 
@@ -117,6 +119,7 @@ export function createStore(): Store {
     jobs: new Map(),
     tombstones: new Map(),
     submissions: new Map(),
+    throttled: new Map(),
     gpuAvailability: new Map(),
   };
 }

@@ -12,7 +12,7 @@ import type {
   BatchInput,
   ParsedBatchInput,
   PendingResultLine,
-  RunLimit,
+  EndpointLimit,
 } from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
@@ -90,8 +90,9 @@ export interface BatchState {
   runs: number;
   /** History events of the earlier runs. */
   events: number;
-  /** The endpoints' /run limit, which the batch holds for its workers (send-window.ts); absent: none. */
-  runLimit?: RunLimit;
+  /** The endpoints' /run and /status limits, which the batch holds for its workers (send-window.ts, look-shares.ts); absent: none. */
+  runLimit?: EndpointLimit;
+  statusLimit?: EndpointLimit;
 }
 
 /** A run: the carried state, with the items by index, and the activities under way. */

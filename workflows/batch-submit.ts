@@ -32,6 +32,7 @@ export async function stage(run: BatchRun): Promise<void> {
   run.state.manifestKey = staged.manifestKey;
   run.state.total = staged.total;
   if (staged.runLimit !== undefined) run.state.runLimit = staged.runLimit;
+  if (staged.statusLimit !== undefined) run.state.statusLimit = staged.statusLimit;
   if (run.route.endpoints.length > 1) await readWorkers(run);
 }
 

@@ -14,6 +14,7 @@ import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
 import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
+import { lookShare } from './look-shares';
 
 /**
  * A watcher holds its answer this long after its first finished job, while more finish (fewer,
@@ -81,6 +82,11 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
     return watched;
   });
   const capacityFailures = run.route.endpoints.length > 1 ? run.route.capacityFailures : [];
+  const share = lookShare(
+    { status: state.statusLimit, run: state.runLimit, leased: run.lease !== undefined },
+    items.length,
+    state.maxConcurrency,
+  );
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);
   const scope = new CancellationScope();
@@ -99,6 +105,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
             ? {}
             : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
           ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
+          ...(share === undefined ? {} : { share }),
         },
       ]),
     )

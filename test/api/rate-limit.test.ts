@@ -40,6 +40,26 @@ describe('rate limiter', () => {
     expect(granted).toEqual([0, 1, 2, 3, 4, 5, 6]);
   });
 
+  it("carries on another limiter's window: recent grants seeded into a new one count against its limit", async () => {
+    const first = createRateLimiter({ purgeQueue: { perTenSeconds: 3 } }, clock);
+    start(first, 2);
+    await vi.advanceTimersByTimeAsync(4_000);
+    const looks = first.recent('ep', 'purgeQueue');
+    expect(looks).toEqual([1_000_000, 1_000_000]);
+    // Another process takes over 4 s later: one grant is left until the first two leave the window.
+    const next = createRateLimiter({ purgeQueue: { perTenSeconds: 3 } }, clock);
+    next.seed('ep', 'purgeQueue', looks);
+    const { granted } = start(next, 3);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(granted).toEqual([0]);
+    await vi.advanceTimersByTimeAsync(6_000);
+    expect(granted).toEqual([0, 1, 2]);
+    // Grants older than the window are neither seeded nor recent.
+    const late = createRateLimiter({ purgeQueue: { perTenSeconds: 3 } }, clock);
+    late.seed('ep', 'purgeQueue', [Date.now() - 10_000]);
+    expect(late.recent('ep', 'purgeQueue')).toEqual([]);
+  });
+
   it('uses the spec limit of 2 purges per 10 s by default, per endpoint', async () => {
     expect(DEFAULT_RATE_LIMITS.purgeQueue).toEqual({ perTenSeconds: 2 });
     const limiter = createRateLimiter(undefined, clock);

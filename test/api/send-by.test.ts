@@ -1,0 +1,103 @@
+/**
+ * CallOptions.sendBy: a call the client's rate limiter grants after its time to be sent is not
+ * sent (an Aborted ServiceError that never reached the service), with the real client against the
+ * emulator over HTTP; and ServiceClient.rateLimit, the limit the client keeps to.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_RATE_LIMITS, type ServiceClient, ServiceError } from '../../api';
+import { clientFor, failure, startService, TEST_KEY, type TestService } from './helpers';
+
+let service: TestService;
+/** No workers: its jobs stay IN_QUEUE. */
+let queued: string;
+
+beforeAll(async () => {
+  service = await startService();
+  queued = service.control.createEndpoint(TEST_KEY, {
+    name: 'send-by',
+    templateId: 'echo',
+    workersMax: 0,
+  }).id;
+});
+afterAll(async () => {
+  await service.close();
+});
+beforeEach(() => service.reset());
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** The /run requests the client put on the wire. */
+const runsSent = () => service.wire.requests.filter((request) => request.path === `/v2/${queued}/run`);
+
+describe('sendBy', () => {
+  let limited: ServiceClient;
+  beforeEach(() => {
+    // One /run at a time: a second waits in the limiter for as long as the first is unanswered.
+    limited = clientFor(service, { rateLimits: { run: { perTenSeconds: 1000, concurrent: 1 } } });
+  });
+  afterEach(async () => {
+    await limited.close();
+  });
+
+  it('does not send a /run the limiter held past its sendBy; the next one goes', async () => {
+    // Only Date stands still (sendBy is read from it); timers, undici and the emulator keep real time.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    // The service processes the first /run and holds its answer until the test lets it go.
+    const releaseFirst = service.control.injectFault({
+      operation: 'run',
+      kind: 'slow',
+      delayMs: 600_000,
+      times: 1,
+    });
+    const first = limited.jobs.run(queued, { input: { n: 1 } });
+    await service.wire.sent(1);
+    // Its time to be sent is still to come when it is asked for, and has passed when the first
+    // answer frees the limiter's only slot.
+    const late = failure(limited.jobs.run(queued, { input: { n: 2 } }, { sendBy: Date.now() + 200 }));
+    vi.setSystemTime(Date.now() + 1_000);
+    releaseFirst();
+    expect((await first).status).toBe('IN_QUEUE');
+
+    const error = await late;
+    expect(error).toBeInstanceOf(ServiceError);
+    expect(error).toMatchObject({
+      kind: 'Aborted',
+      operation: 'run',
+      mayHaveReachedService: false,
+      retryable: true,
+    });
+    expect(runsSent()).toHaveLength(1);
+    expect(service.control.submissions(queued)).toBe(1);
+    expect(service.control.jobs(queued).map((job) => job.input)).toEqual([{ n: 1 }]);
+
+    // The call that was not sent gave its slot back: a /run whose time has not passed goes at once.
+    const next = await limited.jobs.run(queued, { input: { n: 3 } }, { sendBy: Date.now() + 200 });
+    expect(next.status).toBe('IN_QUEUE');
+    expect(runsSent().map((request) => request.json())).toEqual([{ input: { n: 1 } }, { input: { n: 3 } }]);
+    expect(service.control.submissions(queued)).toBe(2);
+  });
+});
+
+describe('rateLimit', () => {
+  it("is the service's limit by default, the override when given, and none with rateLimits: false", async () => {
+    const plain = clientFor(service);
+    const overridden = clientFor(service, { rateLimits: { run: { perTenSeconds: 5, concurrent: 1 } } });
+    const unlimited = clientFor(service, { rateLimits: false });
+    try {
+      expect(plain.rateLimit('run')).toEqual({ perTenSeconds: 1000, concurrent: 200 });
+      expect(plain.rateLimit('status')).toEqual(DEFAULT_RATE_LIMITS.status);
+      // retry and health have no limit in the spec.
+      expect(plain.rateLimit('retry')).toBeUndefined();
+
+      expect(overridden.rateLimit('run')).toEqual({ perTenSeconds: 5, concurrent: 1 });
+      // An override replaces its own operation's limit only.
+      expect(overridden.rateLimit('status')).toEqual(DEFAULT_RATE_LIMITS.status);
+
+      expect(unlimited.rateLimit('run')).toBeUndefined();
+      expect(unlimited.rateLimit('status')).toBeUndefined();
+    } finally {
+      await Promise.all([plain.close(), overridden.close(), unlimited.close()]);
+    }
+  });
+});
