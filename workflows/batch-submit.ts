@@ -113,17 +113,18 @@ export function startSubmits(run: BatchRun, now: number): void {
 function pageSend(run: BatchRun, endpoint: number, count: number, now: number): PageSend | undefined {
   const limit = run.state.runLimit;
   if (limit === undefined) return undefined;
+  const concurrent = Math.max(
+    1,
+    Math.floor((limit.concurrent ?? count * PARALLEL_SUBMITS) / PARALLEL_SUBMITS),
+  );
   const tally = run.state.endpoints[endpoint];
-  let at = now;
-  if (limit.perTenSeconds !== undefined && tally !== undefined) {
-    tally.sendLog ??= [];
-    at = reserveSend(tally.sendLog, count, now, limit.perTenSeconds);
+  // No rate to hold: sent at once (time 0), whatever the clocks say.
+  if (limit.perTenSeconds === undefined || tally === undefined) {
+    return { at: 0, by: Number.MAX_SAFE_INTEGER, concurrent };
   }
-  return {
-    at,
-    by: limit.perTenSeconds === undefined ? Number.MAX_SAFE_INTEGER : at + SEND_SLACK_MS,
-    concurrent: Math.max(1, Math.floor((limit.concurrent ?? count * PARALLEL_SUBMITS) / PARALLEL_SUBMITS)),
-  };
+  tally.sendLog ??= [];
+  const at = reserveSend(tally.sendLog, count, now, limit.perTenSeconds);
+  return { at, by: at + SEND_SLACK_MS, concurrent };
 }
 
 function submitPage(run: BatchRun, page: number[], endpoint: number, now: number): void {
