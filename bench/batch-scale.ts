@@ -28,7 +28,8 @@
  *                dev server (bench/support.ts startBenchTemporal)
  * --kill-one-at  with more than one worker process: SIGKILL one of them once the service has acted
  *                on this share of the items (the others finish the batch); the batch then runs
- *                under a 60 s submit lease, as the reliability suite's kills do (time scale 1 only)
+ *                under a 60 s submit lease with webhooks to a gateway in a process of its own, as
+ *                the reliability suite's kills do (time scale 1 only)
  * --max-minutes  a batch not done by then is reported with its progress (done, rate) and cancelled
  * --client-limits spec (default): the workers' client paces at the spec's rates in real time;
  *                scaled: at the spec's rates times the time scale (SERVERLESS_RATE_LIMITS), as the
@@ -60,6 +61,7 @@ import {
   writeBatchManifest,
 } from '../client/batches';
 import { type Emulator, startEmulator } from '../emulator';
+import { type ManagedProcess, spawnEntry } from '../test/support/process-stack';
 import { METRIC_PREFIX } from '../worker/metrics';
 import {
   type BenchTemporal,
@@ -192,6 +194,25 @@ async function runBatch(
   const taskQueue = `bench-batch-scale-${randomUUID()}`;
   const workers: WorkerProcess[] = [];
   const metricsUrls: string[] = [];
+  const kill = KILL_ONE_AT !== undefined && processes > 1 ? KILL_ONE_AT : undefined;
+  // With a kill, webhooks go to a gateway of their own (as in docker-compose.yml): the orphans of
+  // the pages the kill cut report themselves there and are adopted, where polling alone could
+  // not tell an orphan that ran from an item never sent.
+  let gateway: ManagedProcess | undefined;
+  const webhookVars: Record<string, string> = {};
+  if (kill !== undefined) {
+    const port = await freePort();
+    webhookVars.WEBHOOK_SECRET = randomBytes(32).toString('base64url');
+    webhookVars.WEBHOOK_PUBLIC_URL = `http://127.0.0.1:${port}`;
+    gateway = spawnEntry(['--import', 'tsx', 'worker/gateway-main.ts'], 'webhook gateway running', {
+      TEMPORAL_ADDRESS: env.address,
+      WEBHOOK_SECRET: webhookVars.WEBHOOK_SECRET,
+      WEBHOOK_PORT: String(port),
+      // Its readiness line is an info line.
+      LOG_LEVEL: 'info',
+    });
+    await gateway.running;
+  }
   try {
     for (let k = 0; k < processes; k++) {
       const port = await freePort();
@@ -207,6 +228,7 @@ async function runBatch(
           RESULT_STORE_DIR: resultDir,
           WORKER_METRICS_PORT: String(port),
           LOG_LEVEL: 'error',
+          ...webhookVars,
           ...(CLIENT_LIMITS === 'scaled' ? { SERVERLESS_RATE_LIMITS: SCALED_LIMITS } : {}),
         }),
       );
@@ -215,7 +237,6 @@ async function runBatch(
     answers.clear();
     const workflowId = `bench-batch-scale-${randomUUID()}`;
     const began = Date.now();
-    const kill = KILL_ONE_AT !== undefined && processes > 1 ? KILL_ONE_AT : undefined;
     const handle = await startBatch(
       env.client,
       {
@@ -303,6 +324,7 @@ async function runBatch(
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
+    await gateway?.stop();
   }
 }
 
