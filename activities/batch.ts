@@ -332,13 +332,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           const leased = leaseTtl === undefined ? {} : { lease: leaseTtl };
           const body =
             leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
+          // Past `by` (here or in the client's limiter) the client sends nothing: see the catch.
           const release = await gate.acquire(input.endpointId, 'run');
-          // Its page's time to send is over: sent later, it could crowd a window the batch gave to others.
-          if (send && Date.now() > send.by) {
-            release();
-            unsent.push(i);
-            return undefined;
-          }
           const sentAt = Date.now();
           try {
             const submitted = await client.jobs
@@ -377,6 +372,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             }
             return result;
           } catch (error) {
+            // Its page's time to send was over: sent later, it could crowd a window the batch gave to
+            // others. It goes back to the queue.
             if (
               send &&
               error instanceof ServiceError &&

@@ -47,6 +47,21 @@ export function createDispatcher(timeouts: ServiceConfig['timeouts']): Dispatche
   });
 }
 
+/** A call with a time to be sent (`sendBy`) that has passed. */
+function late(call: HttpCall): boolean {
+  return call.sendBy !== undefined && Date.now() > call.sendBy;
+}
+
+function notSentInTime(call: HttpCall): ServiceError {
+  return new ServiceError({
+    kind: 'Aborted',
+    operation: call.operation,
+    message: `${call.operation} not sent: its time to be sent had passed`,
+    retryable: true,
+    mayHaveReachedService: false,
+  });
+}
+
 export function createTransport(options: {
   dispatcher: Dispatcher;
   ownsDispatcher: boolean;
@@ -62,6 +77,8 @@ export function createTransport(options: {
     call: HttpCall,
     info: CallInfo,
   ): Promise<HttpResponse & { headers: Dispatcher.ResponseData['headers'] }> {
+    // Past its time to be sent, a call takes no room in the limiter's window either.
+    if (late(call)) throw notSentInTime(call);
     let release: (() => void) | undefined;
     try {
       release = call.limit
@@ -70,15 +87,10 @@ export function createTransport(options: {
     } catch (error) {
       throw errorFromFault(info, error, false, call.signal);
     }
-    if (call.sendBy !== undefined && Date.now() > call.sendBy) {
+    // Checked again once the limiter lets it go: it may have waited past its time there.
+    if (late(call)) {
       release?.();
-      throw new ServiceError({
-        kind: 'Aborted',
-        operation: call.operation,
-        message: `${call.operation} not sent: its time to be sent had passed`,
-        retryable: true,
-        mayHaveReachedService: false,
-      });
+      throw notSentInTime(call);
     }
     const started = performance.now();
     let status: number | undefined;

@@ -77,6 +77,20 @@ describe('sendBy', () => {
     expect(runsSent().map((request) => request.json())).toEqual([{ input: { n: 1 } }, { input: { n: 3 } }]);
     expect(service.control.submissions(queued)).toBe(2);
   });
+
+  it('does not send, nor take room in the limiter for, a /run whose time has already passed', async () => {
+    const tight = clientFor(service, { rateLimits: { run: { perTenSeconds: 1 } } });
+    try {
+      const error = await failure(tight.jobs.run(queued, { input: { n: 4 } }, { sendBy: Date.now() - 1 }));
+      expect(error).toMatchObject({ kind: 'Aborted', mayHaveReachedService: false });
+      expect(runsSent()).toHaveLength(0);
+      // The one request a window allows is still there: it goes at once.
+      expect((await tight.jobs.run(queued, { input: { n: 5 } })).status).toBe('IN_QUEUE');
+      expect(runsSent()).toHaveLength(1);
+    } finally {
+      await tight.close();
+    }
+  });
 });
 
 describe('rateLimit', () => {
