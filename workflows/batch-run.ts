@@ -10,9 +10,9 @@ import type {
   BatchCost,
   BatchCounts,
   BatchInput,
+  EndpointLimit,
   ParsedBatchInput,
   PendingResultLine,
-  EndpointLimit,
 } from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
