@@ -66,7 +66,10 @@ import {
 import { beatBeforeSending, waitToSend } from './submit-beat';
 
 export interface BatchActivityDeps {
-  /** rateLimit: the /run limit a batch holds for all its workers; without it, each worker's own. */
+  /**
+   * rateLimit: the /run and /status limits a batch holds and shares for all its workers (the
+   * stage reads them); without it, each worker's own limiter alone.
+   */
   client: Pick<ServiceClient, 'jobs'> & Partial<Pick<ServiceClient, 'rateLimit'>>;
   /** A batch job's webhook URL: it names the item, and its token expires a margin after the job's ttl. */
   webhookUrlFor?: (workflowId: string, options?: { item?: number; ttlMs?: number }) => string;

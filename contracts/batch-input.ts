@@ -161,7 +161,7 @@ export type SubmitItemResult =
 
 /**
  * A limit a worker's client keeps to for one operation on each endpoint (absent: none): a batch
- * holds its endpoint's /run and /status limits for all the workers that run its activities
+ * holds its endpoint's /run limit and shares its /status limit among all the workers that run its activities
  * (workflows/send-window.ts, workflows/look-shares.ts).
  */
 export interface EndpointLimit {

@@ -1,12 +1,14 @@
 /**
- * A batch holds its endpoint's /status limit for all the workers that run its watchers, as it holds
- * the /run limit for its submits (send-window.ts): each watcher gets a share of the limit in
- * proportion to the jobs it follows, out of the most jobs the batch may have in flight, and paces
- * its looks within that share wherever it runs. The watchers together then stay within the limit
- * however many worker processes share them, where each process's own limiter would let each of them
- * look at the whole limit. Under a submit lease, a submit extends each new job's ttl with a /status
- * call, one per request the /run send window lets out, as many at once as its requests: those take
- * the /run limit's worth of the rate and of the requests in flight first.
+ * A batch shares its endpoint's /status limit among its watchers, wherever they run: each watcher
+ * gets a share in proportion to the jobs it follows, out of the most jobs the batch may have in
+ * flight, and paces its looks within that share; its window carries from one of its attempts to the
+ * next (activities/batch.ts, through the heartbeat details). The watchers running at once then stay
+ * within the limit together. A watcher that takes over another's jobs starts a window of its own,
+ * so across several worker processes the looks can still exceed the limit for a moment (each 429 is
+ * waited out); /run, by contrast, is held strictly (send-window.ts). Under a submit lease, a submit
+ * extends each new job's ttl with a /status call, one per request the /run send window lets out, as
+ * many at once as its requests: those take the /run limit's worth of the rate and of the requests
+ * in flight first.
  */
 import type { EndpointLimit, LookShare } from '../contracts/batch-input';
 
