@@ -2,7 +2,7 @@
  * A batch shares its endpoint's /status limit among its watchers, wherever they run: each watcher
  * gets a share in proportion to the jobs it follows, out of the most jobs the batch may have in
  * flight, and paces its looks within that share; its window carries from one of its attempts to the
- * next (activities/batch.ts, through the heartbeat details). The watchers running at once then stay
+ * next (the watcher activity seeds it from the heartbeat details). The watchers running at once then stay
  * within the limit together. A watcher that takes over another's jobs starts a window of its own,
  * so across several worker processes the looks can still exceed the limit for a moment (each 429 is
  * waited out); /run, by contrast, is held strictly (send-window.ts). Under a submit lease, a submit
