@@ -33,6 +33,7 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { awaitJob, cancelJob, getJobSnapshot, type JobHandle, jobFailureOf, startJob } from '../client/jobs';
 import type { JobResult } from '../contracts/job-snapshot';
 import { type Emulator, startEmulator } from '../emulator';
@@ -76,7 +77,7 @@ interface Scene {
 }
 
 /** Start -> result of a short job on its own endpoint, one after the other. */
-async function shortJobLatencies(scene: Scene, label: string): Promise<number[]> {
+async function shortJobLatencies(scene: Scene, label: string, timelines = false): Promise<number[]> {
   const latencies: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     const began = Date.now();
@@ -87,8 +88,48 @@ async function shortJobLatencies(scene: Scene, label: string): Promise<number[]>
     );
     await awaitJob(scene.client, { job: handle });
     latencies.push(Date.now() - began);
+    if (timelines) say(`    ${label} ${i}: ${await timeline(handle)}`);
   }
   return latencies;
+}
+
+/** Where a workflow's time went: each history event's type, at its ms from the first event. */
+async function timeline(handle: JobHandle): Promise<string> {
+  const history = await handle.fetchHistory();
+  const events = history.events ?? [];
+  const millis = (event: (typeof events)[number]) =>
+    Number(event.eventTime?.seconds ?? 0) * 1000 + Math.round((event.eventTime?.nanos ?? 0) / 1e6);
+  const first = events[0] ? millis(events[0]) : 0;
+  return events
+    .map((event) => {
+      const name = temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? String(event.eventType);
+      return `${name.replace('EVENT_TYPE_', '').toLowerCase()} ${millis(event) - first}`;
+    })
+    .join(', ');
+}
+
+/** The task queue's backlog as the server reports it, for workflow and activity tasks. */
+async function backlog(scene: Scene): Promise<string> {
+  const parts: string[] = [];
+  for (const [name, taskQueueType] of [
+    ['workflow', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW],
+    ['activity', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY],
+  ] as const) {
+    const described = await scene.client.workflowService.describeTaskQueue({
+      namespace: 'default',
+      taskQueue: { name: scene.taskQueue },
+      taskQueueType,
+      reportStats: true,
+    });
+    const stats = described.stats;
+    const age = stats?.approximateBacklogAge;
+    const ageMs = age ? Number(age.seconds ?? 0) * 1000 + Math.round((age.nanos ?? 0) / 1e6) : 0;
+    parts.push(
+      `${name} backlog ${Number(stats?.approximateBacklogCount ?? 0)} (oldest ${ageMs} ms, ` +
+        `in ${(stats?.tasksAddRate ?? 0).toFixed(0)}/s, out ${(stats?.tasksDispatchRate ?? 0).toFixed(0)}/s)`,
+    );
+  }
+  return parts.join('; ');
 }
 
 /** Cancel request -> the emulator shows the remote job CANCELLED. */
@@ -279,7 +320,9 @@ async function main(): Promise<void> {
 
     // --- Beside them: a short job and a cancel.
     worker.reset();
-    const shortBeside = await shortJobLatencies(scene, 'beside');
+    say(`  ${await backlog(scene)}`);
+    const shortBeside = await shortJobLatencies(scene, 'beside', true);
+    say(`  ${await backlog(scene)}`);
     const victim = handles[0] as JobHandle;
     const cancelBeside = await cancelLatency(scene, victim.workflowId);
     const beside = await worker.figures();

@@ -13,6 +13,7 @@ import {
   stopProdTemporal,
   TEMPORAL_SERVER_VERSION,
 } from '../scripts/prod-temporal';
+import { dynamicConfigFlags } from '../scripts/server-settings';
 import { provisionedServers } from '../scripts/servers';
 import { createLogger } from '../worker/logger';
 import { temporalLoggerFor } from '../worker/temporal-logger';
@@ -74,7 +75,7 @@ export async function startDevServer(): Promise<TestWorkflowEnvironment> {
       ip: '127.0.0.1',
       ui: false,
       searchAttributes: searchAttributeKeys,
-      extraArgs: ['--log-level', 'error'],
+      extraArgs: ['--log-level', 'error', ...dynamicConfigFlags()],
     },
   });
 }

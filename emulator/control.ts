@@ -9,6 +9,7 @@ import {
 } from './endpoints';
 import type { Engine } from './engine';
 import { type JobState, jobState, removeJob } from './jobs';
+import type { RefusedBy } from './rate-limit';
 import {
   controlEndpointSchema,
   describeZodError,
@@ -34,6 +35,11 @@ export interface EmulatorControl {
   submissions(endpointId: string): number;
   /** Requests to the endpoint the rate limits refused (429), by operation (run, status, ...). */
   throttled(endpointId: string): Record<string, number>;
+  /**
+   * The same refusals by operation and by the limit that refused them: the window's rate or the
+   * requests in flight (`{ status: { rate: 3, concurrent: 1 } }`).
+   */
+  throttledBy(endpointId: string): Record<string, Partial<Record<RefusedBy, number>>>;
   webhookDeliveries(): WebhookDelivery[];
   job(jobId: string): JobState | undefined;
   /**
@@ -113,7 +119,19 @@ export function createControl(engine: Engine): EmulatorControl {
       const counts: Record<string, number> = {};
       for (const [key, count] of store.throttled) {
         const [id, operation] = key.split(' ');
-        if (id === endpointId && operation !== undefined) counts[operation] = count;
+        if (id === endpointId && operation !== undefined)
+          counts[operation] = (counts[operation] ?? 0) + count;
+      }
+      return counts;
+    },
+    throttledBy(endpointId) {
+      const counts: Record<string, Partial<Record<RefusedBy, number>>> = {};
+      for (const [key, count] of store.throttled) {
+        const [id, operation, rule] = key.split(' ') as [string, string, RefusedBy];
+        if (id !== endpointId) continue;
+        const byRule = counts[operation] ?? {};
+        byRule[rule] = (byRule[rule] ?? 0) + count;
+        counts[operation] = byRule;
       }
       return counts;
     },

@@ -14,6 +14,7 @@ export type { JobState, StatusBody } from './jobs';
 export type { JobStatusValue, RateOperation } from './limits';
 export { GPU_TIERS, JOB_STATUSES, LIMITS, RATE_LIMITS } from './limits';
 export type { WorkerCounts } from './queue/scheduler';
+export type { RefusedBy } from './rate-limit';
 export type {
   EmulatorOptions,
   EndpointFields,

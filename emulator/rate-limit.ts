@@ -6,7 +6,10 @@ import { LIMITS, RATE_LIMITS, type RateOperation } from './limits';
 
 export type RateDecision =
   | { ok: true; release: () => void }
-  | { ok: false; retryAfterSeconds: number; reason: string };
+  | { ok: false; retryAfterSeconds: number; reason: string; rule: RefusedBy };
+
+/** Which of an operation's two limits refused a request: its window's rate or its requests in flight. */
+export type RefusedBy = 'rate' | 'concurrent';
 
 export interface RateLimiter {
   acquire(key: string, operation: RateOperation, runningWorkers: number): RateDecision;
@@ -47,6 +50,7 @@ export function createRateLimiter(deps: { now: () => number; requestsPerWorker: 
           ok: false,
           retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
           reason: `rate limit of ${limit} ${operation} requests per 10 seconds exceeded`,
+          rule: 'rate',
         };
       }
       if (rule.concurrent !== null && window.inflight >= rule.concurrent) {
@@ -54,6 +58,7 @@ export function createRateLimiter(deps: { now: () => number; requestsPerWorker: 
           ok: false,
           retryAfterSeconds: 1,
           reason: `more than ${rule.concurrent} concurrent ${operation} requests`,
+          rule: 'concurrent',
         };
       }
 

@@ -97,7 +97,7 @@ export function buildServer(engine: Engine): FastifyInstance {
         running,
       );
       if (!decision.ok) {
-        const key = `${endpointId} ${config.rate}`;
+        const key = `${endpointId} ${config.rate} ${decision.rule}`;
         engine.store.throttled.set(key, (engine.store.throttled.get(key) ?? 0) + 1);
         reply.header('retry-after', String(decision.retryAfterSeconds));
         return reply.code(429).send(errorBody('jobs', decision.reason));

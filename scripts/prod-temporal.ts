@@ -43,6 +43,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { searchAttributeKeys } from '../workflows/search-attributes';
+import { dynamicConfigYaml } from './server-settings';
 import { cacheDir, type Log, MissingToolError, onPath, run } from './servers';
 
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
@@ -544,7 +545,7 @@ const CONFIG_ENV = 'durable-serverless';
 /**
  * The module's development-postgres12.yaml with our ports and database address; no metrics or
  * pprof listeners, archival off. The dynamic config is the module's development-sql.yaml plus
- * search attributes read through the cache at once.
+ * search attributes read through the cache at once and the project's settings (server-settings.ts).
  */
 function writeServerConfig(runDir: string, moduleDir: string, ports: ServerPorts, pgPort: number): void {
   const configDir = path.join(runDir, 'config');
@@ -553,7 +554,8 @@ function writeServerConfig(runDir: string, moduleDir: string, ports: ServerPorts
   writeFileSync(
     dynamicConfig,
     `${readFileSync(path.join(moduleDir, 'config/dynamicconfig/development-sql.yaml'), 'utf8')}\n` +
-      'system.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n',
+      'system.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n' +
+      dynamicConfigYaml(),
   );
   const store = (database: string, maxConns: number) => `      sql:
         pluginName: "postgres12"

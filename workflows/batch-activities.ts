@@ -6,6 +6,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batch';
 import type { RouteActivities } from '../activities/route';
+import { LOOK_PRIORITY } from '../contracts/task-priority';
 
 export const stageActivities = proxyActivities<BatchActivities>({
   startToCloseTimeout: '10 minutes',
@@ -25,6 +26,7 @@ export const shortActivities = proxyActivities<BatchActivities>({
  * are looked at again by a new one) rather than in minutes.
  */
 export const watchActivities = proxyActivities<BatchActivities>({
+  priority: LOOK_PRIORITY,
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },

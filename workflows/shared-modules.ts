@@ -36,6 +36,7 @@ import * as route from '../contracts/route';
 import * as searchAttributes from '../contracts/search-attributes';
 import * as signalNames from '../contracts/signal-names';
 import * as submitLease from '../contracts/submit-lease';
+import * as taskPriority from '../contracts/task-priority';
 
 for (const namespace of [
   endpointSchemas,
@@ -60,6 +61,7 @@ for (const namespace of [
   searchAttributes,
   signalNames,
   submitLease,
+  taskPriority,
 ]) {
   Object.freeze(namespace);
 }

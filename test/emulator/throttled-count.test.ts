@@ -27,6 +27,7 @@ describe('emulator: the count of requests its rate limits refused', () => {
     expect(statuses).toEqual([200, 200, 429]);
     expect((await run(other.id)).status).toBe(200);
     expect(emulator.control.throttled(endpoint.id)).toEqual({ 'purge-queue': 1 });
+    expect(emulator.control.throttledBy(endpoint.id)).toEqual({ 'purge-queue': { rate: 1 } });
     expect(emulator.control.throttled(other.id)).toEqual({});
     emulator.control.reset();
     expect(emulator.control.throttled(endpoint.id)).toEqual({});

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { dynamicConfigYaml } from '../../scripts/server-settings';
 import { provisionedServers } from '../../scripts/servers';
 import { searchAttributeKeys } from '../../workflows/search-attributes';
 
@@ -31,6 +32,28 @@ describe('docker-compose.yml', () => {
     const result = composeConfig(composeFile, serviceEnv);
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
+  });
+
+  it("runs the Temporal server with the project's dynamic config", () => {
+    const result = composeConfig(composeFile, serviceEnv, ['config', '--format', 'json']);
+    expect(result.stderr).toBe('');
+    const temporal = (
+      JSON.parse(result.stdout) as {
+        services: Record<
+          string,
+          { environment?: Record<string, string>; volumes?: Array<{ source: string; target: string }> }
+        >;
+      }
+    ).services.temporal;
+    const mounted = temporal?.volumes?.find(
+      (volume) => volume.target === temporal.environment?.DYNAMIC_CONFIG_FILE_PATH,
+    );
+    expect(mounted?.source).toBe(path.join(path.dirname(composeFile), 'deploy/temporal-dynamicconfig.yaml'));
+    const body = readFileSync(mounted?.source as string, 'utf8')
+      .split('\n')
+      .filter((line) => !line.startsWith('#'))
+      .join('\n');
+    expect(body).toBe(dynamicConfigYaml());
   });
 
   it('refuses to start without the API key and says which variable is missing', () => {

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, getJobSnapshot, jobFailureOf } from '../../client/jobs';
+import { LOOK_PRIORITY } from '../../contracts/task-priority';
 import { signWebhookToken } from '../../worker/webhook-token';
 import {
   eventually,
@@ -59,6 +60,27 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
     expect(stack.control.submissions(endpointId)).toBe(1);
     const snapshot = await getJobSnapshot(stack.client, { workflowId: handle.workflowId });
     expect(snapshot).toMatchObject({ phase: 'completed', status: 'COMPLETED', jobId: job?.id });
+  });
+
+  it('schedules its looks below the default priority, and its submit at the default', async () => {
+    const endpointId = stack.endpoint();
+    const handle = await stack.start({
+      endpointId,
+      request: { input: { sleepMs: 3_000, output: { answer: 1 } } },
+      polling: FAST_POLLING,
+    });
+    await awaitJob(stack.client, { job: handle });
+    const history = await handle.fetchHistory();
+    const scheduled = new Map<string, number | undefined>();
+    for (const event of history.events ?? []) {
+      const attributes = event.activityTaskScheduledEventAttributes;
+      const name = attributes?.activityType?.name;
+      if (name) scheduled.set(name, attributes?.priority?.priorityKey ?? undefined);
+    }
+    // The dev server runs with priority matching on (scripts/server-settings.ts): a backlog of
+    // looks gives way to a submit. 0 or absent is the default (3).
+    expect(scheduled.get('waitForJobChange')).toBe(LOOK_PRIORITY.priorityKey);
+    expect(scheduled.get('submitJob') || undefined).toBeUndefined();
   });
 
   it('FAILED: ends with JobFailed carrying the service error', async () => {

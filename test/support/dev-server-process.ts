@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePorts } from '../../scripts/prod-temporal';
+import { dynamicConfigFlags } from '../../scripts/server-settings';
 import { provisionedServers } from '../../scripts/servers';
 import { searchAttributeFlags } from './search-attributes';
 import { untilServerAnswers } from './server-ready';
@@ -82,10 +83,8 @@ export async function startDevServerProcess(
     'error',
     // Registered again at every start: the CLI accepts attributes that already exist.
     ...searchAttributeFlags(),
-    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
-      '--dynamic-config-value',
-      `${key}=${JSON.stringify(value)}`,
-    ]),
+    // The project's server settings (scripts/server-settings.ts), with the test's own on top.
+    ...dynamicConfigFlags(options.dynamicConfig),
   ];
 
   let lines: string[] = [];

@@ -1,0 +1,28 @@
+/**
+ * The dynamic config every Temporal server the project starts runs with: the dev servers of the
+ * tests and benches (as `--dynamic-config-value` flags), the production-shaped server on
+ * PostgreSQL (scripts/prod-temporal.ts) and docker-compose.yml (deploy/temporal-dynamicconfig.yaml,
+ * which test/foundation/compose.test.ts holds to these values).
+ *
+ * `matching.useNewMatcher`: the matcher that hands out backlogged tasks by priority, so that the
+ * looks of thousands of waiting jobs go after a submit (contracts/task-priority.ts). Off by
+ * default up to server v1.29; Temporal Cloud has it.
+ */
+export const SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
+  'matching.useNewMatcher': true,
+};
+
+/** The same as `temporal server start-dev` flags, with any of a caller's own on top. */
+export function dynamicConfigFlags(extra: Record<string, unknown> = {}): string[] {
+  return Object.entries({ ...SERVER_DYNAMIC_CONFIG, ...extra }).flatMap(([key, value]) => [
+    '--dynamic-config-value',
+    `${key}=${JSON.stringify(value)}`,
+  ]);
+}
+
+/** The same as a dynamic config file's YAML (each key with one unconstrained value). */
+export function dynamicConfigYaml(): string {
+  return Object.entries(SERVER_DYNAMIC_CONFIG)
+    .map(([key, value]) => `${key}:\n  - value: ${JSON.stringify(value)}\n`)
+    .join('');
+}
