@@ -50,6 +50,7 @@ import {
   intervalAfter,
   JOB_UNCHANGED,
 } from '../contracts/job-wait-policy';
+import { type LookLog, lookLogOf, lookTimes } from '../contracts/look-log';
 import { isCapacityFailure, requestFor } from '../contracts/route';
 import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../contracts/submit-lease';
 import type { BatchJobReports } from './batch-job-reports';
@@ -167,18 +168,17 @@ export function createBatchActivities(deps: BatchActivityDeps) {
 
   /**
    * A watcher's share limiter, on the clock of every process (the epoch): an attempt carries on the
-   * window of the one before it, which may have run in another process (from its heartbeat details).
+   * window of the one before it, which may have run in another process (from its heartbeat
+   * details); a first attempt, on the looks the watchers before it handed over (`seed`).
    */
-  function lookLimiter(endpointId: string, share: LookShare, details: unknown): RateLimiter {
+  function lookLimiter(endpointId: string, share: LookShare, details: unknown, seed: LookLog): RateLimiter {
     const limiter = createRateLimiter({ status: share }, { now: () => Date.now() });
     const looks = (details as { looks?: unknown } | undefined)?.looks;
-    if (Array.isArray(looks)) {
-      limiter.seed(
-        endpointId,
-        'status',
-        looks.filter((at): at is number => typeof at === 'number'),
-      );
-    }
+    limiter.seed(
+      endpointId,
+      'status',
+      Array.isArray(looks) ? looks.filter((at): at is number => typeof at === 'number') : lookTimes(seed),
+    );
     return limiter;
   }
 
@@ -435,9 +435,12 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       capacityFailures?: string[];
       /** The watcher's share of the endpoint's /status limit, which the batch holds for all its workers. */
       share?: LookShare;
-    }): Promise<{ changes: ItemChange[]; running: number; currency?: string }> {
+      /** The looks of the watchers before it that still count in the service's window (contracts/look-log.ts). */
+      seed?: LookLog;
+    }): Promise<{ changes: ItemChange[]; running: number; currency?: string; looks?: LookLog }> {
       const { info, runId } = context();
-      const shareLimiter = input.share && lookLimiter(input.endpointId, input.share, info.heartbeatDetails);
+      const shareLimiter =
+        input.share && lookLimiter(input.endpointId, input.share, info.heartbeatDetails, input.seed ?? []);
       // Every beat says when this attempt looked (the next attempt's window starts from them).
       const beatDetails = () => ({ looks: shareLimiter?.recent(input.endpointId, 'status') ?? [] });
       const ctx = Context.current();
@@ -642,7 +645,14 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         await store.writeLines(`${input.batchKey}/results/${runId}-${info.activityId}.jsonl`, lines);
       }
       for (let k = 0; k < completed; k++) metrics.batchItemFinished('completed');
-      return { changes, running, ...(currency === undefined ? {} : { currency }) };
+      // Its window goes to the batch, for the watchers after it.
+      const looks = shareLimiter && lookLogOf(shareLimiter.recent(input.endpointId, 'status'));
+      return {
+        changes,
+        running,
+        ...(currency === undefined ? {} : { currency }),
+        ...(looks?.length ? { looks } : {}),
+      };
     },
 
     /**

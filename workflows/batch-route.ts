@@ -6,6 +6,7 @@
  * tests get the workflow's answers.
  */
 
+import type { LookLog } from '../contracts/look-log';
 import type { SendLog } from './send-window';
 
 /** What a batch keeps per endpoint of its route (it crosses continue-as-new: kept small). */
@@ -28,6 +29,8 @@ export interface EndpointTally {
   workersMax?: number;
   /** Its /run reservations of the last window and slack (send-window.ts). */
   sendLog?: SendLog;
+  /** The /status looks of its ended watchers that still count, for the next ones (look-shares.ts). */
+  lookLog?: LookLog;
 }
 
 /** Capacity failures within recheckAfter that drain an endpoint. */

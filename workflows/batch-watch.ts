@@ -14,7 +14,7 @@ import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
 import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
-import { lookShare } from './look-shares';
+import { lookShare, looksHandedBack, looksTakenOver } from './look-shares';
 
 /**
  * A watcher holds its answer this long after its first finished job, while more finish (fewer,
@@ -87,6 +87,9 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
     items.length,
     state.maxConcurrency,
   );
+  const tally = state.endpoints[at];
+  // The looks of the watchers before it that still count are its to account for, up to its share.
+  const seed = tally ? looksTakenOver(tally, share, Date.now()) : [];
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);
   const scope = new CancellationScope();
@@ -106,12 +109,14 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
             : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
           ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
           ...(share === undefined ? {} : { share }),
+          ...(seed.length === 0 ? {} : { seed }),
         },
       ]),
     )
     .then(
-      ({ changes, currency }) => {
+      ({ changes, currency, looks }) => {
         if (currency !== undefined) state.cost.currency = currency;
+        if (tally) looksHandedBack(tally, looks, Date.now());
         for (const change of changes) changed(run, change, asked.get(change.i), at);
       },
       (error: unknown) => {

@@ -1,16 +1,19 @@
 /**
  * A batch shares its endpoint's /status limit among its watchers, wherever they run: each watcher
  * gets a share in proportion to the jobs it follows, out of the most jobs the batch may have in
- * flight, and paces its looks within that share; its window carries from one of its attempts to the
- * next (the watcher activity seeds it from the heartbeat details). The watchers running at once then stay
- * within the limit together. A watcher that takes over another's jobs starts a window of its own,
- * so across several worker processes the looks can still exceed the limit for a moment (each 429 is
- * waited out); /run, by contrast, is held strictly (send-window.ts). Under a submit lease, a submit
- * extends each new job's ttl with a /status call, one per request the /run send window lets out, as
- * many at once as its requests: those take the /run limit's worth of the rate and of the requests
- * in flight first.
+ * flight, and paces its looks within that share. Its window carries from one of its attempts to the
+ * next (the watcher activity seeds it from the heartbeat details), and from one watcher to the next:
+ * a watcher that ends hands its window back to the batch (contracts/look-log.ts), and each new one
+ * takes over as much of what still counts as its share. Every watcher's window, taken-over looks
+ * included, stays within its share, and the looks no watcher took are those of ended watchers
+ * whose shares no new one has taken: together they stay within the limit, in any number of worker
+ * processes. A watcher cancelled mid-window (the batch stopping) hands nothing back. Under a submit
+ * lease, a submit extends each new job's ttl with a /status call, one per request the /run send
+ * window lets out, as many at once as its requests: those take the /run limit's worth of the rate
+ * and of the requests in flight first.
  */
 import type { EndpointLimit, LookShare } from '../contracts/batch-input';
+import { type LookLog, poolLooks, takeLooks } from '../contracts/look-log';
 
 export function lookShare(
   limits: { status: EndpointLimit | undefined; run: EndpointLimit | undefined; leased: boolean },
@@ -32,4 +35,22 @@ export function lookShare(
     perTenSeconds: Math.max(1, Math.floor(pool * part)),
     concurrent: Math.max(1, Math.floor(inFlight * part)),
   };
+}
+
+/** An endpoint's pool of the looks its ended watchers made (EndpointTally.lookLog). */
+interface LookPool {
+  lookLog?: LookLog;
+}
+
+/** The looks a new watcher starts its window from, taken out of the pool: at most its share. */
+export function looksTakenOver(pool: LookPool, share: LookShare | undefined, now: number): LookLog {
+  if (!share || !pool.lookLog) return [];
+  return takeLooks(pool.lookLog, share.perTenSeconds, now);
+}
+
+/** An ended watcher's window, back to the pool for the watchers after it. */
+export function looksHandedBack(pool: LookPool, looks: LookLog | undefined, now: number): void {
+  if (!looks || looks.length === 0) return;
+  pool.lookLog ??= [];
+  poolLooks(pool.lookLog, looks, now);
 }

@@ -31,6 +31,7 @@ import * as jobInput from '../contracts/job-input';
 import * as jobSnapshot from '../contracts/job-snapshot';
 import * as jobTypes from '../contracts/job-types';
 import * as jobWaitPolicy from '../contracts/job-wait-policy';
+import * as lookLog from '../contracts/look-log';
 import * as progressMarkdown from '../contracts/progress-markdown';
 import * as route from '../contracts/route';
 import * as searchAttributes from '../contracts/search-attributes';
@@ -56,6 +57,7 @@ for (const namespace of [
   jobSnapshot,
   jobTypes,
   jobWaitPolicy,
+  lookLog,
   progressMarkdown,
   route,
   searchAttributes,

@@ -87,12 +87,13 @@ describe('reliability: one batch on three workers, one SIGKILLed (real server on
     );
     const figures = await tallyBatch(stack, endpointId, summary);
     const throttled = stack.emulator.control.throttled(endpointId);
+    const refusedBy = stack.emulator.control.throttledBy(endpointId);
     const identities = submitIdentities((await handle.fetchHistory()).events ?? []);
     reportBatch(
       'batch-scale-out',
       figures,
       `${PROCESSES} worker processes, one SIGKILLed at ${killedAt} submissions; pages sent by ` +
-        `${identities.size} of them in the last run; 429s from the service: ${JSON.stringify(throttled)}; ` +
+        `${identities.size} of them in the last run; 429s from the service: ${JSON.stringify(refusedBy)}; ` +
         `${summary.submissions} submissions by the batch, ${summary.uncertainSubmits} uncertain submits; ` +
         `${summary.runs} run(s), ${summary.historyEvents} history events (${(summary.historyEvents / ITEMS).toFixed(3)} per item)`,
       startedAt,

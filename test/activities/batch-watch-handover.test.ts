@@ -1,0 +1,89 @@
+/**
+ * A watcher's window handed from one watcher to the next (contracts/look-log.ts): a first attempt
+ * starts from the looks it took over, a later attempt from its own heartbeat details, and the
+ * answer hands its window back to the batch.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createBatchActivities } from '../../activities/batch';
+import type { WatchedItem } from '../../contracts/batch-input';
+import { type LookLog, looksInWindow } from '../../contracts/look-log';
+import { activityEnv, type StubClient, stubClient } from './job-stub';
+
+const polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
+const items: WatchedItem[] = [
+  [0, 'job-a', 'IN_PROGRESS', 1, 0],
+  [1, 'job-b', 'IN_PROGRESS', 1, 0],
+];
+/** Two looks per 10 s: the watcher's two jobs fill it. */
+const share = { perTenSeconds: 2, concurrent: 2 };
+const NOW = Date.UTC(2026, 0, 1, 12, 0, 0, 500);
+const second = Math.floor(NOW / 1_000);
+
+describe('watchBatchJobs: the window handed over between watchers', () => {
+  let stub: StubClient;
+  let dir: string;
+  beforeEach(() => {
+    stub = stubClient();
+    dir = mkdtempSync(path.join(tmpdir(), 'batch-watch-handover-'));
+    // Time stands still until the test moves it: the limiter's window and its waits follow it.
+    vi.useFakeTimers({
+      now: NOW,
+      toFake: ['Date', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'],
+    });
+    stub.answer(
+      'status',
+      { id: 'job-a', status: 'COMPLETED', output: { a: 1 } },
+      { id: 'job-b', status: 'COMPLETED', output: { b: 1 } },
+    );
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function watch(seed: LookLog | undefined, heartbeatDetails?: unknown) {
+    const activities = createBatchActivities({ client: stub.client, resultStoreDir: dir });
+    return activityEnv({
+      scheduledTimestampMs: NOW,
+      ...(heartbeatDetails === undefined ? {} : { heartbeatDetails, attempt: 2 }),
+    }).call(activities.watchBatchJobs, {
+      endpointId: 'ep-1',
+      batchKey: 'batch-1',
+      items,
+      polling,
+      returnAfter: 2,
+      holdMs: 0,
+      share,
+      ...(seed === undefined ? {} : { seed }),
+    });
+  }
+
+  it('a first attempt waits for the looks it took over to leave the window before its own', async () => {
+    // The watcher before it looked twice in this second: its share is full until that second's end + 10 s.
+    const answer = watch([[second, 2]]);
+    await vi.advanceTimersByTimeAsync(9_000);
+    expect(stub.named('status')).toEqual([]);
+    await vi.advanceTimersByTimeAsync(2_000);
+    const { changes, looks } = await answer;
+    expect(stub.named('status').map((args) => args[1])).toEqual(['job-a', 'job-b']);
+    expect(changes.map((change) => change.status)).toEqual(['COMPLETED', 'COMPLETED']);
+    // It hands back its own two looks, which still count.
+    expect(looksInWindow(looks ?? [], Date.now())).toBe(2);
+  });
+
+  it('a later attempt starts from its own heartbeat details, not from the seed again', async () => {
+    const answer = watch([[second, 2]], { looks: [] });
+    await vi.advanceTimersByTimeAsync(0);
+    const { looks } = await answer;
+    expect(stub.named('status')).toHaveLength(2);
+    expect(looks).toEqual([[second, 2]]);
+  });
+
+  it('without a seed, looks at once and hands back what it looked', async () => {
+    const { looks } = await watch(undefined);
+    expect(stub.named('status')).toHaveLength(2);
+    expect(looks).toEqual([[second, 2]]);
+  });
+});
