@@ -20,7 +20,7 @@
  * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
  * - recordBatchResults: the lines of items that ended without output (failures).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
@@ -141,8 +141,23 @@ export function requestOf(line: string, index: number): JobRequestInput {
   return value as JobRequestInput;
 }
 
+/**
+ * Which client made a watcher's looks (contracts/look-log.ts): one name per client object, whose
+ * limiter every watcher on it shares.
+ */
+const lookSources = new WeakMap<object, string>();
+function lookSourceOf(client: object): string {
+  let source = lookSources.get(client);
+  if (source === undefined) {
+    source = randomUUID();
+    lookSources.set(client, source);
+  }
+  return source;
+}
+
 export function createBatchActivities(deps: BatchActivityDeps) {
   const { client } = deps;
+  const lookSource = lookSourceOf(client);
   const resultStoreDir = deps.resultStoreDir ?? '.results';
   const store = deps.batchStore ?? defaultBatchStore(resultStoreDir);
   const outputs = deps.resultStore ?? createLocalResultStore(resultStoreDir);
@@ -171,13 +186,21 @@ export function createBatchActivities(deps: BatchActivityDeps) {
    * window of the one before it, which may have run in another process (from its heartbeat
    * details); a first attempt, on the looks the watchers before it handed over (`seed`).
    */
-  function lookLimiter(endpointId: string, share: LookShare, details: unknown, seed: LookLog): RateLimiter {
+  function lookLimiter(
+    endpointId: string,
+    share: LookShare,
+    details: unknown,
+    seed: LookLog,
+    seedSources = 1,
+  ): RateLimiter {
     const limiter = createRateLimiter({ status: share }, { now: () => Date.now() });
     const looks = (details as { looks?: unknown } | undefined)?.looks;
     limiter.seed(
       endpointId,
       'status',
-      Array.isArray(looks) ? looks.filter((at): at is number => typeof at === 'number') : lookTimes(seed),
+      Array.isArray(looks)
+        ? looks.filter((at): at is number => typeof at === 'number')
+        : lookTimes(seed, lookSource, seedSources),
     );
     return limiter;
   }
@@ -437,10 +460,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       share?: LookShare;
       /** The looks of the watchers before it that still count in the service's window (contracts/look-log.ts). */
       seed?: LookLog;
+      /** How many clients' looks the batch held when it took the seed (contracts/look-log.ts). */
+      seedSources?: number;
     }): Promise<{ changes: ItemChange[]; running: number; currency?: string; looks?: LookLog }> {
       const { info, runId } = context();
       const shareLimiter =
-        input.share && lookLimiter(input.endpointId, input.share, info.heartbeatDetails, input.seed ?? []);
+        input.share &&
+        lookLimiter(
+          input.endpointId,
+          input.share,
+          info.heartbeatDetails,
+          input.seed ?? [],
+          input.seedSources,
+        );
       // Every beat says when this attempt looked (the next attempt's window starts from them).
       const beatDetails = () => ({ looks: shareLimiter?.recent(input.endpointId, 'status') ?? [] });
       const ctx = Context.current();
@@ -646,7 +678,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       }
       for (let k = 0; k < completed; k++) metrics.batchItemFinished('completed');
       // Its window goes to the batch, for the watchers after it.
-      const looks = shareLimiter && lookLogOf(shareLimiter.recent(input.endpointId, 'status'));
+      const looks = shareLimiter && lookLogOf(shareLimiter.recent(input.endpointId, 'status'), lookSource);
       return {
         changes,
         running,

@@ -31,6 +31,8 @@ export interface EndpointTally {
   sendLog?: SendLog;
   /** The /status looks of its ended watchers that still count, for the next ones (look-shares.ts). */
   lookLog?: LookLog;
+  /** The clients (worker processes) that handed looks back lately, and when (look-shares.ts). */
+  lookClients?: Array<[source: string, lastAt: number]>;
 }
 
 /** Capacity failures within recheckAfter that drain an endpoint. */

@@ -89,7 +89,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   );
   const tally = state.endpoints[at];
   // The looks of the watchers before it that still count are its to account for, up to its share.
-  const seed = tally ? looksTakenOver(tally, share, Date.now()) : [];
+  const { seed, sources } = tally ? looksTakenOver(tally, share, Date.now()) : { seed: [], sources: 0 };
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);
   const scope = new CancellationScope();
@@ -109,7 +109,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
             : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
           ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
           ...(share === undefined ? {} : { share }),
-          ...(seed.length === 0 ? {} : { seed }),
+          ...(seed.length === 0 ? {} : { seed, seedSources: sources }),
         },
       ]),
     )

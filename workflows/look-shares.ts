@@ -4,10 +4,12 @@
  * flight, and paces its looks within that share. Its window carries from one of its attempts to the
  * next (the watcher activity seeds it from the heartbeat details), and from one watcher to the next:
  * a watcher that ends hands its window back to the batch (contracts/look-log.ts), and each new one
- * takes over as much of what still counts as its share. Every watcher's window, taken-over looks
- * included, stays within its share, and the looks no watcher took are those of ended watchers
- * whose shares no new one has taken: together they stay within the limit, in any number of worker
- * processes. A watcher cancelled mid-window (the batch stopping) hands nothing back. Under a submit
+ * takes over as much of what still counts as its share. While one worker process runs them, its
+ * client's limiter, which counts every look of the process, shares the limit among the watchers
+ * as their looks come; once the looks come from several (within CLIENT_MEMORY_MS), every watcher
+ * counts the looks it took over against its share, and a handoff does not start a window afresh in
+ * any process. A watcher
+ * cancelled mid-window (the batch stopping) hands nothing back. Under a submit
  * lease, a submit extends each new job's ttl with a /status call, one per request the /run send
  * window lets out, as many at once as its requests: those take the /run limit's worth of the rate
  * and of the requests in flight first.
@@ -37,15 +39,31 @@ export function lookShare(
   };
 }
 
-/** An endpoint's pool of the looks its ended watchers made (EndpointTally.lookLog). */
+/**
+ * How long a client that handed looks back counts as one of the batch's: a watcher answers within
+ * seconds while its jobs finish, so every process running the batch's watchers shows up well within
+ * this, and one that stopped stops counting after it.
+ */
+const CLIENT_MEMORY_MS = 60_000;
+
+/** An endpoint's pool of the looks its ended watchers made, and the clients that made them lately. */
 interface LookPool {
   lookLog?: LookLog;
+  lookClients?: Array<[source: string, lastAt: number]>;
 }
 
-/** The looks a new watcher starts its window from, taken out of the pool: at most its share. */
-export function looksTakenOver(pool: LookPool, share: LookShare | undefined, now: number): LookLog {
-  if (!share || !pool.lookLog) return [];
-  return takeLooks(pool.lookLog, share.perTenSeconds, now);
+/**
+ * The looks a new watcher starts its window from, taken out of the pool (at most its share), and
+ * how many clients handed looks back lately (contracts/look-log.ts says what that changes).
+ */
+export function looksTakenOver(
+  pool: LookPool,
+  share: LookShare | undefined,
+  now: number,
+): { seed: LookLog; sources: number } {
+  const sources = (pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS).length;
+  if (!share || !pool.lookLog) return { seed: [], sources };
+  return { seed: takeLooks(pool.lookLog, share.perTenSeconds, now), sources };
 }
 
 /** An ended watcher's window, back to the pool for the watchers after it. */
@@ -53,4 +71,7 @@ export function looksHandedBack(pool: LookPool, looks: LookLog | undefined, now:
   if (!looks || looks.length === 0) return;
   pool.lookLog ??= [];
   poolLooks(pool.lookLog, looks, now);
+  const clients = new Map((pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS));
+  for (const [, , source] of looks) clients.set(source, now);
+  pool.lookClients = [...clients];
 }

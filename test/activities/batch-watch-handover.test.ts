@@ -61,8 +61,9 @@ describe('watchBatchJobs: the window handed over between watchers', () => {
   }
 
   it('a first attempt waits for the looks it took over to leave the window before its own', async () => {
-    // The watcher before it looked twice in this second: its share is full until that second's end + 10 s.
-    const answer = watch([[second, 2]]);
+    // The watcher before it, in another process, looked twice in this second: its share is full
+    // until that second's end + 10 s.
+    const answer = watch([[second, 2, 'another-process']]);
     await vi.advanceTimersByTimeAsync(9_000);
     expect(stub.named('status')).toEqual([]);
     await vi.advanceTimersByTimeAsync(2_000);
@@ -74,16 +75,25 @@ describe('watchBatchJobs: the window handed over between watchers', () => {
   });
 
   it('a later attempt starts from its own heartbeat details, not from the seed again', async () => {
-    const answer = watch([[second, 2]], { looks: [] });
+    const answer = watch([[second, 2, 'another-process']], { looks: [] });
     await vi.advanceTimersByTimeAsync(0);
-    const { looks } = await answer;
+    await answer;
     expect(stub.named('status')).toHaveLength(2);
-    expect(looks).toEqual([[second, 2]]);
   });
 
-  it('without a seed, looks at once and hands back what it looked', async () => {
+  it('without a seed, looks at once and hands back what it looked, naming its client', async () => {
     const { looks } = await watch(undefined);
     expect(stub.named('status')).toHaveLength(2);
-    expect(looks).toEqual([[second, 2]]);
+    expect(looks).toEqual([[second, 2, expect.any(String)]]);
+  });
+
+  it('leaves out of its window the looks its own client made: its client counts those already', async () => {
+    const first = await watch(undefined);
+    const source = first.looks?.[0]?.[2] as string;
+    const answer = watch([[second, 2, source]]);
+    await vi.advanceTimersByTimeAsync(0);
+    await answer;
+    // The second watcher looked at once: four looks in all.
+    expect(stub.named('status')).toHaveLength(4);
   });
 });

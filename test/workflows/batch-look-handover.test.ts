@@ -30,7 +30,7 @@ describe('a batch handing its watchers’ windows on', () => {
         const answer = await fake.activities.watchBatchJobs(request);
         // It used its whole share, in the second its attempt was scheduled (on the server's clock).
         const second = Math.floor(Context.current().info.currentAttemptScheduledTimestampMs / 1_000);
-        const looks: LookLog = [[second, request.share?.perTenSeconds ?? 0]];
+        const looks: LookLog = [[second, request.share?.perTenSeconds ?? 0, 'a-worker']];
         watchers.push({ share: request.share, seed: request.seed, looks });
         return { ...answer, looks };
       },
