@@ -23,7 +23,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
+import { ActivityCancelledError, ActivityNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
+import { sleep } from '../api/backoff';
 import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
@@ -100,6 +102,8 @@ const REPORTED_RETRY_MS = 500;
 const REPORTED_RETRY_SHARE = 1 / 20;
 /** ...and between the looks of one fuller answer, this far apart. */
 const REPORTED_HOLD_MS = 250;
+/** How often a watcher with a share of the /status limit asks the server whether it was cancelled. */
+const CANCEL_CHECK_MS = 2_000;
 /** While webhooks are heard here, a look at every job (a lost webhook's safety net) at least this far apart. */
 const FULL_LOOK_MIN_MS = 5_000;
 
@@ -476,7 +480,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       // Every beat says when this attempt looked (the next attempt's window starts from them).
       const beatDetails = () => ({ looks: shareLimiter?.recent(input.endpointId, 'status') ?? [] });
       const ctx = Context.current();
-      const signal = ctx.cancellationSignal;
+      // The SDK passes a cancel on with its next heartbeat to the server, up to 0.8 of the heartbeat
+      // timeout away; a watcher with a share asks the server itself every CANCEL_CHECK_MS, as the
+      // batch counts a cancelled watcher's share as spent only for one window (workflows/look-shares.ts).
+      const cancelled = new AbortController();
+      const signal = shareLimiter
+        ? AbortSignal.any([ctx.cancellationSignal, cancelled.signal])
+        : ctx.cancellationSignal;
       const reports = deps.batchJobReports;
       // Jobs no watcher here followed before, submitted at least a polling interval ago (a page that
       // took long to answer: many have ended by now, and their webhooks may be lost), are looked at
@@ -523,13 +533,25 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       let completed = 0;
       // Between looks: woken by the report of one of the pending jobs' end (looked at at once).
       const pause = async (ms: number) => {
-        if (!reports) return ctx.sleep(ms);
-        await reports.waitForEnd(new Set([...pending.values()].map((item) => item[1])), ms, signal);
+        if (reports)
+          await reports.waitForEnd(new Set([...pending.values()].map((item) => item[1])), ms, signal);
+        else await sleep(ms, signal).catch(() => undefined);
         if (signal.aborted) throw new CancelledFailure('activity cancelled');
       };
       // Alive, not progress: a round of looks paced by the client's limiter (429s waited out) can
       // outlast the heartbeat timeout, which exists to notice a dead worker.
-      const alive = setInterval(() => ctx.heartbeat(beatDetails()), 1_000);
+      let lastCheck = Date.now();
+      const alive = setInterval(() => {
+        const details = beatDetails();
+        ctx.heartbeat(details);
+        if (!shareLimiter || Date.now() - lastCheck < CANCEL_CHECK_MS) return;
+        lastCheck = Date.now();
+        ctx.client.activity.heartbeat(info.taskToken, details).catch((error: unknown) => {
+          // Cancelled, or its run is over (continued as new): either way no one reads its answer.
+          if (error instanceof ActivityCancelledError || error instanceof ActivityNotFoundError)
+            cancelled.abort();
+        });
+      }, 1_000);
       try {
         for (;;) {
           running = 0;

@@ -116,6 +116,8 @@ const SCALED_LIMITS = JSON.stringify(
 
 /** The emulator's answers, by operation (the path's last known segment) and status. */
 const answers = new Map<string, number>();
+/** When the emulator refused a /status (ms since the epoch): the timeline of the report. */
+const statusRefusedAt: number[] = [];
 function countAnswers(): void {
   diagnostics.subscribe('http.server.response.finish', (message) => {
     const { request, response } = message as { request: IncomingMessage; response: ServerResponse };
@@ -124,6 +126,7 @@ function countAnswers(): void {
     const operation = segments[1] === 'v2' ? (segments[3] ?? '?') : (segments[1] ?? '?');
     const key = `${operation} ${response.statusCode}`;
     answers.set(key, (answers.get(key) ?? 0) + 1);
+    if (operation === 'status' && response.statusCode === 429) statusRefusedAt.push(Date.now());
   });
 }
 const throttledBy = (counts: Map<string, number>) =>
@@ -171,6 +174,10 @@ interface Row {
   killedAt?: number;
   /** Items more than one of whose jobs ran, of the jobs the emulator still holds with their input. */
   ranTwice: number;
+  /** When, from the batch's start, the /status refusals came, each run started and the kill fell. */
+  timeline: { refusedBySecond: Map<number, number>; runStarts: number[]; killedAtMs?: number };
+  /** The emulator's refusals by the limit that refused them (rate or requests at once). */
+  refusedBy: Record<string, Partial<Record<string, number>>>;
 }
 
 async function runBatch(
@@ -249,12 +256,15 @@ async function runBatch(
       { workflowId, taskQueue },
     );
     let killedAt: number | undefined;
+    let killedAtMs: number | undefined;
+    statusRefusedAt.length = 0;
     const killed =
       kill === undefined
         ? undefined
         : until(() => control.submissions(endpointId) >= ITEMS * kill, MAX_MS, 50).then(async (reached) => {
             if (!reached) return;
             killedAt = control.submissions(endpointId);
+            killedAtMs = Date.now() - began;
             await workers.at(-1)?.kill();
             say(`  SIGKILLed worker #${workers.length} at ${killedAt} submissions`);
           });
@@ -298,11 +308,14 @@ async function runBatch(
     const figures = await Promise.all(alive.map((worker) => worker.figures()));
     // Every run of the batch, each with its own history length (visibility lags a little).
     let runHistories: number[] = [];
+    let runStarts: number[] = [];
     const runs = summary?.runs ?? 0;
     for (let tries = 0; tries < 40; tries++) {
       runHistories = [];
+      runStarts = [];
       for await (const run of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
         runHistories.push(run.historyLength);
+        runStarts.push(run.startTime.getTime() - began);
       }
       if (runHistories.length >= runs && runHistories.every((n) => n > 0)) break;
       await sleep(250);
@@ -321,11 +334,27 @@ async function runBatch(
       workers: figures,
       ...(killedAt === undefined ? {} : { killedAt }),
       ranTwice: itemsRunTwice(control.jobs(endpointId)),
+      timeline: {
+        refusedBySecond: bySecond(statusRefusedAt, began),
+        runStarts: runStarts.sort((a, b) => a - b),
+        ...(killedAtMs === undefined ? {} : { killedAtMs }),
+      },
+      refusedBy: control.throttledBy(endpointId),
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
     await gateway?.stop();
   }
+}
+
+/** Counts of these times by whole second since `began`. */
+function bySecond(times: readonly number[], began: number): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const at of times) {
+    const second = Math.floor((at - began) / 1_000);
+    counts.set(second, (counts.get(second) ?? 0) + 1);
+  }
+  return counts;
 }
 
 /** Items more than one of whose jobs started running (each job's input names its item). */
@@ -371,7 +400,16 @@ function report(row: Row): void {
     [...pairs].map(([op, n]) => `${op} ${n}`).join(', ') || 'none';
   say(
     `  429s: the emulator sent ${fmt(row.emulator429)}; the library counted ${fmt(row.library429)} ` +
-      `(retried after waiting ${row.libraryRetries})`,
+      `(retried after waiting ${row.libraryRetries}); refused by ${JSON.stringify(row.refusedBy)}`,
+  );
+  const { timeline } = row;
+  if (timeline.refusedBySecond.size > 0) {
+    const spans = [...timeline.refusedBySecond].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}s:${n}`);
+    say(`  /status refused, by second from the start: ${spans.join(' ')}`);
+  }
+  say(
+    `  runs started at ${timeline.runStarts.map((ms) => seconds(ms, 1)).join(', ')}` +
+      (timeline.killedAtMs === undefined ? '' : `; the kill at ${seconds(timeline.killedAtMs, 1)}`),
   );
   say(`  workers: ${perWorker}`);
 }

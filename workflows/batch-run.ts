@@ -11,6 +11,7 @@ import type {
   BatchCounts,
   BatchInput,
   EndpointLimit,
+  LookShare,
   ParsedBatchInput,
   PendingResultLine,
 } from '../contracts/batch-input';
@@ -96,6 +97,14 @@ export interface BatchState {
 }
 
 /** A run: the carried state, with the items by index, and the activities under way. */
+/** A watcher under way: the items it was asked about (index -> job id), its endpoint and share. */
+export interface RunningWatcher {
+  asked: Map<number, string>;
+  at: number;
+  share: LookShare | undefined;
+  cancelled?: boolean;
+}
+
 export interface BatchRun {
   readonly input: ParsedBatchInput;
   /** The caller's input as given: the next run's starts from it. */
@@ -136,8 +145,8 @@ export interface BatchRun {
   extendsRunning: number;
   recordRunning: boolean;
   cancelRunning: boolean;
-  /** The running watchers, each with the items (index -> job id) it was asked about. */
-  readonly watchers: Map<CancellationScope, Map<number, string>>;
+  /** The running watchers, each with the items it was asked about and its part of the /status limit. */
+  readonly watchers: Map<CancellationScope, RunningWatcher>;
   /** Items some running watcher covers. */
   readonly watched: Set<number>;
   /** Waiting for the activities to end before continuing as new. */

@@ -14,7 +14,7 @@ import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
 import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
-import { lookShare, looksHandedBack, looksTakenOver } from './look-shares';
+import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from './look-shares';
 
 /**
  * A watcher holds its answer this long after its first finished job, while more finish (fewer,
@@ -69,8 +69,20 @@ function waitsForPage(run: BatchRun, uncovered: number): boolean {
   );
 }
 
+/**
+ * A cancelled watcher hands nothing back and may look on until the cancel reaches it: its share
+ * counts as spent now, so the watchers after it (in this run or the next) wait that window out.
+ */
 export function cancelWatchers(run: BatchRun): void {
-  for (const scope of run.watchers.keys()) scope.cancel();
+  const now = Date.now();
+  for (const [scope, watcher] of run.watchers) {
+    // A draining run asks at every turn until the cancel has ended the watcher: counted once.
+    if (watcher.cancelled) continue;
+    watcher.cancelled = true;
+    const tally = run.state.endpoints[watcher.at];
+    if (tally) looksOfCancelled(tally, watcher.share, now);
+    scope.cancel();
+  }
 }
 
 function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
@@ -93,7 +105,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);
   const scope = new CancellationScope();
-  run.watchers.set(scope, asked);
+  run.watchers.set(scope, { asked, at, share });
   scope
     .run(() =>
       watchActivities.watchBatchJobs.executeWithOptions({ summary: watchJobsSummary(items.length) }, [

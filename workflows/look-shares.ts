@@ -8,8 +8,8 @@
  * client's limiter, which counts every look of the process, shares the limit among the watchers
  * as their looks come; once the looks come from several (within CLIENT_MEMORY_MS), every watcher
  * counts the looks it took over against its share, and a handoff does not start a window afresh in
- * any process. A watcher
- * cancelled mid-window (the batch stopping) hands nothing back. Under a submit
+ * any process. A watcher cancelled mid-window (the batch continuing as new, or stopping) hands
+ * nothing back: its whole share counts as spent at its cancel. Under a submit
  * lease, a submit extends each new job's ttl with a /status call, one per request the /run send
  * window lets out, as many at once as its requests: those take the /run limit's worth of the rate
  * and of the requests in flight first.
@@ -75,3 +75,20 @@ export function looksHandedBack(pool: LookPool, looks: LookLog | undefined, now:
   for (const [, , source] of looks) clients.set(source, now);
   pool.lookClients = [...clients];
 }
+
+/**
+ * A watcher cancelled mid-window: its whole share as looks made now (the most its window can hold,
+ * at the latest time), and it stops looking within a second or two of the cancel (the activity
+ * asks the server). Under the batch's one client, when one made all the looks lately: a watcher
+ * of that client counts them in its limiter already. Otherwise under a name no client has, so every
+ * watcher counts them.
+ */
+export function looksOfCancelled(pool: LookPool, share: LookShare | undefined, now: number): void {
+  if (!share) return;
+  const clients = (pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS);
+  const source = clients.length === 1 ? (clients[0]?.[0] ?? CANCELLED_SOURCE) : CANCELLED_SOURCE;
+  pool.lookLog ??= [];
+  poolLooks(pool.lookLog, [[Math.floor(now / 1_000), share.perTenSeconds, source]], now);
+}
+
+const CANCELLED_SOURCE = 'cancelled';

@@ -6,6 +6,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ActivityCancelledError, ActivityNotFoundError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import type { WatchedItem } from '../../contracts/batch-input';
@@ -43,16 +45,26 @@ describe('watchBatchJobs: the window handed over between watchers', () => {
     vi.useRealTimers();
   });
 
-  function watch(seed: LookLog | undefined, heartbeatDetails?: unknown) {
+  function watch(
+    seed: LookLog | undefined,
+    {
+      heartbeatDetails,
+      serverSays,
+      pollingMs,
+    }: { heartbeatDetails?: unknown; serverSays?: Error; pollingMs?: number } = {},
+  ) {
     const activities = createBatchActivities({ client: stub.client, resultStoreDir: dir });
-    return activityEnv({
-      scheduledTimestampMs: NOW,
-      ...(heartbeatDetails === undefined ? {} : { heartbeatDetails, attempt: 2 }),
-    }).call(activities.watchBatchJobs, {
+    return activityEnv(
+      {
+        scheduledTimestampMs: NOW,
+        ...(heartbeatDetails === undefined ? {} : { heartbeatDetails, attempt: 2 }),
+      },
+      serverSays,
+    ).call(activities.watchBatchJobs, {
       endpointId: 'ep-1',
       batchKey: 'batch-1',
       items,
-      polling,
+      polling: pollingMs === undefined ? polling : { ...polling, initialIntervalMs: pollingMs },
       returnAfter: 2,
       holdMs: 0,
       share,
@@ -75,7 +87,7 @@ describe('watchBatchJobs: the window handed over between watchers', () => {
   });
 
   it('a later attempt starts from its own heartbeat details, not from the seed again', async () => {
-    const answer = watch([[second, 2, 'another-process']], { looks: [] });
+    const answer = watch([[second, 2, 'another-process']], { heartbeatDetails: { looks: [] } });
     await vi.advanceTimersByTimeAsync(0);
     await answer;
     expect(stub.named('status')).toHaveLength(2);
@@ -95,5 +107,24 @@ describe('watchBatchJobs: the window handed over between watchers', () => {
     await answer;
     // The second watcher looked at once: four looks in all.
     expect(stub.named('status')).toHaveLength(4);
+  });
+
+  it.each([
+    ['it was cancelled', new ActivityCancelledError('cancelled')],
+    ['its run is over', new ActivityNotFoundError('Not found')],
+  ])('stops looking within two seconds of the server saying %s', async (_, serverSays) => {
+    stub.answer('status', { id: 'job-a', status: 'IN_PROGRESS' });
+    // It looks every half second, waiting in the attempt, and its share lets it look at its two
+    // jobs once per 10 s. The SDK's own heartbeats would carry the cancel only every 24 s (0.8 of
+    // the 30 s timeout): the watcher asks the server itself.
+    const answer = watch(undefined, { serverSays, pollingMs: 500 });
+    const settled = answer.then(
+      () => 'answered',
+      (error: unknown) => error,
+    );
+    await vi.advanceTimersByTimeAsync(2_100);
+    expect(await Promise.race([settled, Promise.resolve('still looking')])).toBeInstanceOf(CancelledFailure);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(stub.named('status')).toHaveLength(2);
   });
 });

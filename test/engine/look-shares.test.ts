@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { lookShare } from '../../workflows/look-shares';
+import type { LookLog } from '../../contracts/look-log';
+import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from '../../workflows/look-shares';
 
 const SPEC = {
   status: { perTenSeconds: 2000, concurrent: 400 },
@@ -29,5 +30,42 @@ describe('lookShare', () => {
     expect(
       lookShare({ status: { concurrent: 400 }, run: undefined, leased: false }, 10, 100),
     ).toBeUndefined();
+  });
+});
+
+describe('looksOfCancelled', () => {
+  const NOW = Date.UTC(2026, 0, 1, 12, 0, 0, 400);
+  const second = Math.floor(NOW / 1_000);
+  const share = { perTenSeconds: 50, concurrent: 10 };
+
+  it('counts a cancelled watcher’s whole share as looked now, for the watchers after it', () => {
+    const pool: { lookLog?: LookLog } = {};
+    looksOfCancelled(pool, share, NOW);
+    expect(pool.lookLog).toEqual([[second, 50, 'cancelled']]);
+    // The next watcher takes as much as its share; the rest stays for the others.
+    expect(looksTakenOver(pool, { perTenSeconds: 30, concurrent: 6 }, NOW + 1_000).seed).toEqual([
+      [second, 30, 'cancelled'],
+    ]);
+    // Once the window is over, nothing of it counts.
+    expect(looksTakenOver(pool, share, NOW + 11_000).seed).toEqual([]);
+  });
+
+  it('names the batch’s one client when only it looked lately (its limiter counts them), else none', () => {
+    const alone = {};
+    looksHandedBack(alone, [[second - 1, 5, 'worker-a']], NOW);
+    looksOfCancelled(alone, share, NOW);
+    expect(looksTakenOver(alone, share, NOW).seed).toContainEqual([second, 50, 'worker-a']);
+
+    const two = {};
+    looksHandedBack(two, [[second - 1, 5, 'worker-a']], NOW);
+    looksHandedBack(two, [[second - 1, 5, 'worker-b']], NOW);
+    looksOfCancelled(two, share, NOW);
+    expect(looksTakenOver(two, share, NOW).seed).toContainEqual([second, 50, 'cancelled']);
+  });
+
+  it('adds nothing for a watcher without a share (no /status limit)', () => {
+    const pool: { lookLog?: LookLog } = {};
+    looksOfCancelled(pool, undefined, NOW);
+    expect(pool.lookLog).toBeUndefined();
   });
 });

@@ -4,12 +4,16 @@
  * continuing as new (it has reached maxEventsPerRun and waits for a submit the test holds), and
  * every one of them holds in the runs after. On the dev server (the time-skipping test server
  * mishandles updates racing a continue-as-new), with a fake service; each step waits on the
- * progress query for its effect.
+ * progress query for its effect. The watchers out when a run continues as new are cancelled, and
+ * their shares of the /status limit count against the next run’s first watchers.
  */
+import { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchInput } from '../../contracts/batch-input';
+import type { BatchInput, LookShare } from '../../contracts/batch-input';
+import type { LookLog } from '../../contracts/look-log';
 import type { serverlessBatch } from '../../workflows/batch';
 import {
   batchProgressQuery,
@@ -27,6 +31,10 @@ import {
 } from '../workflows/batch-harness';
 
 quietRuntime();
+
+type FakeService = ReturnType<typeof fakeService>;
+type WatchRequest = Parameters<FakeService['activities']['watchBatchJobs']>[0];
+const sum = (log: LookLog | undefined) => (log ?? []).reduce((total, [, looks]) => total + looks, 0);
 
 const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
   endpointId: 'ep-1',
@@ -172,5 +180,62 @@ describe('batch workflow: continue-as-new', () => {
       expect(fake.maxInFlight()).toBeLessThanOrEqual(35);
       expect(await progress()).toMatchObject({ paused: false, maxConcurrency: 35, done: total });
     }
+  });
+
+  it('counts the share of a watcher cancelled as the run continues as new against the next run’s watchers', async () => {
+    const total = 200;
+    const fake = fakeService(total);
+    const watchers: Array<{ runId: string; share: LookShare | undefined; seed: LookLog | undefined }> = [];
+    let firstRunId: string | undefined;
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const activities = {
+      ...fake.activities,
+      async stageBatchItems(args: Parameters<FakeService['activities']['stageBatchItems']>[0]) {
+        return { ...(await fake.activities.stageBatchItems(args)), statusLimit: { perTenSeconds: 400 } };
+      },
+      async watchBatchJobs(request: WatchRequest) {
+        const runId = Context.current().info.workflowExecution?.runId ?? '';
+        firstRunId ??= runId;
+        watchers.push({ runId, share: request.share, seed: request.seed });
+        // The first run's watchers after the first two wait until the run, full, cancels them: it
+        // continues as new while they are out. None hands looks back (none could be counted twice).
+        if (runId === firstRunId && watchers.length > 2) {
+          const { cancellationSignal } = Context.current();
+          await Promise.race([
+            released,
+            new Promise((resolve) => cancellationSignal.addEventListener('abort', resolve)),
+          ]);
+          throw new CancelledFailure('cancelled');
+        }
+        const { looks: _looks, ...answer } = await fake.activities.watchBatchJobs(request);
+        return answer;
+      },
+    };
+    const input: BatchInput = {
+      endpointId: 'ep-1',
+      items: { manifest: { key: 'items.jsonl' } },
+      pageSize: 1,
+      maxConcurrency: 200,
+      maxEventsPerRun: 200,
+    };
+    const summary = await withWorker(env, bundle, activities, async (queue) => {
+      const handle = await start(queue, input);
+      // The cancelled watchers never heartbeat, so they learn of it only here.
+      return handle.result().finally(release);
+    });
+    expect(summary).toMatchObject({ counts: { completed: total }, submissions: total });
+    expect(summary.runs).toBeGreaterThan(1);
+    const cancelledShares = watchers
+      .filter((watcher) => watcher.runId === firstRunId)
+      .slice(2)
+      .reduce((looks, watcher) => looks + (watcher.share?.perTenSeconds ?? 0), 0);
+    expect(cancelledShares).toBeGreaterThan(0);
+    // The next run's first watcher starts from the cancelled ones' shares, up to its own.
+    const next = watchers.find((watcher) => watcher.runId !== firstRunId);
+    expect(sum(next?.seed)).toBe(Math.min(next?.share?.perTenSeconds ?? 0, cancelledShares));
+    expect(next?.seed?.every(([, , source]) => source === 'cancelled')).toBe(true);
   });
 });

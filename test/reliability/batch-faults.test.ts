@@ -15,6 +15,7 @@
  * jobs (with those it deleted) say how often an item was submitted and how often it ran.
  */
 import { randomUUID } from 'node:crypto';
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchInput, finishedSummary, startBatch } from '../../client/batches';
 import type { FaultRuleInput } from '../../emulator/schemas';
@@ -70,6 +71,7 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
         stack.control.injectFault({ ...rule, operation, endpointId, probability: PER_RULE }),
       ),
     );
+    const workflowId = `${name}-${randomUUID()}`;
     const summary = await (async () => {
       const handle = await startBatch(
         stack.client,
@@ -85,7 +87,7 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
           // Uncertain items are reported, not a reason to stop: the batch goes to its last item.
           failureTolerance: { percentage: 100 },
         },
-        { workflowId: `${name}-${randomUUID()}`, taskQueue: stack.taskQueue },
+        { workflowId, taskQueue: stack.taskQueue },
       );
       return untilAnswered(() => finishedSummary(stack.client, { batch: handle }), Date.now() + 420_000);
     })().finally(() => {
@@ -108,6 +110,7 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
         `${faulted} of ${requests} /run and /status requests faulted (${((100 * faulted) / requests).toFixed(1)}%: ${kinds.join(', ')})`,
       startedAt,
     );
+    console.log(`RELIABILITY ${name}: history events by type: ${await eventsByType(workflowId)}`);
 
     expect(faulted / requests).toBeGreaterThan(0.17);
     expect(faulted / requests).toBeLessThan(0.23);
@@ -134,6 +137,23 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
     expect(summary.counts.uncertain).toBe(figures.statuses.UNCERTAIN ?? 0);
     expect(summary.notStarted).toBe(0);
     return { summary, figures };
+  }
+
+  /** Every run's history events of the batch, counted by type, most first. */
+  async function eventsByType(workflowId: string): Promise<string> {
+    const counts = new Map<string, number>();
+    for await (const run of stack.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+      const history = await stack.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+      for (const event of history.events ?? []) {
+        const type = temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? '?';
+        const short = type.replace('EVENT_TYPE_', '').toLowerCase();
+        counts.set(short, (counts.get(short) ?? 0) + 1);
+      }
+    }
+    return [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .map(([type, n]) => `${type} ${n}`)
+      .join(', ');
   }
 
   it(`under a submit lease: ${ITEMS} items each complete or are reported uncertain, none lost or wrong; lease re-runs counted apart`, async () => {
