@@ -466,7 +466,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       seed?: LookLog;
       /** How many clients' looks the batch held when it took the seed (contracts/look-log.ts). */
       seedSources?: number;
-    }): Promise<{ changes: ItemChange[]; running: number; currency?: string; looks?: LookLog }> {
+      /**
+       * Jobs whose lease the looks extend (an adopted orphan's): the ttl each look sets until one
+       * is answered. They are looked at in the first round.
+       */
+      extend?: Array<[index: number, ttl: number]>;
+    }): Promise<{
+      changes: ItemChange[];
+      running: number;
+      currency?: string;
+      looks?: LookLog;
+      /** The jobs of `extend` whose ttl a look set. */
+      extended?: number[];
+    }> {
       const { info, runId } = context();
       const shareLimiter =
         input.share &&
@@ -524,6 +536,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       // Jobs looked at in the next round whatever the schedule: new here, or whose last look failed
       // (a 5xx, a dropped answer) rather than at the next full look, so that one answer carries them.
       const due = new Set<number>(fresh);
+      // A look at a leased job carries its ttl until one is answered: it extends as it reads.
+      const ttlToSet = new Map(input.extend ?? []);
+      const extended: number[] = [];
+      for (const index of ttlToSet.keys()) if (pending.has(index)) due.add(index);
       const changes: ItemChange[] = [];
       const lines: string[] = [];
       const started = Date.now();
@@ -575,8 +591,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
                   signal,
                   background ? 'background' : 'normal',
                 );
+                const ttl = ttlToSet.get(i);
                 try {
-                  status = await client.jobs.status(input.endpointId, jobId, { signal, background });
+                  status = await client.jobs.status(input.endpointId, jobId, {
+                    signal,
+                    ...(ttl === undefined ? { background } : { ttl }),
+                  });
+                  if (ttlToSet.delete(i)) extended.push(i);
                 } finally {
                   release?.();
                 }
@@ -706,6 +727,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         running,
         ...(currency === undefined ? {} : { currency }),
         ...(looks?.length ? { looks } : {}),
+        ...(extended.length === 0 ? {} : { extended }),
       };
     },
 

@@ -7,7 +7,7 @@ import { isCancellation, log } from '@temporalio/workflow';
 import { leaseEndsBy } from '../contracts/submit-lease';
 import { leaseActivities } from './batch-activities';
 import { advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
-import type { RunningItem } from './item-state';
+import type { ItemState, RunningItem } from './item-state';
 import { leaseAttemptMs } from './job-activities';
 import { activityOutcome } from './job-failures';
 
@@ -16,12 +16,19 @@ type LeasedItem = RunningItem & { lease: NonNullable<RunningItem['lease']> };
 export function startExtensions(run: BatchRun): void {
   const due: LeasedItem[] = [];
   for (const item of run.items.values()) {
-    if (item.phase === 'running' && item.lease && !item.lease.unsettled && !run.extending.has(item.index)) {
-      due.push(item as LeasedItem);
-    }
+    if (leaseToExtend(item) && !item.adopted && !run.extending.has(item.index)) due.push(item);
   }
   // Each call extends the jobs of one endpoint.
   for (const [at, items] of byEndpoint(due)) extend(run, items, at);
+}
+
+/**
+ * A running job whose lease is still to be extended. An adopted orphan's is extended by its
+ * watcher's looks (batch-watch.ts): it reported its end by webhook, so the watcher looks at it at
+ * once, and an activity of its own would cost history events for the same request.
+ */
+export function leaseToExtend(item: ItemState): item is LeasedItem {
+  return item.phase === 'running' && item.lease !== undefined && !item.lease.unsettled;
 }
 
 function extend(run: BatchRun, due: LeasedItem[], at: number): void {

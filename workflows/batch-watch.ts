@@ -10,6 +10,7 @@ import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
 import { watchActivities } from './batch-activities';
 import type { BatchHintAnswer } from './batch-definitions';
+import { leaseToExtend } from './batch-lease';
 import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
 import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
@@ -102,6 +103,11 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   const tally = state.endpoints[at];
   // The looks of the watchers before it that still count are its to account for, up to its share.
   const { seed, sources } = tally ? looksTakenOver(tally, share, Date.now()) : { seed: [], sources: 0 };
+  // An adopted orphan's lease is extended by the looks (batch-lease.ts says why).
+  const extend = covered.flatMap(
+    (item): Array<[number, number]> =>
+      item.adopted && leaseToExtend(item) ? [[item.index, item.ttlMs]] : [],
+  );
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);
   const scope = new CancellationScope();
@@ -122,13 +128,19 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
           ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
           ...(share === undefined ? {} : { share }),
           ...(seed.length === 0 ? {} : { seed, seedSources: sources }),
+          ...(extend.length === 0 ? {} : { extend }),
         },
       ]),
     )
     .then(
-      ({ changes, currency, looks }) => {
+      ({ changes, currency, looks, extended }) => {
         if (currency !== undefined) state.cost.currency = currency;
         if (tally) looksHandedBack(tally, looks, Date.now());
+        for (const index of extended ?? []) {
+          const item = run.items.get(index);
+          if (item?.phase === 'running' && item.jobId === asked.get(index) && leaseToExtend(item))
+            advance(run, item, { kind: 'lease-extended' });
+        }
         for (const change of changes) changed(run, change, asked.get(change.i), at);
       },
       (error: unknown) => {

@@ -100,7 +100,11 @@ describe('watchBatchJobs with webhook reports', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
 
   /** One try of the watcher, begun `intoPeriodMs` after its attempt was scheduled. */
-  function watchOnce(reports: ReturnType<typeof createBatchJobReports> | undefined, intoPeriodMs = 0) {
+  function watchOnce(
+    reports: ReturnType<typeof createBatchJobReports> | undefined,
+    intoPeriodMs = 0,
+    extend?: Array<[number, number]>,
+  ) {
     const activities = createBatchActivities({
       client: stub.client,
       resultStoreDir: dir,
@@ -108,7 +112,7 @@ describe('watchBatchJobs with webhook reports', () => {
     });
     return activityEnv({ scheduledTimestampMs: Date.now() - intoPeriodMs }).call(
       activities.watchBatchJobs,
-      watch,
+      extend ? { ...watch, extend } : watch,
     );
   }
 
@@ -123,6 +127,27 @@ describe('watchBatchJobs with webhook reports', () => {
     expect(stub.named('status').map((args) => args[1])).toEqual(['job-b']);
     // Both jobs are now known as watched here: their webhooks need no query to the batch.
     expect([reports.isWatched('job-a'), reports.isWatched('job-b')]).toEqual([true, true]);
+  });
+
+  it('looks at once at a job whose lease it extends, unreported, and sets its ttl with that look', async () => {
+    const reports = createBatchJobReports();
+    reports.watching(['job-a', 'job-b']);
+    reports.ended('job-b');
+    stub.answer(
+      'status',
+      { id: 'job-a', status: 'IN_PROGRESS' },
+      { id: 'job-b', status: 'COMPLETED', output: { ok: true } },
+    );
+    const { changes, extended } = await watchOnce(reports, 0, [[0, 3_600_000]]);
+    expect(
+      stub.named('status').map(([, jobId, options]) => [jobId, (options as { ttl?: number }).ttl]),
+    ).toEqual([
+      ['job-a', 3_600_000],
+      ['job-b', undefined],
+    ]);
+    expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
+    // The workflow hears that the lease is extended: it has nothing more to extend.
+    expect(extended).toEqual([0]);
   });
 
   it('a watcher waiting between looks is woken by the report of its job and looks at once', async () => {

@@ -146,7 +146,9 @@ describe('reliability: a batch under 20% faults on /run and /status (real server
       const history = await stack.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
       for (const event of history.events ?? []) {
         const type = temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? '?';
-        const short = type.replace('EVENT_TYPE_', '').toLowerCase();
+        // An activity's scheduling names its kind: where the activities' events come from.
+        const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
+        const short = type.replace('EVENT_TYPE_', '').toLowerCase() + (activity ? ` ${activity}` : '');
         counts.set(short, (counts.get(short) ?? 0) + 1);
       }
     }

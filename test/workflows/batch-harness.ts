@@ -106,6 +106,8 @@ export function fakeService(
   let nextId = 0;
   let maxInFlight = 0;
   const extensions: Array<{ i: number; id: string; ttl: number; answer: string }> = [];
+  /** Leases the watcher's looks extended (an adopted orphan's). */
+  const extensionsByLook: Array<{ i: number; id: string; ttl: number }> = [];
   const orphans: Array<{ i: number; id: string }> = [];
   /** Jobs the service deleted when their ttl passed (fate `expires`). */
   const expired: Array<{ i: number; id: string }> = [];
@@ -155,8 +157,18 @@ export function fakeService(
       maxInFlight = Math.max(maxInFlight, live());
       return { results };
     },
-    async watchBatchJobs({ items }) {
+    async watchBatchJobs({ items, extend }) {
       watched.push(...items);
+      // A look that carries a ttl extends the job's lease, as /status?ttl= does.
+      const extended: number[] = [];
+      for (const [i, ttl] of extend ?? []) {
+        const id = items.find((item) => item[0] === i)?.[1] ?? '';
+        const job = jobs.get(id);
+        if (!job) continue;
+        delete job.deleteAt;
+        extensionsByLook.push({ i, id, ttl });
+        extended.push(i);
+      }
       const changes: ItemChange[] = [];
       for (const [i, id] of items) {
         const job = jobs.get(id);
@@ -193,7 +205,12 @@ export function fakeService(
           category: ApplicationFailureCategory.BENIGN,
         });
       }
-      return { changes, running: live(), ...(costOf ? { currency: 'USD' } : {}) };
+      return {
+        changes,
+        running: live(),
+        ...(costOf ? { currency: 'USD' } : {}),
+        ...(extended.length === 0 ? {} : { extended }),
+      };
     },
     async extendBatchLeases({ items }) {
       return {
@@ -241,6 +258,7 @@ export function fakeService(
     jobs,
     submitsPerItem,
     extensions,
+    extensionsByLook,
     orphans,
     expired,
     watched,

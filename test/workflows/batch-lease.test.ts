@@ -1,7 +1,8 @@
 /**
  * The batch workflow under a submit lease (contracts/submit-lease.ts), on the time-skipping server
  * with a fake service: every branch of the job workflow's lease, per item: the extension succeeds;
- * an uncertain submit's orphan reports by webhook within the lease and is adopted (then extended);
+ * an uncertain submit's orphan reports by webhook within the lease and is adopted (its watcher's
+ * looks extend it);
  * no orphan reports and the item is submitted again after the lease and the webhook window; the
  * extension meets a 404 (the lease ran out) and the item is submitted again; the extension gets no
  * answer until the lease ends and the watcher's 404 tells that the job is gone.
@@ -52,7 +53,7 @@ describe('batch workflow under a submit lease', () => {
     expect(fake.extensions[0]?.ttl).toBeGreaterThan(DEFAULT_LEASE_MS);
   });
 
-  it("adopts an uncertain submit's orphan that reports by webhook within the lease, then extends it", async () => {
+  it("adopts an uncertain submit's orphan that reports by webhook within the lease; its watcher's look extends it", async () => {
     const fake = fakeService(
       4,
       (i, attempt): Fate => (i === 2 && attempt === 1 ? { submit: 'orphan' } : 'COMPLETED'),
@@ -79,6 +80,9 @@ describe('batch workflow under a submit lease', () => {
     });
     // Adopted within the lease: long before the lease and the webhook window were over.
     expect(summary.elapsedMs).toBeLessThan(orphanWaitUntil(0, DEFAULT_LEASE_MS, true));
+    // Its lease went to the caller's ttl with the watcher's look, not with an activity of its own.
+    expect(fake.extensionsByLook).toEqual([{ i: 2, id: orphan.id, ttl: expect.any(Number) }]);
+    expect(fake.extensions.filter((extension) => extension.i === 2)).toEqual([]);
   });
 
   it('submits an uncertain item again once the lease and the webhook window pass with no report', async () => {
