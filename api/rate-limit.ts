@@ -132,8 +132,9 @@ export function createRateLimiter(
   }
 
   function grant(lane: Lane, now: number): Release {
+    const slot = lane.head;
     if (lane.grants) {
-      lane.grants[lane.head] = now;
+      lane.grants[slot] = now;
       lane.head = (lane.head + 1) % lane.grants.length;
     }
     lane.active++;
@@ -141,6 +142,11 @@ export function createRateLimiter(
     return () => {
       if (released) return;
       released = true;
+      // The service counts a request from its arrival, some time after its grant and before its
+      // answer: counted from the answer, a request that reached the service late cannot share the
+      // service's window with the one granted in its place 10 s after its grant. (A slot given
+      // again meanwhile, under a request slower than the window, keeps its own time.)
+      if (lane.grants && lane.grants[slot] === now) lane.grants[slot] = Math.max(now, clock.now());
       lane.active--;
       pump(lane);
     };

@@ -40,6 +40,20 @@ describe('rate limiter', () => {
     expect(granted).toEqual([0, 1, 2, 3, 4, 5, 6]);
   });
 
+  it('counts a request from its answer: one the service got late cannot share its window with the next', async () => {
+    const limiter = createRateLimiter({ purgeQueue: { perTenSeconds: 1 } }, clock);
+    const release = await limiter.acquire('ep', 'purgeQueue');
+    // Its answer comes 300 ms after the grant: the service took it somewhere in between.
+    await vi.advanceTimersByTimeAsync(300);
+    release();
+    const { granted } = start(limiter, 1);
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(granted).toEqual([]);
+    await vi.advanceTimersByTimeAsync(301);
+    expect(granted).toEqual([0]);
+    expect(limiter.recent('ep', 'purgeQueue')).toEqual([1_010_300]);
+  });
+
   it("carries on another limiter's window: recent grants seeded into a new one count against its limit", async () => {
     const first = createRateLimiter({ purgeQueue: { perTenSeconds: 3 } }, clock);
     start(first, 2);
