@@ -96,15 +96,16 @@ export interface BatchState {
   statusLimit?: EndpointLimit;
 }
 
-/** A run: the carried state, with the items by index, and the activities under way. */
 /** A watcher under way: the items it was asked about (index -> job id), its endpoint and share. */
 export interface RunningWatcher {
   asked: Map<number, string>;
   at: number;
   share: LookShare | undefined;
+  /** Cancelled already: its share is counted once. */
   cancelled?: boolean;
 }
 
+/** A run: the carried state, with the items by index, and the activities under way. */
 export interface BatchRun {
   readonly input: ParsedBatchInput;
   /** The caller's input as given: the next run's starts from it. */
