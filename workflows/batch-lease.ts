@@ -16,19 +16,24 @@ type LeasedItem = RunningItem & { lease: NonNullable<RunningItem['lease']> };
 export function startExtensions(run: BatchRun): void {
   const due: LeasedItem[] = [];
   for (const item of run.items.values()) {
-    if (leaseToExtend(item) && !item.adopted && !run.extending.has(item.index)) due.push(item);
+    if (leaseToExtend(item) && !extendedByLooks(item) && !run.extending.has(item.index)) due.push(item);
   }
   // Each call extends the jobs of one endpoint.
   for (const [at, items] of byEndpoint(due)) extend(run, items, at);
 }
 
-/**
- * A running job whose lease is still to be extended. An adopted orphan's is extended by its
- * watcher's looks (batch-watch.ts): it reported its end by webhook, so the watcher looks at it at
- * once, and an activity of its own would cost history events for the same request.
- */
+/** A running job whose lease is still to be extended. */
 export function leaseToExtend(item: ItemState): item is LeasedItem {
   return item.phase === 'running' && item.lease !== undefined && !item.lease.unsettled;
+}
+
+/**
+ * Whether the item's lease is its watcher's to extend, with its looks (batch-watch.ts): an adopted
+ * orphan's. It reported its end by webhook, so the watcher looks at it at once, and an activity of
+ * its own would cost history events for the same request.
+ */
+export function extendedByLooks(item: ItemState): boolean {
+  return leaseToExtend(item) && item.adopted;
 }
 
 function extend(run: BatchRun, due: LeasedItem[], at: number): void {

@@ -10,7 +10,7 @@ import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
 import { watchActivities } from './batch-activities';
 import type { BatchHintAnswer } from './batch-definitions';
-import { leaseToExtend } from './batch-lease';
+import { extendedByLooks, leaseToExtend } from './batch-lease';
 import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
 import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
@@ -105,8 +105,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   const { seed, sources } = tally ? looksTakenOver(tally, share, Date.now()) : { seed: [], sources: 0 };
   // An adopted orphan's lease is extended by the looks (batch-lease.ts says why).
   const extend = covered.flatMap(
-    (item): Array<[number, number]> =>
-      item.adopted && leaseToExtend(item) ? [[item.index, item.ttlMs]] : [],
+    (item): Array<[number, number]> => (extendedByLooks(item) ? [[item.index, item.ttlMs]] : []),
   );
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);

@@ -52,6 +52,11 @@ interface LookPool {
   lookClients?: Array<[source: string, lastAt: number]>;
 }
 
+/** The clients that handed looks back within CLIENT_MEMORY_MS, with when they last did. */
+function recentClients(pool: LookPool, now: number): Array<[source: string, lastAt: number]> {
+  return (pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS);
+}
+
 /**
  * The looks a new watcher starts its window from, taken out of the pool (at most its share), and
  * how many clients handed looks back lately (contracts/look-log.ts says what that changes).
@@ -61,7 +66,7 @@ export function looksTakenOver(
   share: LookShare | undefined,
   now: number,
 ): { seed: LookLog; sources: number } {
-  const sources = (pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS).length;
+  const sources = recentClients(pool, now).length;
   if (!share || !pool.lookLog) return { seed: [], sources };
   return { seed: takeLooks(pool.lookLog, share.perTenSeconds, now), sources };
 }
@@ -71,7 +76,7 @@ export function looksHandedBack(pool: LookPool, looks: LookLog | undefined, now:
   if (!looks || looks.length === 0) return;
   pool.lookLog ??= [];
   poolLooks(pool.lookLog, looks, now);
-  const clients = new Map((pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS));
+  const clients = new Map(recentClients(pool, now));
   for (const [, , source] of looks) clients.set(source, now);
   pool.lookClients = [...clients];
 }
@@ -85,7 +90,7 @@ export function looksHandedBack(pool: LookPool, looks: LookLog | undefined, now:
  */
 export function looksOfCancelled(pool: LookPool, share: LookShare | undefined, now: number): void {
   if (!share) return;
-  const clients = (pool.lookClients ?? []).filter(([, lastAt]) => lastAt > now - CLIENT_MEMORY_MS);
+  const clients = recentClients(pool, now);
   const source = clients.length === 1 ? (clients[0]?.[0] ?? CANCELLED_SOURCE) : CANCELLED_SOURCE;
   pool.lookLog ??= [];
   poolLooks(pool.lookLog, [[Math.floor(now / 1_000), share.perTenSeconds, source]], now);
