@@ -101,8 +101,6 @@ export interface RunningWatcher {
   asked: Map<number, string>;
   at: number;
   share: LookShare | undefined;
-  /** Cancelled already: its share is counted once. */
-  cancelled?: boolean;
 }
 
 /** A run: the carried state, with the items by index, and the activities under way. */

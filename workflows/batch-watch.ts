@@ -78,8 +78,7 @@ export function cancelWatchers(run: BatchRun): void {
   const now = Date.now();
   for (const [scope, watcher] of run.watchers) {
     // A draining run asks at every turn until the cancel has ended the watcher: counted once.
-    if (watcher.cancelled) continue;
-    watcher.cancelled = true;
+    if (scope.consideredCancelled) continue;
     const tally = run.state.endpoints[watcher.at];
     if (tally) looksOfCancelled(tally, watcher.share, now);
     scope.cancel();
