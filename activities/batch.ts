@@ -59,6 +59,7 @@ import type { BatchJobReports } from './batch-job-reports';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
+import { retryJobOnService } from './job-retry';
 import { extendJobTtl, extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import {
   createLocalResultStore,
@@ -765,26 +766,30 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       return { results };
     },
 
-    /** POST /retry for each job (same id, original input). */
-    async retryBatchJobs(input: {
-      endpointId: string;
-      items: Array<[number, string]>;
-    }): Promise<{ results: Array<{ i: number; status?: string; gone?: boolean; error?: string }> }> {
+    /**
+     * POST /retry for each job (same id, original input), harmless to repeat (see job-retry.ts). A
+     * job whose /retry went unanswered in a way a later try may fix (a 5xx, a timeout, a dropped
+     * connection: the service may have acted or not) is `unanswered`, and is tried again.
+     */
+    async retryBatchJobs(input: { endpointId: string; items: Array<[number, string]> }): Promise<{
+      results: Array<{ i: number; status?: string; gone?: boolean; unanswered?: boolean; error?: string }>;
+    }> {
       const results = await Promise.all(
         input.items.map(async ([i, jobId]) => {
           try {
-            const answer = await client.jobs.retry(input.endpointId, jobId);
-            inFlight.started(input.endpointId, jobId);
+            // Whether an earlier call tried this job is not known here: a refusal with the job
+            // FAILED again ends the item as failed, which it is either way.
+            const answer = await retryJobOnService(client.jobs, input.endpointId, jobId, {
+              triedBefore: false,
+            });
+            const status = answer.retried === 'now' ? answer.status : answer.now.status;
+            if (!TERMINAL.has(status)) inFlight.started(input.endpointId, jobId);
             // Its next end sends a webhook of its own; the earlier one must not make it look ended.
             deps.batchJobReports?.forget(jobId);
-            return { i, status: answer.status };
+            return { i, status };
           } catch (error) {
             if (error instanceof ServiceError && error.kind === 'NotFound') return { i, gone: true };
-            if (error instanceof ServiceError && error.kind === 'BadRequest') {
-              // A repeated call after a lost answer finds the job already re-queued.
-              const now = await client.jobs.status(input.endpointId, jobId).catch(() => undefined);
-              if (now && !TERMINAL.has(now.status)) return { i, status: now.status };
-            }
+            if (error instanceof ServiceError && error.retryable) return { i, unanswered: true };
             return { i, error: shorten(error instanceof Error ? error.message : String(error)) };
           }
         }),

@@ -57,6 +57,7 @@ import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './f
 import { createInFlightTracker } from './in-flight';
 import type { ObserveOptions } from './job-observe';
 import { observe } from './job-observe';
+import { retryJobOnService } from './job-retry';
 import { drainStream } from './job-stream';
 import { lookForChange } from './job-wait';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
@@ -69,7 +70,6 @@ export type { SubmitResult } from '../contracts/job-types';
 export interface JobActivityDeps {
   /** Only `jobs` is used, so a stub with that one member is enough in tests. */
   client: Pick<ServiceClient, 'jobs'>;
-  /** The webhook URL for a workflow; absent: jobs are polled only. */
   /** The webhook URL for a workflow's job of this ttl (its token expires a margin after it); absent: jobs are polled only. */
   webhookUrlFor?: (workflowId: string, options?: { ttlMs?: number }) => string;
   /** Where large outputs go; default: a local directory store at resultStoreDir. */
@@ -377,30 +377,29 @@ export function createJobActivities(deps: JobActivityDeps) {
     },
 
     /**
-     * POST /retry (same id, original input). A repeated call after a lost answer finds the job
-     * already re-queued and is refused; a look at /status tells that apart from a real refusal.
-     * On a repeated attempt the re-queued job may even have run again already (COMPLETED, or
-     * FAILED once more): the workflow asks for /retry only of a FAILED or TIMED_OUT job, which
-     * the service never refuses, so a refusal on a repeated attempt means an earlier attempt
-     * reached the service, and what /status says now is the retried job's state. (Its output is
-     * inlined by the worker's limit: the job's own limit is not in this activity's input.)
+     * POST /retry (same id, original input), harmless to repeat (see job-retry.ts): a job an
+     * earlier try re-queued answers with its state now, and a finished one with its output
+     * (inlined by the worker's limit: the job's own limit is not in this activity's input).
      */
     async retryJob(input: JobRefInput): Promise<JobObservation> {
       const { endpointId, jobId } = parsed(jobRefInputSchema, input, 'input');
       const signal = Context.current().cancellationSignal;
       try {
-        const answer = await client.jobs.retry(endpointId, jobId, { signal });
-        inFlight.started(endpointId, jobId);
-        return { jobId, status: answer.status, observedAt: Date.now() };
-      } catch (error) {
-        if (error instanceof ServiceError && error.kind === 'BadRequest') {
-          const now = await jobCall((s) => client.jobs.status(endpointId, jobId, { signal: s }));
-          if (now.status === 'IN_QUEUE' || now.status === 'IN_PROGRESS') {
-            return { jobId, status: now.status, observedAt: Date.now() };
-          }
-          if (Context.current().info.attempt > 1)
-            return observe(jobId, now, observeOptions(undefined, endpointId));
+        const answer = await retryJobOnService(client.jobs, endpointId, jobId, {
+          signal,
+          triedBefore: Context.current().info.attempt > 1,
+        });
+        if (answer.retried === 'now') {
+          inFlight.started(endpointId, jobId);
+          return { jobId, status: answer.status, observedAt: Date.now() };
         }
+        const { now } = answer;
+        if (!isTerminalStatus(now.status)) {
+          inFlight.started(endpointId, jobId);
+          return { jobId, status: now.status, observedAt: Date.now() };
+        }
+        return observe(jobId, now, observeOptions(undefined, endpointId));
+      } catch (error) {
         throw toApplicationFailure(error, { jobOperation: true, signal });
       }
     },

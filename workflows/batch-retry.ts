@@ -10,7 +10,7 @@ import { advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-
 import type { RetryDueItem } from './item-state';
 import { activityOutcome } from './job-failures';
 
-/** When a /retry call failed as a whole, its items are tried again after this. */
+/** A /retry that went unanswered (one job's, or the whole call's) is tried again after this. */
 const RETRY_CALL_PAUSE_MS = 5_000;
 
 export function startRetries(run: BatchRun, now: number): void {
@@ -40,6 +40,8 @@ function retry(run: BatchRun, due: RetryDueItem[], at: number): void {
           if (result.status !== undefined)
             advance(run, item, { kind: 'retried', status: result.status as JobStatusValue, now: Date.now() });
           else if (result.gone) advance(run, item, { kind: 'retry-gone', now: Date.now(), stopping });
+          else if (result.unanswered)
+            advance(run, item, { kind: 'retry-unanswered', now: Date.now(), pauseMs: RETRY_CALL_PAUSE_MS });
           else
             advance(run, item, {
               kind: 'retry-failed',

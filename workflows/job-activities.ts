@@ -94,6 +94,18 @@ export function leaseAttemptMs(leaseTtlMs: number): number {
   return Math.min(HTTP_CALL_MS, Math.max(5_000, Math.floor(leaseTtlMs / 4)));
 }
 
+/**
+ * /retry, harmless to repeat (activities/job-retry.ts): tried until the job's ttl deadline, after
+ * which the service has deleted it. A 404 (its results expired) ends the tries at once.
+ */
+export function retryActivities(untilMs: number) {
+  return proxyActivities<JobActivities>({
+    startToCloseTimeout: HTTP_CALL_MS,
+    scheduleToCloseTimeout: Math.max(untilMs, 1_000),
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  });
+}
+
 /** A one-shot call's tries: a few, then the workflow decides. */
 const FEW_TRIES = {
   initialInterval: '1 second',
@@ -102,7 +114,7 @@ const FEW_TRIES = {
   maximumAttempts: 6,
 } as const;
 
-/** One-shot calls (status, cancel, retry). */
+/** One-shot calls (status, cancel). */
 export const shortActivities = proxyActivities<JobActivities>({
   startToCloseTimeout: HTTP_CALL_MS,
   retry: FEW_TRIES,

@@ -52,7 +52,7 @@ import { leaseRequest } from '../contracts/submit-lease';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './definitions';
 import { emitOnEnd, failureData } from './emit-on-end';
 import type { EndedItem, ItemEvent, ItemState, RetryDueItem } from './item-state';
-import { shortActivities } from './job-activities';
+import { retryActivities, shortActivities } from './job-activities';
 import { activityOutcome, JOB_FAILURE, jobFailure } from './job-failures';
 import { advanceJob } from './job-item';
 import {
@@ -222,20 +222,26 @@ async function retryWhenDue(run: Run, item: RetryDueItem): Promise<void> {
   const retry = item.retries + 1;
   const wait = item.retryAt - Date.now();
   if (wait > 0) await sleep(wait, { summary: retryBackoffSummary(wait, retry) });
-  const due = advanceJob(run, { kind: 'retry-time', now: Date.now(), stopping: false });
-  if (!due.commands.some((command) => command.kind === 'retry')) return;
-  s.phase = 'retrying';
-  let observation: JobObservation;
-  try {
-    const jobId = s.jobId as string;
-    observation = await shortActivities.retryJob.executeWithOptions(
-      { summary: retryJobSummary(jobId, retry) },
-      [{ endpointId: s.endpointId, jobId }],
-    );
-  } catch (error) {
-    if (activityOutcome(error)?.type !== JOB_FAILURE.expired) throw error;
-    advanceJob(run, { kind: 'retry-gone', now: Date.now(), stopping: false });
-    return;
+  let observation: JobObservation | undefined;
+  while (observation === undefined) {
+    const due = advanceJob(run, { kind: 'retry-time', now: Date.now(), stopping: false });
+    if (!due.commands.some((command) => command.kind === 'retry')) return;
+    s.phase = 'retrying';
+    try {
+      const jobId = s.jobId as string;
+      observation = await retryActivities(run.deadline - Date.now()).retryJob.executeWithOptions(
+        { summary: retryJobSummary(jobId, retry) },
+        [{ endpointId: s.endpointId, jobId }],
+      );
+    } catch (error) {
+      const outcome = activityOutcome(error);
+      if (outcome?.type === JOB_FAILURE.expired) {
+        advanceJob(run, { kind: 'retry-gone', now: Date.now(), stopping: false });
+        return;
+      }
+      // Tried until the ttl deadline: the next turn finds the job deleted with its ttl.
+      if (outcome?.source !== 'timeout' && !outcome?.retryable) throw error;
+    }
   }
   // The run just retried had its estimate; the next run's is added to it (the same final
   // status seen twice replaces, never adds).

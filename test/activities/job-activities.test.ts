@@ -4,8 +4,7 @@
  * resuming from them, cancellation, deadline, 404), result store references, /retry and /cancel
  * edge cases, and draining /stream into each kind of sink.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -15,6 +14,7 @@ import type { JobStreamBatch } from '../../activities/stream-sink';
 import { ValidationError } from '../../api/errors';
 import type { JobStatus } from '../../api/schemas/job';
 import type { WaitForJobChangeInput } from '../../contracts/job-types';
+import { tempDir } from '../support/temp-dir';
 import { activityEnv, rejection, type StubClient, serviceError, stubClient } from './job-stub';
 
 const polling = { initialIntervalMs: 10, maxIntervalMs: 40, backoffCoefficient: 2 };
@@ -34,7 +34,7 @@ describe('job activities', () => {
   let dir: string;
   beforeEach(() => {
     stub = stubClient();
-    dir = mkdtempSync(path.join(tmpdir(), 'job-activities-'));
+    dir = tempDir('job-activities');
   });
   afterEach(() => {
     vi.useRealTimers();
@@ -614,13 +614,20 @@ describe('job activities', () => {
       expect(failedAgain).toMatchObject({ jobId: 'job-1', status: 'FAILED', error: 'again' });
     });
 
-    it('keeps a real refusal of /retry, and maps its 404 to JobExpired', async () => {
+    it('on a first attempt, a refusal of a job someone else retried is that run', async () => {
+      stub.answer('retry', serviceError({ kind: 'BadRequest', status: 400, operation: 'retry' }));
+      stub.answer('status', status('COMPLETED', { output: { ok: 2 } }));
+      const result = await activityEnv().call(activities().retryJob, { endpointId: 'ep', jobId: 'job-1' });
+      expect(result).toMatchObject({ jobId: 'job-1', status: 'COMPLETED', output: { ok: 2 } });
+    });
+
+    it('on a first attempt, a refusal of a job still FAILED stands; a 404 is JobExpired', async () => {
       stub.answer(
         'retry',
         serviceError({ kind: 'BadRequest', status: 400, operation: 'retry' }),
         serviceError({ kind: 'NotFound', status: 404, operation: 'retry' }),
       );
-      stub.answer('status', status('COMPLETED'));
+      stub.answer('status', status('FAILED'));
       const refused = failure(
         await rejection(activityEnv().call(activities().retryJob, { endpointId: 'ep', jobId: 'job-1' })),
       );

@@ -98,6 +98,27 @@ describe('batch workflow', () => {
     expect((failure.details?.[0] as BatchSummary | undefined)?.counts.failed).toBe(3);
   });
 
+  it('tries a /retry that went unanswered again, and the item completes', async () => {
+    const fake = fakeService(2, (i, attempt) => (i === 0 && attempt === 1 ? 'FAILED' : 'COMPLETED'));
+    const retryCalls: number[][] = [];
+    const activities = {
+      ...fake.activities,
+      async retryBatchJobs(call: Parameters<typeof fake.activities.retryBatchJobs>[0]) {
+        retryCalls.push(call.items.map(([i]) => i));
+        if (retryCalls.length === 1) return { results: call.items.map(([i]) => ({ i, unanswered: true })) };
+        return fake.activities.retryBatchJobs(call);
+      },
+    };
+    const summary = await withWorker(suite.env, suite.bundle, activities, async (queue) =>
+      (
+        await start(queue, input({ job: { retry: { maxRetries: 1, initialInterval: '1 minute' } } }))
+      ).result(),
+    );
+    expect(retryCalls).toEqual([[0], [0]]);
+    expect(summary).toMatchObject({ counts: { completed: 2 }, retries: 1, submissions: 2 });
+    expect(fake.lines.find((line) => line.index === 0)).toMatchObject({ status: 'COMPLETED', attempts: 2 });
+  });
+
   it('retries a failed item with /retry, and follows onUncertainSubmit for uncertain submits', async () => {
     const fake = fakeService(6, (i, attempt) => {
       if (i === 0) return attempt === 1 ? 'FAILED' : 'COMPLETED';

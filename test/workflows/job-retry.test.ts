@@ -102,6 +102,24 @@ describe('job workflow: retries, expiry and the ttl', () => {
     expect(elapsed).toBeGreaterThanOrEqual(10 * MINUTE);
   });
 
+  it('keeps trying a /retry the service answers 503, past the few tries of a one-shot call', async () => {
+    let unanswered = 8;
+    const fake = fakeJob({
+      waitForJobChange: pollerScript([waitResult('job-1', 'FAILED'), 'COMPLETED']),
+      retryJob: async (req) => {
+        if (unanswered-- > 0) {
+          throw ApplicationFailure.create({ type: 'ServerError', message: 'HTTP 503', nonRetryable: false });
+        }
+        return observation(req.jobId, 'IN_QUEUE');
+      },
+    });
+    const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+      (await start(taskQueue, input({ retry: { maxRetries: 1, initialInterval: 1_000 } }))).result(),
+    );
+    expect(result).toMatchObject({ jobId: 'job-1', status: 'COMPLETED', retries: 1, submissions: 1 });
+    expect(fake.named('retryJob')).toHaveLength(9);
+  });
+
   it("adds up a retried job's runs in its cost estimate (result and snapshot)", async () => {
     const cost = (amount: number, seconds: number) => ({
       amount,
