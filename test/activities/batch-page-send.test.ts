@@ -3,15 +3,13 @@
  * before `at`, at most `concurrent` requests are out at once, and an item whose turn comes after
  * `by` is not sent but answered as unsent; and the /run limit stageBatchItems reads from the client.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type BatchActivityDeps, createBatchActivities } from '../../activities/batch';
 import type { ServiceClient } from '../../api/client';
 import type { RateLimit } from '../../api/rate-limit';
 import type { JobRequestInput, JobSubmitted } from '../../api/schemas/job';
 import type { PageSend } from '../../contracts/batch-input';
+import { tempDir } from '../support/temp-dir';
 import { activityEnv, serviceError, stubClient } from './job-stub';
 
 type Run = ServiceClient['jobs']['run'];
@@ -72,17 +70,13 @@ function heldRuns(options: { auto?: boolean } = {}) {
   };
 }
 
-const dirs: string[] = [];
 afterEach(() => {
   vi.useRealTimers();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Batch activities on a fresh local store with this client. */
 function activitiesWith(client: BatchActivityDeps['client']) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'batch-page-send-'));
-  dirs.push(dir);
-  return createBatchActivities({ client, resultStoreDir: dir });
+  return createBatchActivities({ client, resultStoreDir: tempDir('batch-page-send') });
 }
 
 /** A client whose /run is `run`; its other operations answer nothing (none is called here). */

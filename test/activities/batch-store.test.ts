@@ -1,21 +1,13 @@
 /** The local batch store: manifests read by item index, parts replaced whole, keys kept inside it. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { batchKeyFor, createLocalBatchStore } from '../../activities/batch-store';
+import { tempDir } from '../support/temp-dir';
 
 describe('local batch store', () => {
-  const dirs: string[] = [];
-  const fresh = () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'batch-store-'));
-    dirs.push(dir);
-    return dir;
-  };
-  afterEach(() => {
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
+  const fresh = () => tempDir('batch-store');
 
   it('counts items and reads them by index, skipping blank lines, in the order asked', async () => {
     const dir = fresh();

@@ -3,15 +3,13 @@
  * starts from the looks it took over, a later attempt from its own heartbeat details, and the
  * answer hands its window back to the batch.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { ActivityCancelledError, ActivityNotFoundError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import type { WatchedItem } from '../../contracts/batch-input';
 import { type LookLog, looksInWindow } from '../../contracts/look-log';
+import { tempDir } from '../support/temp-dir';
 import { activityEnv, type StubClient, stubClient } from './job-stub';
 
 const polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
@@ -29,7 +27,7 @@ describe('watchBatchJobs: the window handed over between watchers', () => {
   let dir: string;
   beforeEach(() => {
     stub = stubClient();
-    dir = mkdtempSync(path.join(tmpdir(), 'batch-watch-handover-'));
+    dir = tempDir('batch-watch-handover');
     // Time stands still until the test moves it: the limiter's window and its waits follow it.
     vi.useFakeTimers({
       now: NOW,

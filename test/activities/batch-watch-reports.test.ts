@@ -3,15 +3,13 @@
  * while webhooks reach the process it looks at the jobs reported ended and leaves the others to a
  * later full look; without reports it looks at every job, as before.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import { createBatchJobReports } from '../../activities/batch-job-reports';
 import type { WatchedItem } from '../../contracts/batch-input';
 import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
+import { tempDir } from '../support/temp-dir';
 import { activityEnv, rejection, type StubClient, stubClient } from './job-stub';
 
 const polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
@@ -89,7 +87,7 @@ describe('watchBatchJobs with webhook reports', () => {
   let dir: string;
   beforeEach(() => {
     stub = stubClient();
-    dir = mkdtempSync(path.join(tmpdir(), 'batch-watch-reports-'));
+    dir = tempDir('batch-watch-reports');
   });
   afterEach(() => {
     vi.useRealTimers();

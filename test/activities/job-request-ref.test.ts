@@ -3,13 +3,12 @@
  * batch store (the batch activities' store), checked like a batch's items, and sent with the
  * workflow's webhook; a reference to nothing is a BadRequest naming requestRef.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLocalBatchStore } from '../../activities/batch-store';
 import { createJobActivities } from '../../activities/job';
+import { tempDir } from '../support/temp-dir';
 import { activityEnv, type StubClient, stubClient } from './job-stub';
 
 describe('job activities: a request by reference', () => {
@@ -17,7 +16,7 @@ describe('job activities: a request by reference', () => {
   let dir: string;
   beforeEach(async () => {
     stub = stubClient();
-    dir = mkdtempSync(path.join(tmpdir(), 'job-request-ref-'));
+    dir = tempDir('job-request-ref');
     await createLocalBatchStore(path.join(dir, 'batches')).writeLines('b-1/items.jsonl', [
       JSON.stringify({ input: { n: 0 } }),
       JSON.stringify({ input: { n: 1 }, policy: { ttl: 45_000 } }),

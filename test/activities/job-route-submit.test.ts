@@ -3,12 +3,10 @@
  * overrides are set over the request's input (given or read by its ref), and a submit that moves
  * the job to another endpoint is counted as a hop once the service accepts it.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createJobActivities } from '../../activities/job';
 import { type LibraryMetrics, noopMetrics, type RouteHopReason } from '../../api/metrics';
+import { tempDir } from '../support/temp-dir';
 import { activityEnv, type StubClient, serviceError, stubClient } from './job-stub';
 
 describe('the submit activity on a route', () => {
@@ -22,7 +20,7 @@ describe('the submit activity on a route', () => {
   const activities = () =>
     createJobActivities({
       client: stub.client,
-      resultStoreDir: mkdtempSync(path.join(tmpdir(), 'job-route-submit-')),
+      resultStoreDir: tempDir('job-route-submit'),
       metrics,
     });
 

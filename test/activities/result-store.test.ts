@@ -1,14 +1,14 @@
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLocalResultStore, inlineOrStore, ResultStoreError } from '../../activities/result-store';
+import { tempDir } from '../support/temp-dir';
 
-const tempDir = () => mkdtempSync(path.join(tmpdir(), 'result-store-'));
+const storeDir = () => tempDir('result-store');
 
 describe('local result store', () => {
   it('stores and reads back a value by reference; the same key is overwritten, not copied', async () => {
-    const dir = tempDir();
+    const dir = storeDir();
     const store = createLocalResultStore(dir);
     const first = await store.put('wf/with/../slashes/job-1', { a: [1, 2, 3] });
     const ref = await store.put('wf/with/../slashes/job-1', { a: [4] });
@@ -25,17 +25,17 @@ describe('local result store', () => {
   });
 
   it('refuses a reference whose file changed or vanished', async () => {
-    const dir = tempDir();
+    const dir = storeDir();
     const store = createLocalResultStore(dir);
     const ref = await store.put('k', 'value');
     const [file] = readdirSync(dir);
     writeFileSync(path.join(dir, file as string), '"tampered"');
     await expect(store.get(ref)).rejects.toBeInstanceOf(ResultStoreError);
-    await expect(createLocalResultStore(tempDir()).get(ref)).rejects.toBeInstanceOf(ResultStoreError);
+    await expect(createLocalResultStore(storeDir()).get(ref)).rejects.toBeInstanceOf(ResultStoreError);
   });
 
   it('keeps small outputs inline and stores large ones', async () => {
-    const store = createLocalResultStore(tempDir());
+    const store = createLocalResultStore(storeDir());
     expect(await inlineOrStore(store, 'k', { small: true }, 100)).toEqual({ output: { small: true } });
     const stored = await inlineOrStore(store, 'k', 'x'.repeat(200), 100);
     expect(stored).toHaveProperty('outputRef');

@@ -4,15 +4,15 @@
  * is refused naming the flag (and the field behind it), with the bad-input exit code, before the
  * client factory is ever called; a good one reaches the workflow start as written.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../client/cli';
 import { targetOf } from '../../client/cli-route';
+import { suiteTempDir } from '../support/temp-dir';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'cli-route-'));
+const dir = suiteTempDir('cli-route');
 function file(name: string, content: string): string {
   const full = path.join(dir, name);
   writeFileSync(full, content);

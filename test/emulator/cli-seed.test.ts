@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type SeedFile, startEmulator } from '../../emulator';
+import { suiteTempDir } from '../support/temp-dir';
 import { graphqlApi, http, jobsApi, waitFor } from './helpers';
 
 // The standalone emulator (emulator/main.ts) and seed files: accounts, endpoints and network volumes.
@@ -32,15 +32,12 @@ const seed: SeedFile = {
   gpuAvailability: { AMPERE_16: false },
 };
 
-let dir: string;
-let seedPath: string;
+const dir = suiteTempDir('emulator-seed');
+const seedPath = join(dir, 'seed.json');
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'emulator-seed-'));
-  seedPath = join(dir, 'seed.json');
   writeFileSync(seedPath, JSON.stringify(seed));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Started {
   child: ChildProcess;

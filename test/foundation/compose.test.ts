@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dynamicConfigYaml } from '../../scripts/server-settings';
 import { provisionedServers } from '../../scripts/servers';
 import { searchAttributeKeys } from '../../workflows/search-attributes';
+import { tempDir } from '../support/temp-dir';
 
 // docker-compose.yml cannot run here (no Docker engine); the real Compose CLI validates it offline.
 const composeFile = path.join(__dirname, '../../docker-compose.yml');
@@ -141,7 +141,7 @@ describe('docker-compose.yml', () => {
       'stop_grace_period: 60s',
       'stop_grace_period: [60s]',
     );
-    const copy = path.join(mkdtempSync(path.join(tmpdir(), 'compose-')), 'docker-compose.yml');
+    const copy = path.join(tempDir('compose'), 'docker-compose.yml');
     writeFileSync(copy, broken);
     const result = composeConfig(copy, serviceEnv);
     expect(result.status).not.toBe(0);

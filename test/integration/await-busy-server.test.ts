@@ -24,8 +24,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,6 +42,7 @@ import {
   quietTemporalRuntime,
   serviceEnv,
 } from '../support/integration';
+import { createTempDir, removeTempDir } from '../support/temp-dir';
 
 const repoRoot = path.resolve(__dirname, '../..');
 
@@ -94,7 +93,7 @@ describe(`awaiting ${JOBS} jobs at once on a dev server that admits ${LIMIT} lon
     apiKey = `sk-it-${randomUUID()}`;
     // Service time is real time; the jobs end only when the test moves the clock (control.advance).
     emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }], coldStartMs: 0 });
-    resultDir = mkdtempSync(path.join(tmpdir(), 'await-busy-'));
+    resultDir = createTempDir('await-busy');
     taskQueue = `await-busy-${randomUUID()}`;
     const config = loadWorkerConfig(
       {
@@ -134,7 +133,7 @@ describe(`awaiting ${JOBS} jobs at once on a dev server that admits ${LIMIT} lon
       await connection?.close();
       await emulator?.close();
       await server?.close();
-      if (resultDir) rmSync(resultDir, { recursive: true, force: true });
+      if (resultDir) removeTempDir(resultDir);
     }
   }, 120_000);
 

@@ -5,22 +5,21 @@
  * until it ends; a batch over a route from a route file; and bad flags refused with exit code 2
  * before anything starts.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../client/cli';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
+import { suiteTempDir } from '../support/temp-dir';
 
 describe('the CLI: batches', () => {
   let stack: JobStack;
-  const dir = mkdtempSync(path.join(tmpdir(), 'cli-batch-'));
+  const dir = suiteTempDir('cli-batch');
   beforeAll(async () => {
     stack = await startJobStack({ name: 'cli-batch', timeScale: 100 });
   });
   afterAll(async () => {
     await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function cli(...args: string[]) {

@@ -3,14 +3,14 @@
  * history, no worker needed: signalWithStart records it) is exactly the event; bad input is exit 2
  * before anything is sent.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { automationWorkflowId } from '../../client/automations';
 import { runCli } from '../../client/cli';
+import { suiteTempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
 describe('the CLI: event send', () => {
@@ -19,7 +19,7 @@ describe('the CLI: event send', () => {
   let connects = 0;
   const taskQueue = uniqueTaskQueue('cli-event');
   const automation = taskQueue.replace(/[^A-Za-z0-9._-]/g, '-');
-  const dir = mkdtempSync(path.join(tmpdir(), 'cli-event-'));
+  const dir = suiteTempDir('cli-event');
   const started: string[] = [];
 
   beforeAll(async () => {
@@ -33,7 +33,6 @@ describe('the CLI: event send', () => {
         .terminate('test over')
         .catch(() => undefined);
     await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function cli(...args: string[]) {

@@ -4,26 +4,25 @@
  * unpause, update, backfill, list and delete; bad specs refused with exit code 2, naming the flag,
  * before any connection is made. The workflow input (an s3Config secret here) is never printed.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitBatch } from '../../client/batches';
 import { runCli } from '../../client/cli';
 import { awaitJob } from '../../client/jobs';
 import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
+import { suiteTempDir } from '../support/temp-dir';
 
 const SECRET = 'schedule-cli-secret-never-printed';
 
 describe('the CLI: schedules', () => {
   let stack: JobStack;
-  const dir = mkdtempSync(path.join(tmpdir(), 'cli-schedule-'));
+  const dir = suiteTempDir('cli-schedule');
   beforeAll(async () => {
     stack = await startJobStack({ name: 'cli-schedule', timeScale: 100 });
   });
   afterAll(async () => {
     await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function cli(...args: string[]) {

@@ -3,8 +3,6 @@
  * wired exactly as `npm run worker` wires it (runWorker), a job on a route included. Commands run in-process through runCli,
  * so their output and exit codes are read directly.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,6 +12,7 @@ import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker } from '../../worker/run-worker';
 import { eventually, quietTemporalRuntime } from '../support/integration';
+import { createTempDir, removeTempDir } from '../support/temp-dir';
 import { uniqueTaskQueue } from '../support/temporal';
 
 const API_KEY = 'cli-test-key-that-must-never-be-printed';
@@ -28,7 +27,7 @@ describe('the CLI', () => {
   let worker: Promise<void>;
   const stop = new AbortController();
   const taskQueue = uniqueTaskQueue('cli');
-  const workdir = mkdtempSync(path.join(tmpdir(), 'cli-test-'));
+  const workdir = createTempDir('cli-test');
   const address = inject('temporalAddress');
   let echoEndpoint: string;
   let scriptedEndpoint: string;
@@ -86,7 +85,7 @@ describe('the CLI', () => {
     await worker?.catch(() => undefined);
     await connection?.close();
     await emulator?.close();
-    rmSync(workdir, { recursive: true, force: true });
+    removeTempDir(workdir);
   });
 
   it('starts a job, waits for it and prints its output', async () => {

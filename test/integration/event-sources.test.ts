@@ -7,8 +7,7 @@
  * unknown-automation requests start nothing.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { request } from 'undici';
@@ -30,6 +29,7 @@ import {
   runWorkerUntilReady,
   serviceEnv,
 } from '../support/integration';
+import { createTempDir, removeTempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
 describe('event sources into automations (dev server, emulator, real worker)', () => {
@@ -41,7 +41,7 @@ describe('event sources into automations (dev server, emulator, real worker)', (
   const stripeSecret = `whsec_${randomBytes(24).toString('hex')}`;
   const teamToken = randomBytes(32).toString('base64url');
   const taskQueue = uniqueTaskQueue('event-sources');
-  const dir = mkdtempSync(path.join(tmpdir(), 'event-sources-'));
+  const dir = createTempDir('event-sources');
   const controller = new AbortController();
   let emulator: Emulator;
   let env: TestWorkflowEnvironment;
@@ -138,7 +138,7 @@ describe('event sources into automations (dev server, emulator, real worker)', (
     } finally {
       await env?.teardown();
       await emulator?.close();
-      rmSync(dir, { recursive: true, force: true });
+      removeTempDir(dir);
     }
   });
 

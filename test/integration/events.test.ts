@@ -6,9 +6,6 @@
  * give exactly one job per distinct valid event; the refused ones give none.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Pool } from 'undici';
@@ -33,6 +30,7 @@ import {
   runWorkerUntilReady,
   serviceEnv,
 } from '../support/integration';
+import { createTempDir, removeTempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
@@ -65,7 +63,7 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
   const eventSecret = secret();
   const taskQueue = uniqueTaskQueue('events');
   const automation = `ingest-${randomUUID().slice(0, 8)}`;
-  const resultDir = mkdtempSync(path.join(tmpdir(), 'events-'));
+  const resultDir = createTempDir('events');
   const controller = new AbortController();
   let emulator: Emulator;
   let env: TestWorkflowEnvironment;
@@ -140,7 +138,7 @@ describe('events over HTTP into an automation (dev server, emulator, real worker
     } finally {
       await env?.teardown();
       await emulator?.close();
-      rmSync(resultDir, { recursive: true, force: true });
+      removeTempDir(resultDir);
     }
   });
 

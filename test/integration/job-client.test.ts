@@ -4,9 +4,6 @@
  * with result store references resolved, live snapshots, cancellation, typed failures, and finding
  * jobs by search attributes.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -27,6 +24,7 @@ import {
   runJob,
   startJob,
 } from '../../client/jobs';
+import { tempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import {
   bundleJobWorkflow,
@@ -121,7 +119,7 @@ describe('job client facade', () => {
   });
 
   it('resolves a result store reference when asked', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'job-client-'));
+    const dir = tempDir('job-client');
     const big = { text: 'z'.repeat(300_000) };
     const outputRef = await createLocalResultStore(dir).put('key-1', big);
     const fake = fakeJob({

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+
 import { Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection } from '@temporalio/worker';
@@ -12,6 +11,7 @@ import { createLogger } from '../../worker/logger';
 import { runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { webhookUrlFor } from '../../worker/webhook-token';
 import { stackCheck } from '../../workflows/stack-check';
+import { tempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import { captureLines } from '../worker/capture';
 
@@ -28,7 +28,7 @@ const baseEnv = () => ({
   SERVERLESS_REST_URL: 'http://127.0.0.1:9/v1',
   WEBHOOK_PUBLIC_URL: 'https://hooks.example.test',
   WEBHOOK_SECRET: SECRET,
-  RESULT_STORE_DIR: mkdtempSync(path.join(tmpdir(), 'run-worker-results-')),
+  RESULT_STORE_DIR: tempDir('run-worker-results'),
 });
 
 describe('runWorker', () => {

@@ -4,9 +4,6 @@
  * watcher's repeated attempt), while every look still hands the estimate back to the workflow.
  * The job and batch activities in Temporal's mock environment against a stub API client.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import type { BatchStore } from '../../activities/batch-store';
@@ -15,6 +12,7 @@ import { createInFlightTracker } from '../../activities/in-flight';
 import { createJobActivities } from '../../activities/job';
 import { createPrometheusMetrics } from '../../worker/metrics';
 import { activityEnv, type StubClient, serviceError, stubClient } from '../activities/job-stub';
+import { tempDir } from '../support/temp-dir';
 import { sampleSum } from './counting-proxy';
 
 const estimateCost: EstimateCost = async (_endpointId, executionTimeMs) => ({
@@ -70,7 +68,7 @@ describe('finished runs and estimated cost in the metrics', () => {
   let dir: string;
   beforeEach(() => {
     stub = stubClient();
-    dir = mkdtempSync(path.join(tmpdir(), 'finished-runs-'));
+    dir = tempDir('finished-runs');
   });
 
   it('counts a job run once when its final status is read twice, and returns the estimate both times', async () => {

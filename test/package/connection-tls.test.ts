@@ -18,6 +18,7 @@ import { runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { webhookUrlFor } from '../../worker/webhook-token';
 import { stackCheck } from '../../workflows/stack-check';
 import { eventually, quietTemporalRuntime } from '../support/integration';
+import { removeTempDir } from '../support/temp-dir';
 import { uniqueTaskQueue } from '../support/temporal';
 import {
   createTestPki,
@@ -53,6 +54,7 @@ describe('a Temporal frontend that demands TLS, mTLS and an API key', () => {
   });
   afterAll(async () => {
     await frontend?.close();
+    if (pki) removeTempDir(pki.dir);
   });
 
   it('a worker (runWorker) and the facade helper run a workflow through it; nothing secret is logged', async () => {

@@ -3,8 +3,7 @@
  * options, the CLI's flags and the worker's configuration. Errors name the variable, option or
  * flag and the rule, and never repeat a value. (connection-tls.test.ts connects for real.)
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, ValidationError } from '../../api/errors';
@@ -17,12 +16,13 @@ import {
   parseTemporalConnection,
 } from '../../client/connection';
 import { loadGatewayConfig, loadWorkerConfig, secretValues } from '../../worker/config';
+import { suiteTempDir } from '../support/temp-dir';
 
 const CERT = '-----BEGIN CERTIFICATE-----\nMIIBcert\n-----END CERTIFICATE-----\n';
 const KEY = '-----BEGIN PRIVATE KEY-----\nMIGHsecretkeymaterial\n-----END PRIVATE KEY-----\n';
 const API_KEY = 'temporal-api-key-do-not-print';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'connection-test-'));
+const dir = suiteTempDir('connection-test');
 const file = (name: string, text: string) => {
   const at = path.join(dir, name);
   writeFileSync(at, text);

@@ -14,15 +14,16 @@
  * the dev server over plain HTTP/2.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createTempDir } from './temp-dir';
 
 export const TLS_SERVER_NAME = 'temporal.test';
 
 export interface TestPki {
+  /** The caller removes it (removeTempDir) once nothing uses the certificates. */
   dir: string;
   caCertPath: string;
   serverCertPath: string;
@@ -87,7 +88,7 @@ function selfSignedCa(dir: string, name: string): void {
 
 /** A CA, a server certificate for TLS_SERVER_NAME, a client certificate, and a stranger's. */
 export function createTestPki(): TestPki {
-  const dir = mkdtempSync(path.join(tmpdir(), 'temporal-pki-'));
+  const dir = createTempDir('temporal-pki');
   selfSignedCa(dir, 'ca');
   selfSignedCa(dir, 'other-ca');
   const leaf = 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n';

@@ -3,8 +3,7 @@
  * of waiting (webhook and polling), the snapshot, search attributes, modes, streaming, the result
  * store and input validation. Retries/expiry and submission/cancellation have files of their own.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -17,6 +16,7 @@ import type { JobResult } from '../../workflows/definitions';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/search-attributes';
 import { historyText } from '../support/history';
+import { tempDir } from '../support/temp-dir';
 import {
   bundleJobWorkflow,
   failureOf,
@@ -355,39 +355,35 @@ describe('job workflow: completion and waiting', () => {
         status: async (_endpointId: string, jobId: string) => ({ id: jobId, status: 'COMPLETED' as const }),
       },
     } as unknown as Pick<ServiceClient, 'jobs'>;
-    const streamDir = mkdtempSync(path.join(tmpdir(), 'job-stream-'));
+    const streamDir = tempDir('job-stream');
     const real = createJobActivities({ client: service, streamDir });
     const fake = fakeJob({
       waitForJobChange: pollerScript(['IN_PROGRESS', 'COMPLETED']),
       streamJob: (req) => real.streamJob(req),
     });
-    try {
-      const { result, history } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-        const handle = await start(
-          taskQueue,
-          input({ stream: { sink: { kind: 'file', name: 'job-1.jsonl' } } }),
-        );
-        const result = await handle.result();
-        return { result, history: historyText(await handle.fetchHistory()) };
-      });
-      expect(result.stream).toEqual({ chunks: 5 });
-      expect(fake.named('streamJob')[0]?.input).toMatchObject({
-        endpointId: 'ep-1',
-        jobId: 'job-1',
-        sink: { kind: 'file', name: 'job-1.jsonl' },
-        firstIndex: 0,
-      });
-      // Every chunk reached the sink, in order...
-      const lines = readFileSync(path.join(streamDir, 'job-1.jsonl'), 'utf8').trim().split('\n');
-      expect(lines.map((line) => JSON.parse(line).output.text[0])).toEqual([0, 1, 2, 3, 4].map(chunkText));
-      // ...and none of them the history, whose payloads (decoded) do hold the job's own values.
-      expect(history).toContain('"prompt":"hello"');
-      expect(history).toContain('job-1.jsonl');
-      for (const i of [0, 1, 2, 3, 4]) expect(history).not.toContain(chunkText(i));
-      expect(history).not.toContain('"chunks":[');
-    } finally {
-      rmSync(streamDir, { recursive: true, force: true });
-    }
+    const { result, history } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
+      const handle = await start(
+        taskQueue,
+        input({ stream: { sink: { kind: 'file', name: 'job-1.jsonl' } } }),
+      );
+      const result = await handle.result();
+      return { result, history: historyText(await handle.fetchHistory()) };
+    });
+    expect(result.stream).toEqual({ chunks: 5 });
+    expect(fake.named('streamJob')[0]?.input).toMatchObject({
+      endpointId: 'ep-1',
+      jobId: 'job-1',
+      sink: { kind: 'file', name: 'job-1.jsonl' },
+      firstIndex: 0,
+    });
+    // Every chunk reached the sink, in order...
+    const lines = readFileSync(path.join(streamDir, 'job-1.jsonl'), 'utf8').trim().split('\n');
+    expect(lines.map((line) => JSON.parse(line).output.text[0])).toEqual([0, 1, 2, 3, 4].map(chunkText));
+    // ...and none of them the history, whose payloads (decoded) do hold the job's own values.
+    expect(history).toContain('"prompt":"hello"');
+    expect(history).toContain('job-1.jsonl');
+    for (const i of [0, 1, 2, 3, 4]) expect(history).not.toContain(chunkText(i));
+    expect(history).not.toContain('"chunks":[');
   });
 
   it('a signal sink without a workflow id signals the parent workflow', async () => {
