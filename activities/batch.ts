@@ -54,7 +54,12 @@ import {
 } from '../contracts/job-wait-policy';
 import { type LookLog, lookLogOf, lookTimes } from '../contracts/look-log';
 import { isCapacityFailure, requestFor } from '../contracts/route';
-import { leaseApplies, leaseRequest, type SubmitLeaseSetting } from '../contracts/submit-lease';
+import {
+  leaseApplies,
+  leaseRequest,
+  looksExtendLease,
+  type SubmitLeaseSetting,
+} from '../contracts/submit-lease';
 import type { BatchJobReports } from './batch-job-reports';
 import { type BatchStore, batchKeyFor, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
@@ -382,9 +387,11 @@ export function createBatchActivities(deps: BatchActivityDeps) {
             created.push(result);
             beat();
             // The lease extended here, as the job's submit does (activities/job.ts): the answer
-            // then says no lease, and the workflow has nothing to extend.
+            // then says no lease, and the workflow has nothing to extend. A long lease is left to
+            // the job's watcher, whose looks carry the ttl (contracts/submit-lease.ts says why).
             if (
               leaseTtl !== undefined &&
+              !looksExtendLease(leaseTtl) &&
               (await extendLeaseInSubmit(
                 client,
                 {
@@ -468,10 +475,11 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       /** How many clients' looks the batch held when it took the seed (contracts/look-log.ts). */
       seedSources?: number;
       /**
-       * Jobs whose lease the looks extend (an adopted orphan's): the ttl each look sets until one
-       * is answered. They are looked at in the first round.
+       * Jobs whose lease the looks extend (contracts/submit-lease.ts): the ttl each look sets until
+       * one is answered, and the time by which one is looked at whatever the schedule (absent: at
+       * once, as for an adopted orphan).
        */
-      extend?: Array<[index: number, ttl: number]>;
+      extend?: Array<[index: number, ttl: number, dueAt?: number]>;
     }): Promise<{
       changes: ItemChange[];
       running: number;
@@ -537,10 +545,19 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       // Jobs looked at in the next round whatever the schedule: new here, or whose last look failed
       // (a 5xx, a dropped answer) rather than at the next full look, so that one answer carries them.
       const due = new Set<number>(fresh);
-      // A look at a leased job carries its ttl until one is answered: it extends as it reads.
-      const ttlToSet = new Map(input.extend ?? []);
+      // A look at a leased job carries its ttl until one is answered: it extends as it reads. One
+      // not looked at by its due time is looked at then.
+      const ttlToSet = new Map((input.extend ?? []).map(([index, ttl]) => [index, ttl]));
+      const extendBy = new Map((input.extend ?? []).map(([index, , dueAt]) => [index, dueAt ?? 0]));
       const extended: number[] = [];
-      for (const index of ttlToSet.keys()) if (pending.has(index)) due.add(index);
+      const unextended = () => [...extendBy].filter(([index]) => ttlToSet.has(index) && pending.has(index));
+      const addDueExtensions = (now: number) => {
+        for (const [index, at] of unextended()) if (at <= now) due.add(index);
+      };
+      /** How long until the next extension falls due, at most `ms`. */
+      const untilExtension = (ms: number, now: number) =>
+        Math.min(ms, ...unextended().map(([, at]) => Math.max(0, at - now)));
+      addDueExtensions(Date.now());
       const changes: ItemChange[] = [];
       const lines: string[] = [];
       const started = Date.now();
@@ -550,9 +567,10 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       let completed = 0;
       // Between looks: woken by the report of one of the pending jobs' end (looked at at once).
       const pause = async (ms: number) => {
+        const wait = untilExtension(ms, Date.now());
         if (reports)
-          await reports.waitForEnd(new Set([...pending.values()].map((item) => item[1])), ms, signal);
-        else await sleep(ms, signal).catch(() => undefined);
+          await reports.waitForEnd(new Set([...pending.values()].map((item) => item[1])), wait, signal);
+        else await sleep(wait, signal).catch(() => undefined);
         if (signal.aborted) throw new CancelledFailure('activity cancelled');
       };
       // Alive, not progress: a round of looks paced by the client's limiter (429s waited out) can
@@ -573,6 +591,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         for (;;) {
           running = 0;
           let errors = 0;
+          addDueExtensions(Date.now());
           const hearing = heard();
           const reported = (jobId: string) => reports?.hasEnded(jobId) === true;
           const looked = [...pending.values()].filter(
@@ -683,9 +702,11 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           // within the hold (each answer costs the batch history events).
           const held = Date.now() - (firstChangeAt ?? 0) >= input.holdMs;
           if (changes.length > 0 && ((enough && due.size === 0) || held)) break;
+          // Leases extended: the batch must know (a next attempt would extend them again).
+          if (changes.length === 0 && extended.length > 0) break;
           if (changes.length === 0) {
             const now = Date.now();
-            const delay = retryAfter(now - info.scheduledTimestampMs);
+            const delay = untilExtension(retryAfter(now - info.scheduledTimestampMs), now);
             // As the job's wait does: a short interval is waited inside the attempt (a retry's round
             // trip through the server would cost more), within the attempt's inline budget.
             if (delay < INLINE_MAX_INTERVAL_MS && now + delay - started <= INLINE_BUDGET_MS) {

@@ -171,6 +171,7 @@ async function main() {
     const endpointId = await warmEndpoint(emulator, apiKey);
     worker.reset();
     const started = performance.now();
+    const startedAt = Date.now();
     const handle = await startBatch(
       env.client,
       { endpointId, items: { inline: Array.from({ length: ITEMS }, (_, i) => request(i)) }, maxConcurrency },
@@ -178,6 +179,7 @@ async function main() {
     );
     const summary = await awaitBatch(env.client, { batch: handle });
     const batchMs = performance.now() - started;
+    const endedAt = Date.now();
     const figures = await worker.figures();
     say(
       `batch, maxConcurrency ${maxConcurrency}: ${seconds(batchMs)}` +
@@ -221,6 +223,13 @@ async function main() {
     say(
       `  service: workers busy ${(use.busyShare * 100).toFixed(0)}% of ${seconds(use.spanMs)}; last submit at ` +
         `${seconds(use.lastSubmitMs)} (${use.submitsPerSecond.toFixed(0)} submits/s); queue wait ${spread(use.queueWaits)}`,
+    );
+    // The batch's own latency at both ends, where the loop's submit and last look have none to hide.
+    const firstSubmit = Math.min(...jobs.map((job) => job.submittedAt));
+    const lastEnd = Math.max(...jobs.map((job) => job.finishedAt ?? 0));
+    say(
+      `  ends: first submit ${Math.round(firstSubmit - startedAt)} ms after the start; the last job's end to the ` +
+        `batch's result ${Math.round(endedAt - lastEnd)} ms`,
     );
     say(
       `  refill (a job's end to the submit into its place): ${spread(refillLatencies(jobs, maxConcurrency))}`,

@@ -111,3 +111,35 @@ export function orphanWaitUntil(uncertainAt: number, leaseTtlMs: number, webhook
   const window = webhookArmed ? WEBHOOK_RETRY_WINDOW_MS : 0;
   return uncertainAt + leaseTtlMs + window + WEBHOOK_MARGIN_MS;
 }
+
+/**
+ * A batch's lease this long or longer is extended by its job's watcher rather than in the submit:
+ * a look at the job carries the ttl (`/status?ttl=`), and most jobs of a batch are looked at once,
+ * when they end. Extending each job in its submit would cost a /status request per job, which with
+ * the one look makes two: a batch of short jobs then needs more of the /status limit than the
+ * service gives while its workers keep up with the /run limit. A watcher that dies is retried after
+ * its heartbeat timeout (30 s), so the lease must outlast that with room: twice over.
+ */
+export const LOOKS_EXTEND_MIN_LEASE_MS = 60_000;
+
+/** Whether a batch job's lease of `leaseTtlMs` is extended by its watcher's looks. */
+export function looksExtendLease(leaseTtlMs: number): boolean {
+  return leaseTtlMs >= LOOKS_EXTEND_MIN_LEASE_MS;
+}
+
+/**
+ * When the watcher extends a lease it has not extended by looking at the job before: a quarter
+ * into the lease, so that a watcher that died before then is retried in time (see above).
+ */
+export function lookExtensionDueAt(answeredAt: number, leaseTtlMs: number): number {
+  return answeredAt + Math.floor(leaseTtlMs / 4);
+}
+
+/**
+ * Whether a batch's submits extend leases themselves, with a /status request of their own per job
+ * (its watchers then leave part of the /status limit to them): a lease shorter than the looks take.
+ */
+export function submitsExtendLeases(setting: SubmitLeaseSetting | undefined): boolean {
+  if (setting === undefined || setting === false) return false;
+  return !looksExtendLease(setting === 'auto' ? DEFAULT_LEASE_MS : setting);
+}

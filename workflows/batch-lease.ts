@@ -4,9 +4,9 @@
  * earlier one, which may be trying a job until its lease ends while new leases run.
  */
 import { isCancellation, log } from '@temporalio/workflow';
-import { leaseEndsBy } from '../contracts/submit-lease';
+import { leaseEndsBy, lookExtensionDueAt, looksExtendLease } from '../contracts/submit-lease';
 import { leaseActivities } from './batch-activities';
-import { advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
+import { advance, type BatchRun, bump, byEndpoint, endpointIdAt, watcherRoom } from './batch-run';
 import type { ItemState, RunningItem } from './item-state';
 import { leaseAttemptMs } from './job-activities';
 import { activityOutcome } from './job-failures';
@@ -16,7 +16,10 @@ type LeasedItem = RunningItem & { lease: NonNullable<RunningItem['lease']> };
 export function startExtensions(run: BatchRun): void {
   const due: LeasedItem[] = [];
   for (const item of run.items.values()) {
-    if (leaseToExtend(item) && !extendedByLooks(item) && !run.extending.has(item.index)) due.push(item);
+    if (!leaseToExtend(item) || run.extending.has(item.index)) continue;
+    // A lease the looks extend goes with an activity only while no watcher can take its job.
+    if (extendedByLooks(item) && (run.watched.has(item.index) || watcherRoom(run))) continue;
+    due.push(item);
   }
   // Each call extends the jobs of one endpoint.
   for (const [at, items] of byEndpoint(due)) extend(run, items, at);
@@ -29,11 +32,17 @@ export function leaseToExtend(item: ItemState): item is LeasedItem {
 
 /**
  * Whether the item's lease is its watcher's to extend, with its looks (batch-watch.ts): an adopted
- * orphan's. It reported its end by webhook, so the watcher looks at it at once, and an activity of
- * its own would cost history events for the same request.
+ * orphan's, which reported its end by webhook, so the watcher looks at it at once (an activity of
+ * its own would cost history events for the same request); and a long lease, which the submit
+ * left to the watcher (contracts/submit-lease.ts).
  */
-export function extendedByLooks(item: ItemState): boolean {
-  return leaseToExtend(item) && item.adopted;
+export function extendedByLooks(item: ItemState): item is LeasedItem {
+  return leaseToExtend(item) && (item.adopted || looksExtendLease(item.lease.ttlMs));
+}
+
+/** When the watcher looks at the item to extend its lease, if no look did before. */
+export function lookExtensionDue(item: LeasedItem): number {
+  return item.adopted ? 0 : lookExtensionDueAt(item.lease.answeredAt, item.lease.ttlMs);
 }
 
 function extend(run: BatchRun, due: LeasedItem[], at: number): void {

@@ -23,15 +23,8 @@ import { emptyCounts } from './batch-outcomes';
 import { type EndpointTally, newEndpointTallies } from './batch-route';
 import { type CarriedItem, decodeItems, encodeItems } from './item-carry';
 import { stepItem } from './item-engine';
-import {
-  type EndedItem,
-  endpointOf,
-  type ItemCount,
-  type ItemEvent,
-  type ItemRules,
-  type ItemState,
-  type ItemStep,
-} from './item-state';
+import type { EndedItem, ItemCount, ItemEvent, ItemRules, ItemState, ItemStep } from './item-state';
+import { endpointOf } from './item-state';
 
 /** The batch's default look at its jobs: quick at first, then every 10 s at most. */
 const BATCH_POLLING: Polling = { initialIntervalMs: 1_000, maxIntervalMs: 10_000, backoffCoefficient: 1.5 };
@@ -233,6 +226,16 @@ export function newBatchRun(
     cancelled: false,
     dirty: 0,
   };
+}
+
+/**
+ * Whether another watcher may start: a few at once, each on the jobs no other one covers. A watcher
+ * keeps the jobs it was started with, so later jobs get one of their own rather than wait for an
+ * older job to finish (an hour, if those are hour-long). Between looks it holds no worker slot.
+ */
+const MAX_WATCHERS = 8;
+export function watcherRoom(run: BatchRun): boolean {
+  return run.watchers.size < MAX_WATCHERS;
 }
 
 export function bump(run: BatchRun): void {

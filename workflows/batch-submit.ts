@@ -17,7 +17,7 @@ import { advance, type BatchRun, bump, endpointIdAt, endpointLoads, inFlight, su
 import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from './item-state';
 import { activityOutcome } from './job-failures';
 import { sentNothing } from './job-submit-rules';
-import { reserveSend, SEND_SLACK_MS } from './send-window';
+import { reserveSend, roomNow, SEND_SLACK_MS } from './send-window';
 
 /**
  * Submits that may run at once on one endpoint: one sending while the next is scheduled keeps the
@@ -100,10 +100,22 @@ export function startSubmits(run: BatchRun, now: number): void {
       budget: budgetRoom(run),
     });
     if (!plan) return;
-    const page = [...plan.queued];
-    for (let k = 0; k < plan.fresh; k++) page.push(state.cursor++);
+    // The room left in the /run window goes now; the rest of the page waits for a page of its own.
+    const size = plan.queued.length + plan.fresh;
+    const room = runRoomNow(run, plan.endpoint, now);
+    const cut = room > 0 && room < size ? room : size;
+    const page = plan.queued.slice(0, cut);
+    while (page.length < cut) page.push(state.cursor++);
     submitPage(run, page, plan.endpoint, now);
   }
+}
+
+/** Requests the endpoint's /run window holds room for now (Infinity: no rate to hold). */
+function runRoomNow(run: BatchRun, endpoint: number, now: number): number {
+  const rate = run.state.runLimit?.perTenSeconds;
+  const tally = run.state.endpoints[endpoint];
+  if (rate === undefined || tally === undefined) return Number.POSITIVE_INFINITY;
+  return roomNow(tally.sendLog ?? [], now, rate);
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Following the batch's jobs: watcher activities (up to MAX_WATCHERS, each on jobs of one endpoint
+ * Following the batch's jobs: watcher activities (a few at once, each on jobs of one endpoint
  * that no other one covers) answer with the jobs that finished or are gone; orphans of uncertain submits report
  * themselves by webhook and are adopted; an uncertain submit whose wait is over is settled. Every
  * answer is an event of the per-item engine.
@@ -8,11 +8,12 @@ import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
+import { submitsExtendLeases } from '../contracts/submit-lease';
 import { watchActivities } from './batch-activities';
 import type { BatchHintAnswer } from './batch-definitions';
-import { extendedByLooks, leaseToExtend } from './batch-lease';
+import { extendedByLooks, leaseToExtend, lookExtensionDue } from './batch-lease';
 import { capacityFailed, completedOn, withdrawing } from './batch-route-run';
-import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt } from './batch-run';
+import { addCost, advance, type BatchRun, bump, byEndpoint, endpointIdAt, watcherRoom } from './batch-run';
 import type { ItemEvent, RunningItem } from './item-state';
 import { activityOutcome } from './job-failures';
 import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from './look-shares';
@@ -24,13 +25,6 @@ import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from './
 const WATCH_HOLD_MS = 500;
 const WATCH_RETURN_SHARE = 10;
 /**
- * Watchers that may run at once, each on the jobs no other one covers. A watcher looks only at the
- * jobs it was started with and is retried with the same list while none of them finishes, so jobs
- * submitted after it started get a watcher of their own rather than waiting for an older job to
- * finish (an hour, if those are hour-long). Between looks a watcher holds no worker slot.
- */
-const MAX_WATCHERS = 8;
-/**
  * While a watcher runs and a page is being submitted, jobs not yet covered wait for that page until
  * they make this many pages: a watcher per page costs an activity and a workflow task per page
  * (about 0.05 history events per item at pages of 100), and the wait is one submit's.
@@ -40,7 +34,7 @@ const MAX_PENDING_HINTS = 1_000;
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
 
 export function startWatch(run: BatchRun): void {
-  while (run.watchers.size < MAX_WATCHERS) {
+  while (watcherRoom(run)) {
     const uncovered: RunningItem[] = [];
     for (const item of run.items.values()) {
       // A job being withdrawn is watched again once the withdrawal has answered (if it stays).
@@ -50,7 +44,7 @@ export function startWatch(run: BatchRun): void {
     if (uncovered.length === 0 || waitsForPage(run, uncovered.length)) return;
     // A watcher follows the jobs of one endpoint.
     for (const [at, items] of byEndpoint(uncovered)) {
-      if (run.watchers.size >= MAX_WATCHERS) return;
+      if (!watcherRoom(run)) return;
       startWatcher(run, items, at);
     }
   }
@@ -95,16 +89,19 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   });
   const capacityFailures = run.route.endpoints.length > 1 ? run.route.capacityFailures : [];
   const share = lookShare(
-    { status: state.statusLimit, run: state.runLimit, leased: run.lease !== undefined },
+    { status: state.statusLimit, run: state.runLimit, leased: submitsExtendLeases(run.lease) },
     items.length,
     state.maxConcurrency,
   );
   const tally = state.endpoints[at];
   // The looks of the watchers before it that still count are its to account for, up to its share.
   const { seed, sources } = tally ? looksTakenOver(tally, share, Date.now()) : { seed: [], sources: 0 };
-  // An adopted orphan's lease is extended by the looks (batch-lease.ts says why).
+  // Leases extended by the looks (batch-lease.ts says which).
   const extend = covered.flatMap(
-    (item): Array<[number, number]> => (extendedByLooks(item) ? [[item.index, item.ttlMs]] : []),
+    (item): Array<[number, number, number]> =>
+      extendedByLooks(item) && !run.extending.has(item.index)
+        ? [[item.index, item.ttlMs, lookExtensionDue(item)]]
+        : [],
   );
   const asked = new Map(covered.map((item) => [item.index, item.jobId]));
   for (const index of asked.keys()) run.watched.add(index);

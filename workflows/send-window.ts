@@ -43,3 +43,17 @@ export function reserveSend(log: SendLog, count: number, now: number, limit: num
   else log.push([at, count]);
   return at;
 }
+
+/**
+ * How many requests a reservation at `now` could hold without waiting: none while an earlier
+ * reservation is still ahead (times never go back). A page larger than this is cut to it, so that
+ * the room left in a window is used now rather than held back with the whole page until the window
+ * has passed: while the service's workers are idle, a window's last requests matter most.
+ */
+export function roomNow(log: SendLog, now: number, limit: number): number {
+  const span = RUN_WINDOW_MS + SEND_SLACK_MS;
+  if ((log.at(-1)?.[0] ?? now) > now) return 0;
+  let held = 0;
+  for (const [from, sent] of log) if (from > now - span) held += sent;
+  return Math.max(0, limit - held);
+}

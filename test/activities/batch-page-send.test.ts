@@ -286,3 +286,30 @@ describe('stageBatchItems: the /run and /status limits', () => {
     expect((await staged(clientWith(run))).runLimit).toEqual({});
   });
 });
+
+describe('submitBatchPage under a submit lease', () => {
+  it("leaves a long lease to the job's watcher (no /status in the submit) and extends a short one itself", async () => {
+    const stub = stubClient();
+    stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+    stub.answer('status', { id: 'job-1', status: 'IN_QUEUE' });
+    const activities = createBatchActivities({
+      client: stub.client,
+      resultStoreDir: tempDir('batch-page-send'),
+    });
+    const manifestKey = await stage(activities, 1);
+    const submit = (submitLease: number) =>
+      activityEnv().call(activities.submitBatchPage, {
+        endpointId: 'ep-1',
+        manifestKey,
+        indexes: [0],
+        submitLease,
+      });
+    const long = await submit(60_000);
+    expect(long.results[0]).toMatchObject({ i: 0, id: 'job-1', lease: 60_000 });
+    expect(stub.named('status')).toEqual([]);
+    const short = await submit(10_000);
+    expect(short.results[0]).toMatchObject({ i: 0, id: 'job-1' });
+    expect(short.results[0]).not.toHaveProperty('lease');
+    expect(stub.named('status')).toHaveLength(1);
+  });
+});

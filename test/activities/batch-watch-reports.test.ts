@@ -101,7 +101,7 @@ describe('watchBatchJobs with webhook reports', () => {
   function watchOnce(
     reports: ReturnType<typeof createBatchJobReports> | undefined,
     intoPeriodMs = 0,
-    extend?: Array<[number, number]>,
+    extend?: Array<[number, number, number?]>,
   ) {
     const activities = createBatchActivities({
       client: stub.client,
@@ -145,6 +145,26 @@ describe('watchBatchJobs with webhook reports', () => {
     ]);
     expect(changes.map((change) => [change.i, change.status])).toEqual([[1, 'COMPLETED']]);
     // The workflow hears that the lease is extended: it has nothing more to extend.
+    expect(extended).toEqual([0]);
+  });
+
+  it('looks at a job whose lease it extends by the time given, not before, and answers with the extension', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const reports = createBatchJobReports();
+    reports.watching(['job-a', 'job-b']);
+    reports.ended('job-of-another-batch');
+    const { waiting } = onWait(reports);
+    stub.answer('status', { id: 'job-a', status: 'IN_PROGRESS' });
+    const watched = watchOnce(reports, 2_000, [[0, 3_600_000, Date.now() + 1_000]]);
+    await waiting;
+    expect(stub.named('status')).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    const { changes, extended } = await watched;
+    expect(
+      stub.named('status').map(([, jobId, options]) => [jobId, (options as { ttl?: number }).ttl]),
+    ).toEqual([['job-a', 3_600_000]]);
+    // Nothing finished, but the workflow must hear of the extension (another try would repeat it).
+    expect(changes).toEqual([]);
     expect(extended).toEqual([0]);
   });
 

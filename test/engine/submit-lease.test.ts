@@ -10,7 +10,10 @@ import {
   leaseEndsBy,
   leaseRequest,
   leaseTtl,
+  lookExtensionDueAt,
+  looksExtendLease,
   orphanWaitUntil,
+  submitsExtendLeases,
   WEBHOOK_MARGIN_MS,
   WEBHOOK_RETRY_WINDOW_MS,
 } from '../../contracts/submit-lease';
@@ -112,5 +115,16 @@ describe('submitLease input', () => {
     expect(parsed.ok).toBe(true);
     if (parsed.ok)
       expect(leaseRequest(parsed.value.options.submitLease, 'async', parsed.value.ttlMs)?.ttlMs).toBe(15_000);
+  });
+
+  it("leaves a batch's long lease to its watcher's looks, due a quarter into it; a short one to the submit", () => {
+    expect(looksExtendLease(DEFAULT_LEASE_MS)).toBe(true);
+    expect(looksExtendLease(59_999)).toBe(false);
+    expect(lookExtensionDueAt(1_000, 60_000)).toBe(16_000);
+    expect(submitsExtendLeases('auto')).toBe(false);
+    expect(submitsExtendLeases(120_000)).toBe(false);
+    expect(submitsExtendLeases(10_000)).toBe(true);
+    expect(submitsExtendLeases(false)).toBe(false);
+    expect(submitsExtendLeases(undefined)).toBe(false);
   });
 });

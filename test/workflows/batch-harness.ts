@@ -106,7 +106,7 @@ export function fakeService(
   let nextId = 0;
   let maxInFlight = 0;
   const extensions: Array<{ i: number; id: string; ttl: number; answer: string }> = [];
-  /** Leases the watcher's looks extended (an adopted orphan's). */
+  /** Leases the watcher's looks extended (an adopted orphan's, a long lease's). */
   const extensionsByLook: Array<{ i: number; id: string; ttl: number }> = [];
   const orphans: Array<{ i: number; id: string }> = [];
   /** Jobs the service deleted when their ttl passed (fate `expires`). */
@@ -197,7 +197,8 @@ export function fakeService(
           ...(costOf ? { cost: costOf(i, job.attempt) } : {}),
         });
       }
-      if (changes.length === 0) {
+      // As the watcher does: an extension is news the batch must hear, even with nothing finished.
+      if (changes.length === 0 && extended.length === 0) {
         throw ApplicationFailure.create({
           type: 'JobUnchanged',
           message: 'nothing finished',

@@ -21,13 +21,15 @@ import { batchSuite, type Fate, fakeService, quietRuntime, until, withWorker } f
 
 quietRuntime();
 
+/** A lease shorter than the looks take (contracts/submit-lease.ts): extended by an activity. */
+const LEASE = { ms: 30_000 };
+
 const input = (extra: Partial<BatchInput> = {}): BatchInput => ({
   endpointId: 'ep-1',
   items: { manifest: { key: 'items.jsonl' } },
+  job: { submitLease: LEASE.ms },
   ...extra,
 });
-
-const LEASE = { ms: DEFAULT_LEASE_MS };
 
 describe('batch workflow under a submit lease', () => {
   const suite = batchSuite('batch-lease-wf');
@@ -50,7 +52,51 @@ describe('batch workflow under a submit lease', () => {
     expect(fake.extensions.map((e) => e.answer)).toEqual(Array(5).fill('extended'));
     // The caller's ttl (the service default here), counted from submission as the service counts it.
     expect(new Set(fake.extensions.map((e) => e.ttl)).size).toBe(1);
-    expect(fake.extensions[0]?.ttl).toBeGreaterThan(DEFAULT_LEASE_MS);
+    expect(fake.extensions[0]?.ttl).toBeGreaterThan(LEASE.ms);
+  });
+
+  it("leaves a long lease to the watcher's look at the job: no extension activity", async () => {
+    const fake = fakeService(4, () => 'COMPLETED', { ms: DEFAULT_LEASE_MS });
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
+      (await start(queue, input({ pageSize: 4, job: { submitLease: 'auto' } }))).result(),
+    );
+    expect(summary).toMatchObject({ counts: { completed: 4 }, submissions: 4, lease: { leaseLapses: 0 } });
+    expect(fake.extensions).toEqual([]);
+    expect(fake.extensionsByLook.map((extension) => extension.i).sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('extends a long lease with an activity while every watcher is taken and its job has none', async () => {
+    const fake = fakeService(40, () => 'held', { ms: DEFAULT_LEASE_MS });
+    // The first eight watchers look at nothing until released: every watcher is taken.
+    const watch = fake.activities.watchBatchJobs;
+    let watchers = 0;
+    let released = false;
+    fake.activities.watchBatchJobs = async (args) => {
+      if (++watchers <= 8)
+        while (!released) {
+          Context.current().heartbeat();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      return watch(args);
+    };
+    const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
+      const handle = await start(
+        queue,
+        input({ pageSize: 2, maxConcurrency: 40, job: { submitLease: 'auto' } }),
+      );
+      await until(() => fake.submitsPerItem.size === 40, 'every item submitted');
+      await until(() => fake.extensions.length > 0, 'a lease extended by an activity');
+      released = true;
+      await until(
+        () => fake.extensions.length + fake.extensionsByLook.length >= 40,
+        'every lease extended, by a look or an activity',
+      );
+      fake.releaseAll();
+      return handle.result();
+    });
+    expect(summary).toMatchObject({ counts: { completed: 40 }, submissions: 40, lease: { leaseLapses: 0 } });
+    expect(fake.extensions.length).toBeGreaterThan(0);
+    expect(fake.extensionsByLook.length).toBeGreaterThan(0);
   });
 
   it("adopts an uncertain submit's orphan that reports by webhook within the lease; its watcher's look extends it", async () => {
@@ -79,7 +125,7 @@ describe('batch workflow under a submit lease', () => {
       jobId: orphan.id,
     });
     // Adopted within the lease: long before the lease and the webhook window were over.
-    expect(summary.elapsedMs).toBeLessThan(orphanWaitUntil(0, DEFAULT_LEASE_MS, true));
+    expect(summary.elapsedMs).toBeLessThan(orphanWaitUntil(0, LEASE.ms, true));
     // Its lease went to the caller's ttl with the watcher's look, not with an activity of its own.
     expect(fake.extensionsByLook).toEqual([{ i: 2, id: orphan.id, ttl: expect.any(Number) }]);
     expect(fake.extensions.filter((extension) => extension.i === 2)).toEqual([]);
@@ -104,9 +150,7 @@ describe('batch workflow under a submit lease', () => {
     });
     expect(fake.submitsPerItem.get(1)).toBe(2);
     // Not one moment before no orphan could still run or report.
-    expect(summary.elapsedMs).toBeGreaterThanOrEqual(
-      DEFAULT_LEASE_MS + WEBHOOK_RETRY_WINDOW_MS + WEBHOOK_MARGIN_MS,
-    );
+    expect(summary.elapsedMs).toBeGreaterThanOrEqual(LEASE.ms + WEBHOOK_RETRY_WINDOW_MS + WEBHOOK_MARGIN_MS);
   });
 
   it('submits an item again when its extension meets a 404 (the lease ran out)', async () => {
@@ -137,13 +181,13 @@ describe('batch workflow under a submit lease', () => {
     let calls = 0;
     fake.activities.extendBatchLeases = async (args) => {
       // The first worker dies holding the page: no heartbeat, no answer.
-      if (++calls === 1) await Context.current().sleep(10 * DEFAULT_LEASE_MS);
+      if (++calls === 1) await Context.current().sleep(10 * LEASE.ms);
       return extend(args);
     };
     const summary = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) => {
       const handle = await start(queue, input({ pageSize: 3 }));
       // Moves the test server's clock past the heartbeat timeout (a quarter of the lease).
-      await suite.env.sleep(DEFAULT_LEASE_MS / 2);
+      await suite.env.sleep(LEASE.ms / 2);
       await until(() => fake.extensions.length === 3, 'the leases extended by a second try');
       fake.releaseAll();
       return handle.result();
