@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { RUN_WINDOW_MS, reserveSend, SEND_SLACK_MS, type SendLog } from '../../workflows/send-window';
+import {
+  RUN_WINDOW_MS,
+  reserveSend,
+  roomNow,
+  SEND_SLACK_MS,
+  type SendLog,
+} from '../../workflows/send-window';
 
 const SPAN = RUN_WINDOW_MS + SEND_SLACK_MS;
 
@@ -68,5 +74,22 @@ describe('reserveSend', () => {
 
   it('refuses a page larger than the limit', () => {
     expect(() => reserveSend([], 11, 0, 10)).toThrow(/cannot fit a limit of 10/);
+  });
+});
+
+describe('roomNow', () => {
+  it('is what a window holds no reservation for yet, and none while a reservation waits ahead', () => {
+    const log: SendLog = [];
+    expect(roomNow(log, 0, 1000)).toBe(1000);
+    reserveSend(log, 977, 0, 1000);
+    // The page that would not fit whole: its first 23 requests fit now, at once.
+    expect(roomNow(log, 8_000, 1000)).toBe(23);
+    expect(reserveSend(log, 23, 8_000, 1000)).toBe(8_000);
+    expect(roomNow(log, 8_100, 1000)).toBe(0);
+    // The oldest reservation has left the window and slack.
+    expect(roomNow(log, SPAN, 1000)).toBe(977);
+    reserveSend(log, 100, 9_000, 1000);
+    expect(log.at(-1)).toEqual([SPAN, 100]);
+    expect(roomNow(log, 9_500, 1000)).toBe(0);
   });
 });
