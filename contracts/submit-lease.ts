@@ -134,12 +134,3 @@ export function looksExtendLease(leaseTtlMs: number): boolean {
 export function lookExtensionDueAt(answeredAt: number, leaseTtlMs: number): number {
   return answeredAt + Math.floor(leaseTtlMs / 4);
 }
-
-/**
- * Whether a batch's submits extend leases themselves, with a /status request of their own per job
- * (its watchers then leave part of the /status limit to them): a lease shorter than the looks take.
- */
-export function submitsExtendLeases(setting: SubmitLeaseSetting | undefined): boolean {
-  if (setting === undefined || setting === false) return false;
-  return !looksExtendLease(setting === 'auto' ? DEFAULT_LEASE_MS : setting);
-}

@@ -8,7 +8,6 @@ import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
-import { submitsExtendLeases } from '../contracts/submit-lease';
 import { watchActivities } from './batch-activities';
 import type { BatchHintAnswer } from './batch-definitions';
 import { extendedByLooks, leaseToExtend, lookExtensionDue } from './batch-lease';
@@ -89,7 +88,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   });
   const capacityFailures = run.route.endpoints.length > 1 ? run.route.capacityFailures : [];
   const share = lookShare(
-    { status: state.statusLimit, run: state.runLimit, leased: submitsExtendLeases(run.lease) },
+    { status: state.statusLimit, run: state.runLimit, leased: run.lease !== undefined },
     items.length,
     state.maxConcurrency,
   );

@@ -9,18 +9,13 @@
  * as their looks come; once the looks come from several (within CLIENT_MEMORY_MS), every watcher
  * counts the looks it took over against its share, and a handoff does not start a window afresh in
  * any process. A watcher cancelled mid-window (the batch continuing as new, or stopping) hands
- * nothing back: its whole share counts as spent at its cancel. Under a short submit lease
- * (contracts/submit-lease.ts), a submit extends each new job's ttl with a /status call, one per
- * request the /run send window lets out, as many at once as its requests: those take the /run
- * limit's worth of the rate and of the requests in flight first. A tenth of the rate is left to the
- * calls no share counts (a lease's extension activity, a look that confirms a webhook) and to the
- * few that clocks of several processes let into one of the service's windows.
+ * nothing back: its whole share counts as spent at its cancel. Under a submit
+ * lease, a submit extends each new job's ttl with a /status call, one per request the /run send
+ * window lets out, as many at once as its requests: those take the /run limit's worth of the rate
+ * and of the requests in flight first.
  */
 import type { EndpointLimit, LookShare } from '../contracts/batch-input';
 import { type LookLog, poolLooks, takeLooks } from '../contracts/look-log';
-
-/** The part of the /status rate the watchers' shares divide (the rest: see above). */
-const LOOK_POOL_SHARE = 0.9;
 
 export function lookShare(
   limits: { status: EndpointLimit | undefined; run: EndpointLimit | undefined; leased: boolean },
@@ -32,9 +27,7 @@ export function lookShare(
   const { leased } = limits;
   const concurrent = limits.status?.concurrent ?? jobs;
   // At least half of each stays with the looks: extensions beyond it wait in their process.
-  const pool = Math.floor(
-    LOOK_POOL_SHARE * Math.max(rate - (leased ? (limits.run?.perTenSeconds ?? 0) : 0), rate / 2),
-  );
+  const pool = Math.max(rate - (leased ? (limits.run?.perTenSeconds ?? 0) : 0), Math.floor(rate / 2));
   const inFlight = Math.max(
     concurrent - (leased ? (limits.run?.concurrent ?? 0) : 0),
     Math.floor(concurrent / 2),

@@ -9,8 +9,8 @@ const SPEC = {
 
 describe('lookShare', () => {
   it('gives a watcher the part of the /status limit its jobs are of the batch window', () => {
-    expect(lookShare({ ...SPEC, leased: false }, 100, 400)).toEqual({ perTenSeconds: 450, concurrent: 100 });
-    expect(lookShare({ ...SPEC, leased: false }, 400, 400)).toEqual({ perTenSeconds: 1800, concurrent: 400 });
+    expect(lookShare({ ...SPEC, leased: false }, 100, 400)).toEqual({ perTenSeconds: 500, concurrent: 100 });
+    expect(lookShare({ ...SPEC, leased: false }, 400, 400)).toEqual({ perTenSeconds: 2000, concurrent: 400 });
   });
 
   it('keeps the watchers of a full window within the limit together', () => {
@@ -21,7 +21,7 @@ describe('lookShare', () => {
   });
 
   it('leaves the /run limit worth of looks to the submits extending leases', () => {
-    expect(lookShare({ ...SPEC, leased: true }, 400, 400)).toEqual({ perTenSeconds: 900, concurrent: 200 });
+    expect(lookShare({ ...SPEC, leased: true }, 400, 400)).toEqual({ perTenSeconds: 1000, concurrent: 200 });
   });
 
   it('gives at least one look per window, and none without a /status rate', () => {

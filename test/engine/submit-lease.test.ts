@@ -13,7 +13,6 @@ import {
   lookExtensionDueAt,
   looksExtendLease,
   orphanWaitUntil,
-  submitsExtendLeases,
   WEBHOOK_MARGIN_MS,
   WEBHOOK_RETRY_WINDOW_MS,
 } from '../../contracts/submit-lease';
@@ -121,10 +120,5 @@ describe('submitLease input', () => {
     expect(looksExtendLease(DEFAULT_LEASE_MS)).toBe(true);
     expect(looksExtendLease(59_999)).toBe(false);
     expect(lookExtensionDueAt(1_000, 60_000)).toBe(16_000);
-    expect(submitsExtendLeases('auto')).toBe(false);
-    expect(submitsExtendLeases(120_000)).toBe(false);
-    expect(submitsExtendLeases(10_000)).toBe(true);
-    expect(submitsExtendLeases(false)).toBe(false);
-    expect(submitsExtendLeases(undefined)).toBe(false);
   });
 });
