@@ -18,6 +18,9 @@
  *   ... [--concurrency 400,200,250] [--items N] [--service-ms N] [--workers N] [--no-loop]
  *
  * Several maxConcurrency values run one batch each, one after another, after the one loop.
+ * BENCH_DUMP=run.json writes each batch's jobs, result lines, webhook deliveries, activity calls
+ * and history events (with their times) to run-1.json, run-2.json, ...: the first batch is the
+ * worker's first workflow, as a freshly started worker's is.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -167,6 +170,7 @@ async function main() {
     webhooks: true,
     resultStoreDir: resultDir,
   });
+  let dumps = 0;
   for (const maxConcurrency of CONCURRENCY) {
     const endpointId = await warmEndpoint(emulator, apiKey);
     worker.reset();
@@ -205,12 +209,18 @@ async function main() {
     const history = historyFigures(events);
     if (process.env.BENCH_DUMP)
       (await import('node:fs')).writeFileSync(
-        process.env.BENCH_DUMP,
+        process.env.BENCH_DUMP.replace(/\.json$/, `-${++dumps}.json`),
         JSON.stringify({
           jobs,
           lines,
           deliveries: emulator.control.webhookDeliveries(),
           activities: history.activities,
+          startedAt,
+          events: events.map((event) => ({
+            type: event.eventType,
+            at:
+              Number(event.eventTime?.seconds ?? 0) * 1000 + Math.round((event.eventTime?.nanos ?? 0) / 1e6),
+          })),
         }),
       );
     const webhookLag = emulator.control
