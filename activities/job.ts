@@ -50,7 +50,7 @@ import {
 } from '../contracts/job-types';
 import { type RouteEndpoint, requestFor } from '../contracts/route';
 import { leaseApplies } from '../contracts/submit-lease';
-import { requestOf } from './batch';
+import { requestOf } from './batch-items';
 import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';

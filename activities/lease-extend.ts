@@ -5,7 +5,7 @@
  * for the workflow to hear of it (a job that completes inside its lease and is deleted at its end
  * would otherwise be taken for a lapse and run again). Tried until the lease ends, or until the
  * activity must answer; when it still fails, the workflow extends by its own rules. Shared by the
- * job's submit (activities/job.ts) and the batch's page submit (activities/batch.ts).
+ * job's submit (activities/job.ts) and the batch's page submit (activities/batch-submit-page.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServiceClient } from '../api/client';

@@ -1,7 +1,8 @@
 /**
- * The batch's /retry of its FAILED and TIMED_OUT jobs (activities/batch.ts retryBatchJobs, with
- * activities/job-retry.ts): an unanswered call is tried again later, a refusal of a job already
- * re-queued is that job's run, a 404 is a job gone, and a job still FAILED after a refusal fails.
+ * The batch's /retry of its FAILED and TIMED_OUT jobs (retryBatchJobs in
+ * activities/batch-job-actions.ts, with activities/job-retry.ts): an unanswered call is tried again
+ * later, a refusal of a job already re-queued is that job's run, a 404 is a job gone, and a job
+ * still FAILED after a refusal fails.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -23,8 +23,9 @@ export interface TallySource {
 export const batchItemOutput = (index: number) => ({ item: index, tag: `out-${index}` });
 
 /**
- * The item a service job belongs to: its webhook URL names it (`&item=`, activities/batch.ts), and
- * the emulator keeps that URL for the jobs it deleted, whose input it drops; else its input's output.
+ * The item a service job belongs to: its webhook URL names it (`&item=`,
+ * activities/batch-submit-page.ts), and the emulator keeps that URL for the jobs it deleted, whose
+ * input it drops; else its input's output.
  */
 const itemOfJob = (job: JobState): number | undefined => {
   const fromUrl = job.webhook ? new URL(job.webhook).searchParams.get('item') : null;

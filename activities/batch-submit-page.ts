@@ -1,0 +1,180 @@
+/**
+ * submitBatchPage: POST /run for a page of items to one endpoint (with that endpoint's input
+ * overrides over a route), under the client's rate limiter and the page's share of the /run window.
+ * Never retried by Temporal: per item it answers the job id, a certain failure or "uncertain".
+ */
+import { Context } from '@temporalio/activity';
+import { ServiceError, ValidationError } from '../api/errors';
+import { createRateLimiter } from '../api/rate-limit';
+import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
+import type { PageSend, SubmitItemResult } from '../contracts/batch-input';
+import type { SubmitBeat } from '../contracts/failures';
+import { requestFor } from '../contracts/route';
+import {
+  leaseApplies,
+  leaseRequest,
+  looksExtendLease,
+  type SubmitLeaseSetting,
+} from '../contracts/submit-lease';
+import { requestOf } from './batch-items';
+import { type BatchShared, batchContext } from './batch-shared';
+import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
+import { beatBeforeSending, waitToSend } from './submit-beat';
+
+export function submitPageActivities(shared: BatchShared) {
+  const { deps, client, store, metrics, inFlight } = shared;
+  return {
+    /** POST /run for each item of the page, at once, paced by the client's rate limiter. */
+    async submitBatchPage(input: {
+      endpointId: string;
+      manifestKey: string;
+      indexes: number[];
+      /** Name a webhook (per item) in each request. */
+      webhook?: boolean;
+      /** The batch's submitLease setting; absent: no lease (batches started before it). */
+      submitLease?: SubmitLeaseSetting;
+      /** Fields set in every job's input on this endpoint of the batch's route. */
+      inputOverrides?: Record<string, unknown>;
+      /**
+       * The page's share of the endpoint's /run limit, which the batch holds for all its workers
+       * (workflows/send-window.ts): its requests go out from `at` until `by` (ms since the epoch),
+       * `concurrent` at a time; one that cannot go by then is not sent.
+       */
+      send?: PageSend;
+    }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
+      const { workflowId } = batchContext();
+      const lines = await store.readLines(input.manifestKey, input.indexes);
+      const send = input.send;
+      if (send) await waitToSend(send.at);
+      const startedAt = Date.now();
+      const gate = createRateLimiter(
+        send ? { run: { perTenSeconds: Number.POSITIVE_INFINITY, concurrent: send.concurrent } } : false,
+      );
+      const unsent: number[] = [];
+      const webhookUrlFor = input.webhook === false ? undefined : deps.webhookUrlFor;
+      const webhook = webhookUrlFor !== undefined;
+      // The jobs created so far ride in the heartbeat: if this worker dies, the workflow reads them
+      // from the timeout and only the rest of the page counts as uncertain.
+      const created: NonNullable<SubmitBeat['created']> = [];
+      const ctx = Context.current();
+      const notAfter = extensionsNotAfter(startedAt, ctx.info.startToCloseTimeoutMs);
+      await beatBeforeSending({ sending: true, created });
+      // Every beat repeats that requests may be out: the server keeps only the last details.
+      const beat = () => ctx.heartbeat({ sending: true, created });
+      const results = await Promise.all(
+        input.indexes.map(async (i, k): Promise<SubmitItemResult | undefined> => {
+          let request: JobRequestInput;
+          try {
+            request = requestFor(requestOf(lines[k] as string, i), {
+              endpointId: input.endpointId,
+              ...(input.inputOverrides === undefined ? {} : { inputOverrides: input.inputOverrides }),
+            });
+          } catch (error) {
+            return {
+              i,
+              rejected: { type: 'BadRequest', message: (error as Error).message, retryable: false },
+            };
+          }
+          const ttl = request.policy?.ttl;
+          // The item rides in the URL (bound by its token) so that an orphan of an uncertain submit names its item.
+          const armed = webhookUrlFor
+            ? {
+                ...request,
+                webhook: webhookUrlFor(workflowId, { item: i, ttlMs: ttl ?? JOB_LIMITS.ttlDefaultMs }),
+              }
+            : request;
+          const lease =
+            input.submitLease === undefined
+              ? undefined
+              : leaseRequest(input.submitLease, 'async', ttl ?? JOB_LIMITS.ttlDefaultMs);
+          const leaseTtl = leaseApplies(lease, webhook) ? lease.ttlMs : undefined;
+          const leased = leaseTtl === undefined ? {} : { lease: leaseTtl };
+          const body =
+            leaseTtl === undefined ? armed : { ...armed, policy: { ...armed.policy, ttl: leaseTtl } };
+          // Past `by` (here or in the client's limiter) the client sends nothing: see the catch.
+          const release = await gate.acquire(input.endpointId, 'run');
+          const sentAt = Date.now();
+          try {
+            const submitted = await client.jobs
+              .run(input.endpointId, body, send ? { sendBy: send.by } : {})
+              .finally(release);
+            metrics.submission('accepted');
+            inFlight.started(input.endpointId, submitted.id);
+            deps.batchJobReports?.created(submitted.id);
+            const result: NonNullable<SubmitBeat['created']>[number] = {
+              i,
+              id: submitted.id,
+              ...(ttl === undefined ? {} : { ttl }),
+              ...leased,
+            };
+            created.push(result);
+            beat();
+            // The lease extended here, as the job's submit does (activities/job.ts): the answer
+            // then says no lease, and the workflow has nothing to extend. A long lease is left to
+            // the job's watcher, whose looks carry the ttl (contracts/submit-lease.ts says why).
+            if (
+              leaseTtl !== undefined &&
+              !looksExtendLease(leaseTtl) &&
+              (await extendLeaseInSubmit(
+                client,
+                {
+                  endpointId: input.endpointId,
+                  jobId: submitted.id,
+                  leaseTtlMs: leaseTtl,
+                  callerTtlMs: ttl,
+                  sentAt,
+                  notAfter,
+                },
+                beat,
+              ))
+            ) {
+              delete result.lease;
+              beat();
+            }
+            return result;
+          } catch (error) {
+            // Its page's time to send was over: sent later, it could crowd a window the batch gave to
+            // others. It goes back to the queue.
+            if (
+              send &&
+              error instanceof ServiceError &&
+              error.kind === 'Aborted' &&
+              !error.mayHaveReachedService &&
+              Date.now() > send.by
+            ) {
+              unsent.push(i);
+              return undefined;
+            }
+            if (error instanceof ValidationError) {
+              metrics.submission('refused');
+              return { i, rejected: { type: 'BadRequest', message: error.message, retryable: false } };
+            }
+            if (error instanceof ServiceError && !error.mayHaveReachedService) {
+              metrics.submission('refused');
+              return {
+                i,
+                rejected: {
+                  type: error.kind,
+                  message: error.message,
+                  retryable: error.retryable,
+                  ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+                },
+              };
+            }
+            metrics.submission('uncertain');
+            const message = error instanceof Error ? error.message : String(error);
+            return {
+              i,
+              uncertain: message,
+              armed: webhook,
+              ...leased,
+              ...(ttl === undefined ? {} : { ttl }),
+            };
+          }
+        }),
+      );
+      const answered = results.filter((result) => result !== undefined);
+      return unsent.length === 0 ? { results: answered } : { results: answered, unsent };
+    },
+  };
+}
