@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
+import { terminalStatuses } from '../api/schemas/job';
 import type { EndpointLimit } from '../contracts/batch-input';
 import type { BatchJobReports } from './batch-job-reports';
 import { type BatchStore, defaultBatchStore } from './batch-store';
@@ -37,7 +38,8 @@ export interface BatchActivityDeps {
   batchJobReports?: BatchJobReports;
 }
 
-export const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+/** A job's end: the service changes nothing after these but a /retry's new run. */
+export const TERMINAL: ReadonlySet<string> = new Set<string>(terminalStatuses);
 
 /** The activity's own workflow: batch activities run for a batch only. */
 export function batchContext() {

@@ -5,7 +5,7 @@
  * answer is an event of the per-item engine.
  */
 import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
-import { JOB_LIMITS } from '../api/schemas/job';
+import { JOB_LIMITS, terminalStatuses } from '../api/schemas/job';
 import { watchJobsSummary } from '../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../contracts/batch-input';
 import { watchActivities } from './batch-activities';
@@ -30,7 +30,7 @@ const WATCH_RETURN_SHARE = 10;
  */
 const PAGES_PER_WATCHER = 2;
 const MAX_PENDING_HINTS = 1_000;
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
+const TERMINAL: ReadonlySet<string> = new Set<string>(terminalStatuses);
 
 export function startWatch(run: BatchRun): void {
   while (watcherRoom(run)) {
