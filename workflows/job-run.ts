@@ -11,7 +11,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { JobStatusValue } from '../api/schemas/job';
+import { type JobStatusValue, terminalStatuses } from '../api/schemas/job';
 import { addRunCosts, type CostEstimate } from '../contracts/cost';
 import { jobCurrentDetails } from '../contracts/current-details';
 import type { ParsedJobInput } from '../contracts/job-input';
@@ -23,8 +23,6 @@ import { type ItemState, queuedItem } from './item-state';
 import { JOB_FAILURE, type JobFailureDetails, jobFailure } from './job-failures';
 import { resultsExpireAt, type SubmitKind, ttlDeadline } from './job-rules';
 import { endpointIdKey, jobIdKey, jobStatusKey } from './search-attributes';
-
-const TERMINAL: readonly string[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 
 /** A webhook's claim about a job: looked at with /status before it is believed. */
 export type Hint = { jobId: string; status: string };
@@ -71,7 +69,7 @@ export interface Run {
 }
 
 export const isTerminal = (status: string | undefined): boolean =>
-  status !== undefined && TERMINAL.includes(status);
+  status !== undefined && (terminalStatuses as readonly string[]).includes(status);
 
 export const submitKind = (run: Run): SubmitKind => (run.job.options.mode === 'runsync' ? 'runsync' : 'run');
 
