@@ -166,16 +166,18 @@ export function watchActivities(shared: BatchShared) {
       const due = new Set<number>(fresh);
       // A look at a leased job carries its ttl until one is answered: it extends as it reads. One
       // not looked at by its due time is looked at then.
-      const ttlToSet = new Map((input.extend ?? []).map(([index, ttl]) => [index, ttl]));
-      const extendBy = new Map((input.extend ?? []).map(([index, , dueAt]) => [index, dueAt ?? 0]));
+      // An entry leaves once a look has set its ttl.
+      const toExtend = new Map(
+        (input.extend ?? []).map(([index, ttl, dueAt]) => [index, { ttl, dueAt: dueAt ?? 0 }]),
+      );
       const extended: number[] = [];
-      const unextended = () => [...extendBy].filter(([index]) => ttlToSet.has(index) && pending.has(index));
+      const unextended = () => [...toExtend].filter(([index]) => pending.has(index));
       const addDueExtensions = (now: number) => {
-        for (const [index, at] of unextended()) if (at <= now) due.add(index);
+        for (const [index, { dueAt }] of unextended()) if (dueAt <= now) due.add(index);
       };
       /** How long until the next extension falls due, at most `ms`. */
       const untilExtension = (ms: number, now: number) =>
-        Math.min(ms, ...unextended().map(([, at]) => Math.max(0, at - now)));
+        Math.min(ms, ...unextended().map(([, { dueAt }]) => Math.max(0, dueAt - now)));
       addDueExtensions(Date.now());
       const changes: ItemChange[] = [];
       const lines: string[] = [];
@@ -230,13 +232,13 @@ export function watchActivities(shared: BatchShared) {
                   signal,
                   background ? 'background' : 'normal',
                 );
-                const ttl = ttlToSet.get(i);
+                const ttl = toExtend.get(i)?.ttl;
                 try {
                   status = await client.jobs.status(input.endpointId, jobId, {
                     signal,
                     ...(ttl === undefined ? { background } : { ttl }),
                   });
-                  if (ttlToSet.delete(i)) extended.push(i);
+                  if (toExtend.delete(i)) extended.push(i);
                 } finally {
                   release?.();
                 }

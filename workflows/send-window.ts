@@ -29,8 +29,7 @@ export function reserveSend(log: SendLog, count: number, now: number, limit: num
   // No window from now on holds these.
   while (log.length > 0 && (log[0]?.[0] ?? 0) <= now - span) log.shift();
   let at = Math.max(now, log.at(-1)?.[0] ?? now);
-  let held = 0;
-  for (const [from, sent] of log) if (from > at - span) held += sent;
+  let held = heldAt(log, at);
   // The oldest reservations leave the window, one by one, until this one fits.
   for (const [from, sent] of log) {
     if (held + count <= limit) break;
@@ -51,9 +50,13 @@ export function reserveSend(log: SendLog, count: number, now: number, limit: num
  * has passed: while the service's workers are idle, a window's last requests matter most.
  */
 export function roomNow(log: SendLog, now: number, limit: number): number {
-  const span = RUN_WINDOW_MS + SEND_SLACK_MS;
   if ((log.at(-1)?.[0] ?? now) > now) return 0;
+  return Math.max(0, limit - heldAt(log, now));
+}
+
+/** The requests reserved in the window (and slack) that ends at `at`. */
+function heldAt(log: SendLog, at: number): number {
   let held = 0;
-  for (const [from, sent] of log) if (from > now - span) held += sent;
-  return Math.max(0, limit - held);
+  for (const [from, sent] of log) if (from > at - RUN_WINDOW_MS - SEND_SLACK_MS) held += sent;
+  return held;
 }
