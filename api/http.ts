@@ -6,7 +6,13 @@ import { type CallInfo, errorFromFault, errorFromResponse, invalidResponse } fro
 import type { ServiceConfig } from './config';
 import { ServiceError } from './errors';
 import { callOutcome, type LibraryMetrics, noopMetrics } from './metrics';
-import type { JobOperation, RateLimiter, RequestPriority } from './rate-limit';
+import {
+  type JobOperation,
+  type RateLimiter,
+  type Release,
+  type RequestPriority,
+  SendTimePassed,
+} from './rate-limit';
 
 export interface HttpCall {
   operation: string;
@@ -79,17 +85,24 @@ export function createTransport(options: {
   ): Promise<HttpResponse & { headers: Dispatcher.ResponseData['headers'] }> {
     // Past its time to be sent, a call takes no room in the limiter's window either.
     if (late(call)) throw notSentInTime(call);
-    let release: (() => void) | undefined;
+    let release: Release | undefined;
     try {
       release = call.limit
-        ? await limiter.acquire(call.limit.endpointId, call.limit.operation, call.signal, call.limit.priority)
+        ? await limiter.acquire(
+            call.limit.endpointId,
+            call.limit.operation,
+            call.signal,
+            call.limit.priority,
+            call.sendBy === undefined ? undefined : () => late(call),
+          )
         : undefined;
     } catch (error) {
+      if (error instanceof SendTimePassed) throw notSentInTime(call);
       throw errorFromFault(info, error, false, call.signal);
     }
-    // Checked again once the limiter lets it go: it may have waited past its time there.
+    // Checked again once the limiter lets it go; not sent, it leaves the limiter's window too.
     if (late(call)) {
-      release?.();
+      release?.({ sent: false });
       throw notSentInTime(call);
     }
     const started = performance.now();

@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_RATE_LIMITS } from '../../api';
 import { delayBefore429Retry, parseRetryAfter } from '../../api/backoff';
-import { createRateLimiter, type RequestPriority } from '../../api/rate-limit';
+import {
+  createRateLimiter,
+  type JobOperation,
+  type RequestPriority,
+  SendTimePassed,
+} from '../../api/rate-limit';
 
 // Fake timers drive both the limiter's clock and its wake-up timer, so windows of
 // 10 seconds pass instantly and exactly.
@@ -16,10 +21,15 @@ describe('rate limiter', () => {
   });
 
   /** Starts `count` acquisitions and reports which have been granted so far. */
-  function start(limiter: ReturnType<typeof createRateLimiter>, count: number, endpoint = 'ep') {
+  function start(
+    limiter: ReturnType<typeof createRateLimiter>,
+    count: number,
+    endpoint = 'ep',
+    operation: JobOperation = 'purgeQueue',
+  ) {
     const granted: number[] = [];
     const promises = Array.from({ length: count }, (_, index) =>
-      limiter.acquire(endpoint, 'purgeQueue').then((release) => {
+      limiter.acquire(endpoint, operation).then((release) => {
         granted.push(index);
         return release;
       }),
@@ -128,6 +138,43 @@ describe('rate limiter', () => {
     await expect(waiting).rejects.toThrow('stop');
     const next = start(limiter, 1);
     await vi.advanceTimersByTimeAsync(10_000);
+    expect(next.granted).toEqual([0]);
+  });
+
+  it('refuses a waiter whose time to be sent passed, uncounted: the window stays for the calls on time', async () => {
+    const limiter = createRateLimiter({ run: { perTenSeconds: 2 } }, clock);
+    await limiter.acquire('ep', 'run');
+    await limiter.acquire('ep', 'run');
+    // Three wait for the next window; two of them must go within 500 ms of now or not at all.
+    const sendBy = Date.now() + 500;
+    const late = () => Date.now() > sendBy;
+    const lateOnes = [
+      limiter.acquire('ep', 'run', undefined, 'normal', late),
+      limiter.acquire('ep', 'run', undefined, 'normal', late),
+    ];
+    const onTime = limiter.acquire('ep', 'run');
+    const refused = Promise.allSettled(lateOnes);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect((await refused).map((outcome) => outcome.status === 'rejected' && outcome.reason)).toEqual([
+      expect.any(SendTimePassed),
+      expect.any(SendTimePassed),
+    ]);
+    await onTime;
+    // Only the call that went is in the window: one more fits now.
+    expect(limiter.recent('ep', 'run')).toEqual([1_010_000]);
+    const next = start(limiter, 1, 'ep', 'run');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(next.granted).toEqual([0]);
+  });
+
+  it('takes a request released unsent out of the window', async () => {
+    const limiter = createRateLimiter({ run: { perTenSeconds: 1 } }, clock);
+    const release = await limiter.acquire('ep', 'run');
+    await vi.advanceTimersByTimeAsync(100);
+    release({ sent: false });
+    expect(limiter.recent('ep', 'run')).toEqual([]);
+    const next = start(limiter, 1, 'ep', 'run');
+    await vi.advanceTimersByTimeAsync(0);
     expect(next.granted).toEqual([0]);
   });
 
