@@ -5,7 +5,8 @@
  * id and type, the Standard Webhooks id). Pure: no I/O, no clock (the caller passes the time).
  *
  * A request that yields no key or no id is refused naming the path that was empty: the sender's
- * body does not have the shape the source declared, and nothing is signalled.
+ * body does not have the shape the source declared, and nothing is signalled. Where the body is of
+ * a known other shape (a Stripe thin event under a snapshot event's path), the answer says so.
  */
 import { z } from 'zod';
 import type { EventScheme } from '../client/event-signature';

@@ -22,7 +22,8 @@ type Done = (error: Error | null, body?: Buffer) => void;
  */
 export function boundedBodyReader(discardBytes: number = DEFAULT_OVERSIZED_BODY_DISCARD_BYTES) {
   return (request: FastifyRequest, payload: NodeJS.ReadableStream, done: Done): void => {
-    const limit = request.routeOptions.bodyLimit ?? 0;
+    // The route's own limit where it sets one (the events route does), else the server's.
+    const limit = request.routeOptions.bodyLimit;
     const bound = limit + discardBytes;
     if (Number(request.headers['content-length']) > bound) {
       done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
