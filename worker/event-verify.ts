@@ -98,8 +98,13 @@ async function verifyStripe(
   nowMs: number,
 ): Promise<VerifyResult> {
   const header = single(headers, 'stripe-signature');
-  const stamp = header ? /(?:^|,)t=(\d{1,12})(?:,|$)/.exec(header)?.[1] : undefined;
-  if (!header || stamp === undefined || !/(?:^|,)v1=/.test(header))
+  // Read as the library reads it (comma-separated `name=value` items). Exactly one `t`: the library
+  // signs with the last one, and the tolerance below must be checked on that same timestamp (else
+  // an old signature could be sent behind a fresh `t=`).
+  const items = (header ?? '').split(',').map((item) => item.split('='));
+  const stamps = items.filter(([name]) => name === 't');
+  const stamp = stamps.length === 1 ? stamps[0]?.[1] : undefined;
+  if (!header || !stamp || !/^\d{1,12}$/.test(stamp) || !items.some(([name]) => name === 'v1'))
     return { ok: false, reason: 'no-signature' };
   stripeSignature ??= loadStripeSignature();
   const signature = await stripeSignature;

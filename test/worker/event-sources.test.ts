@@ -215,6 +215,14 @@ describe('event sources: each sender signs with its own library, the gateway ver
         )
       ).status,
     ).toBe(401);
+    // A captured old signature sent behind a fresh `t=` (the library signs with the last `t`).
+    const captured = header(NOW_S - 3600)['stripe-signature'];
+    for (const forged of [`t=${NOW_S},${captured}`, `${captured},t=${NOW_S}`]) {
+      const answer = await startsNothing(() =>
+        post('/events/billing?source=stripe', body, { 'stripe-signature': forged }),
+      );
+      expect(answer.status, forged).toBe(401);
+    }
     expect((await post('/events/billing?source=stripe', body, header(NOW_S - 300))).status).toBe(200);
     expect(delivered.at(-1)).toMatchObject({
       automation: 'billing',
