@@ -10,11 +10,13 @@
  * - an automation no worker of this deployment registers (the gateway loads the same automations
  *   module as the workers): 404, before the body is read; nothing is started;
  * - an unknown source: 404; a source not bound to this automation: 403 (before the body is read);
- * - a body over the limit: 413;
+ * - a body over the limit: 413, once the sender has written it (worker/gateway-body.ts);
+ * - an empty body: 400 (no sender signs one);
  * - credentials missing or malformed: 401; not matching any of the source's secrets: 401;
  * - a correctly signed timestamp more than the source's tolerance from our clock: 401 (a stale
  *   credential; a sender retrying re-signs with a fresh timestamp);
- * - a body that is not UTF-8 JSON, or nested deeper than the limit: 400;
+ * - a correctly signed body that is not UTF-8 JSON, or nested deeper than the limit: 400, in
+ *   every scheme (verification never parses: see worker/event-verify.ts);
  * - a body from which the source's mapping yields no key or no id: 422 naming the path; an event
  *   over the event size limit: 413;
  * - an id of this source already delivered lately: 200 `{ duplicate: true }`, nothing signalled
@@ -153,6 +155,16 @@ const eventIngress: FastifyPluginAsync<EventIngressOptions> = async (scope, opti
     return reply.code(status).send(body);
   };
 
+  /** A body that is not an event, whoever sent it: 400 with the gateway's fixed message. */
+  const refuseBody = (reply: FastifyReply, reason: keyof typeof JSON_BODY_MESSAGES) =>
+    refuse(reply, 400, 'malformed', {
+      error:
+        reason === 'too-deep'
+          ? `${JSON_BODY_MESSAGES['too-deep']} (at most ${maxDepth} levels)`
+          : JSON_BODY_MESSAGES[reason],
+      field: 'body',
+    });
+
   scope.setErrorHandler((error: { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500;
     if (status === 413)
@@ -194,12 +206,17 @@ const eventIngress: FastifyPluginAsync<EventIngressOptions> = async (scope, opti
       if ('reason' in found) return refuse(reply, found.status, found.reason, { error: 'bad request' });
       const { source } = found;
       const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      const text = bodyText(raw);
-      // Every sender signs its body as UTF-8 text: bytes that are not cannot carry a valid signature.
-      if (text === undefined)
-        return refuse(reply, 401, 'bad-signature', { error: MESSAGES['bad-signature'] });
+      // Nothing to verify and nothing to deliver: no sender's library signs an empty body.
+      if (raw.length === 0) return refuseBody(reply, 'not-json');
       const nowMs = now();
-      const verified = await verifyEventRequest(source, { headers: request.headers, body: text, nowMs });
+      // Checked as the UTF-8 text every sender's library signs (a byte that is not UTF-8 read as
+      // U+FFFD, as Stripe's library reads bytes): only a body signed so passes, and is then refused
+      // below as not UTF-8, a 400 like any other signed body that is not an event.
+      const verified = await verifyEventRequest(source, {
+        headers: request.headers,
+        body: raw.toString('utf8'),
+        nowMs,
+      });
       if (!verified.ok) {
         return refuse(reply, 401, verified.reason, {
           error:
@@ -211,14 +228,10 @@ const eventIngress: FastifyPluginAsync<EventIngressOptions> = async (scope, opti
         });
       }
 
+      const text = bodyText(raw);
+      if (text === undefined) return refuseBody(reply, 'not-utf8');
       const json = parseJsonBody(text, maxDepth);
-      if (!json.ok) {
-        const message =
-          json.reason === 'too-deep'
-            ? `${JSON_BODY_MESSAGES['too-deep']} (at most ${maxDepth} levels)`
-            : JSON_BODY_MESSAGES[json.reason];
-        return refuse(reply, 400, 'malformed', { error: message, field: 'body' });
-      }
+      if (!json.ok) return refuseBody(reply, json.reason);
       const binding = source.automations.get(automation);
       if (binding === undefined)
         return refuse(reply, 403, 'source-not-bound', { error: MESSAGES['source-not-bound'] });

@@ -5,7 +5,8 @@
  * id and type, the Standard Webhooks id). Pure: no I/O, no clock (the caller passes the time).
  *
  * A request that yields no key or no id is refused naming the path that was empty: the sender's
- * body does not have the shape the source declared, and nothing is signalled.
+ * body does not have the shape the source declared, and nothing is signalled. Where the body is of
+ * a known other shape (a Stripe thin event under a snapshot event's path), the answer says so.
  */
 import { z } from 'zod';
 import type { EventScheme } from '../client/event-signature';
@@ -115,6 +116,22 @@ function byTransform(transform: EventTransform, input: EventTransformInput): Map
 }
 
 /**
+ * Why a path found nothing, with a pointer where the sender's body has another shape than the path
+ * expects: a Stripe thin event (`"object": "v2.core.event"`) has `related_object`, not `data`.
+ */
+function notFound(what: 'key' | 'event id', path: string, scheme: EventScheme, body: unknown): string {
+  const rule = `no ${what} found at this path in the request`;
+  const thin =
+    scheme === 'stripe' && (path === 'body.data' || path.startsWith('body.data.')) && isThinEvent(body);
+  return thin
+    ? `${rule}: a Stripe thin event (object v2.core.event) has no data; its object is named at body.related_object`
+    : rule;
+}
+
+const isThinEvent = (body: unknown) =>
+  typeof body === 'object' && body !== null && (body as { object?: unknown }).object === 'v2.core.event';
+
+/**
  * The event for one automation from a verified request. `time` is the signed timestamp where the
  * scheme has one, else the time of arrival.
  */
@@ -132,7 +149,7 @@ export function mapEvent(
       ok: false,
       status: 422,
       field: mapped.keyFrom,
-      rule: 'no key found at this path in the request',
+      rule: notFound('key', mapped.keyFrom, scheme, input.body),
     };
   const key = automationKeySchema.safeParse(mapped.key);
   if (!key.success)
@@ -142,7 +159,7 @@ export function mapEvent(
       ok: false,
       status: 422,
       field: mapped.idFrom,
-      rule: 'no event id found at this path in the request',
+      rule: notFound('event id', mapped.idFrom, scheme, input.body),
     };
   const checked = parseAutomationEvent({
     id: mapped.id,

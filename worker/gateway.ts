@@ -26,6 +26,7 @@ import { jobWebhookSignal } from '../workflows/definitions';
 import { type BatchHint, createBatchHintSender } from './batch-hint-signals';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
 import { type EventIngressOptions, registerEventIngress } from './event-ingress';
+import { boundedBodyReader } from './gateway-body';
 import { createLogger, type Logger } from './logger';
 import { verifyWebhookToken } from './webhook-token';
 
@@ -188,9 +189,10 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
   });
 
   // Any content type, read as bytes: the spec does not say what the service sends, and the body is
-  // parsed here, after the token check, with errors that never echo the request.
+  // parsed here, after the token check, with errors that never echo the request. A body over a
+  // route's limit gets a 413 its sender can read (worker/gateway-body.ts).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('*', boundedBodyReader());
 
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found' }));
 

@@ -3,8 +3,8 @@
  * gateway beside it, a GitHub source from EVENT_SOURCES and a Stripe and a bearer source from the
  * automations module's defineEventSource, automations turning each event into a job on the
  * emulator, the shared dev server. Events signed by each sender's own library in its own body
- * shape start exactly the expected jobs; forged, stale, replayed, wrong-source, unmapped and
- * unknown-automation requests start nothing.
+ * shape (a Stripe thin event among them) start exactly the expected jobs; forged, stale, replayed,
+ * wrong-source, unmapped, not-JSON, oversized and unknown-automation requests start nothing.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -37,6 +37,7 @@ describe('event sources into automations (dev server, emulator, real worker)', (
   const suffix = randomUUID().slice(0, 8);
   const deploys = `deploys-${suffix}`;
   const billing = `billing-${suffix}`;
+  const meters = `meters-${suffix}`;
   const githubSecret = randomBytes(24).toString('hex');
   const stripeSecret = `whsec_${randomBytes(24).toString('hex')}`;
   const teamToken = randomBytes(32).toString('base64url');
@@ -54,7 +55,11 @@ describe('event sources into automations (dev server, emulator, real worker)', (
     name: 'stripe',
     scheme: 'stripe',
     secrets: [stripeSecret],
-    automations: { [billing]: { key: 'body.data.object.customer' } },
+    // Snapshot events name their object in data.object; thin events (v2.core.event) in related_object.
+    automations: {
+      [billing]: { key: 'body.data.object.customer' },
+      [meters]: { key: 'body.related_object.id' },
+    },
   });
   const team = defineEventSource({
     name: 'team',
@@ -105,7 +110,7 @@ describe('event sources into automations (dev server, emulator, real worker)', (
         },
       ]),
     });
-    const automations = [jobPerEvent(deploys), jobPerEvent(billing)];
+    const automations = [jobPerEvent(deploys), jobPerEvent(billing), jobPerEvent(meters)];
     const started = await runWorkerUntilReady(config, {
       signal: controller.signal,
       logger: createLogger({ level: 'error', secrets: [apiKey, githubSecret, stripeSecret, teamToken] }),
@@ -159,7 +164,7 @@ describe('event sources into automations (dev server, emulator, real worker)', (
     return { code, out };
   }
 
-  it('starts exactly one job per valid event, none for forged, stale, replayed, wrong-source or unmapped ones', async () => {
+  it('starts exactly one job per valid event (a thin one too), none for forged, stale, replayed, wrong-source, unmapped, not-JSON or oversized ones', async () => {
     const { sign } = await import('@octokit/webhooks-methods');
     const { webhooks } = (await import('stripe')).default;
     const push = (repo: string, after: string) =>
@@ -180,6 +185,16 @@ describe('event sources into automations (dev server, emulator, real worker)', (
     });
     const at = (automation: string, source: string) => `/events/${automation}?source=${source}`;
 
+    const thin = JSON.stringify({
+      id: `evt_${suffix}_thin`,
+      object: 'v2.core.event',
+      type: 'v1.billing.meter.error_report_triggered',
+      livemode: false,
+      created: new Date().toISOString(),
+      related_object: { id: 'mtr_1', type: 'billing.meter', url: '/v1/billing/meters/mtr_1' },
+    });
+    // GitHub's largest push over the 1 MiB limit: refused with a 413 the sender reads.
+    const oversized = push('acme/api', 'x'.repeat(1024 * 1024 + 1024));
     const pushA = push('acme/api', 'sha-a');
     const pushB = push('acme/web', 'sha-b');
     const paid = invoice(`evt_${suffix}_1`, 'cus_1');
@@ -217,6 +232,15 @@ describe('event sources into automations (dev server, emulator, real worker)', (
         await github(pushA, `gh-${suffix}-u`),
       ),
       paid: await post(gatewayUrl, at(billing, 'stripe'), paid, stripeHeader(paid)),
+      thin: await post(gatewayUrl, at(meters, 'stripe'), thin, stripeHeader(thin)),
+      thinUnmapped: await post(gatewayUrl, at(billing, 'stripe'), thin, stripeHeader(thin)),
+      notJson: await post(gatewayUrl, at(billing, 'stripe'), 'id=evt_2', stripeHeader('id=evt_2')),
+      oversized: await post(
+        gatewayUrl,
+        at(deploys, 'github'),
+        oversized,
+        await github(oversized, `gh-${suffix}-big`),
+      ),
       stale: await post(
         gatewayUrl,
         at(billing, 'stripe'),
@@ -236,6 +260,14 @@ describe('event sources into automations (dev server, emulator, real worker)', (
     expect(JSON.parse(answers.unmapped.body).field).toBe('body.repository.full_name');
     expect(answers.unknown.status).toBe(404);
     expect(answers.paid.status).toBe(200);
+    expect(answers.thin).toEqual({ status: 200, body: '{"received":true}' });
+    expect(answers.thinUnmapped.status).toBe(422);
+    expect(JSON.parse(answers.thinUnmapped.body).error).toContain('a Stripe thin event');
+    expect(answers.notJson).toEqual({
+      status: 400,
+      body: '{"error":"body must be valid JSON","field":"body"}',
+    });
+    expect(answers.oversized.status).toBe(413);
     expect(answers.stale.status).toBe(401);
     expect(answers.replayedElsewhere).toEqual({ status: 200, body: '{"received":true}' });
 
@@ -278,8 +310,14 @@ describe('event sources into automations (dev server, emulator, real worker)', (
     }, 60_000);
     expect(billingState.counters.duplicates).toBe(1);
 
-    // Exactly the valid events ran, once each: two pushes, one invoice, one deploy.
-    const expected = [`gh-${suffix}-a`, `gh-${suffix}-b`, `evt_${suffix}_1`, `dep-${suffix}`];
+    // Exactly the valid events ran, once each: two pushes, one invoice, one thin event, one deploy.
+    const expected = [
+      `gh-${suffix}-a`,
+      `gh-${suffix}-b`,
+      `evt_${suffix}_1`,
+      `evt_${suffix}_thin`,
+      `dep-${suffix}`,
+    ];
     await eventually(() => emulator.control.submissions(endpointId) >= expected.length, 120_000);
     const ran = emulator.control
       .jobs(endpointId)

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { Registry } from 'prom-client';
@@ -11,6 +13,7 @@ import { DEFAULT_EVENT_MAX_BODY_BYTES, type EventSink, type IngressEvent } from 
 import { createEventMetrics } from '../../worker/event-metrics';
 import { nativeEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
+import { DEFAULT_OVERSIZED_BODY_DISCARD_BYTES } from '../../worker/gateway-body';
 import { createLogger } from '../../worker/logger';
 import { captureLines } from './capture';
 
@@ -174,7 +177,7 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
         )
       ).status,
     ).toBe(401);
-    // Not UTF-8: no signature can be read over it.
+    // Not UTF-8, signed over other text: the signature does not match, 401.
     const latin1 = Buffer.from([0x7b, 0xff, 0x7d]);
     expect(
       (
@@ -183,6 +186,16 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
         )
       ).status,
     ).toBe(401);
+    // Signed over the text it reads as (the byte as U+FFFD): the signature holds, the body is the fault.
+    expect(
+      await nothingDelivered(() =>
+        post('/events/orders', latin1, { ...eventHeaders(NEW, id, '{\uFFFD}', NOW_S) }),
+      ),
+    ).toMatchObject({ status: 400, json: { error: 'body must be UTF-8 text', field: 'body' } });
+    // An empty body is no event, whoever sent it: 400.
+    expect(
+      await nothingDelivered(() => post('/events/orders', '', { ...eventHeaders(NEW, id, '', NOW_S) })),
+    ).toMatchObject({ status: 400, json: { error: 'body must be valid JSON', field: 'body' } });
     // The valid event still goes through afterwards: none of the refusals took its id.
     expect((await send('orders', body, { id })).status).toBe(200);
   });
@@ -342,6 +355,94 @@ describe('event ingress (real HTTP on loopback, recording sink)', () => {
     const fits = JSON.stringify({ key: 'k', data: 'x'.repeat(MAX_BODY - 30) });
     expect(Buffer.byteLength(fits)).toBeLessThanOrEqual(MAX_BODY);
     expect((await send('orders', fits)).status).toBe(200);
+  });
+
+  /**
+   * A sender that writes its whole body before it reads the answer, as a plain HTTP client does:
+   * a raw socket, not read from until the last byte is written. Each piece is written after a full
+   * round trip on another connection, so the gateway has read the pieces before it meanwhile.
+   */
+  async function sendSlowly(path: string, headers: Record<string, string>, pieces: Buffer[]) {
+    const socket = connect({ port: gateway.port, host: '127.0.0.1' });
+    await once(socket, 'connect');
+    socket.pause();
+    const failed = new Promise<never>((_resolve, reject) => socket.once('error', reject));
+    failed.catch(() => undefined);
+    const write = (data: string | Buffer) =>
+      Promise.race([new Promise<void>((resolve) => socket.write(data, () => resolve())), failed]);
+    const chunked = headers['content-length'] === undefined;
+    const headerLines = Object.entries({ host: `127.0.0.1:${gateway.port}`, ...headers })
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    await write(
+      `POST ${path} HTTP/1.1\r\n${headerLines}${chunked ? 'transfer-encoding: chunked\r\n' : ''}\r\n`,
+    );
+    for (const piece of pieces) {
+      await (await request(`${gateway.url}/healthz`)).body.dump();
+      await write(
+        chunked
+          ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')])
+          : piece,
+      );
+    }
+    if (chunked) await write('0\r\n\r\n');
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.resume();
+    await Promise.race([once(socket, 'end'), failed]);
+    socket.destroy();
+    const text = Buffer.concat(received).toString('utf8');
+    const [statusAndHeaders = '', body = ''] = text.split('\r\n\r\n');
+    return { status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusAndHeaders)?.[1]), json: JSON.parse(body) };
+  }
+
+  it('answers an oversized body written slowly with a 413 the sender reads, every time (20 runs)', async () => {
+    const pieces = Array.from({ length: 12 }, () => Buffer.alloc(512, 0x78)); // 6 KiB: three times the limit
+    const tooLarge = async () =>
+      (await registry.getSingleMetric('durable_serverless_events_total')?.get())?.values.find(
+        (sample) => sample.labels.result === 'refused' && sample.labels.reason === 'too-large',
+      )?.value ?? 0;
+    const countedBefore = await tooLarge();
+    for (let run = 0; run < 20; run++) {
+      // Half announce their length (the gateway knows at once), half are chunked (it learns midway).
+      const length: Record<string, string> = run % 2 === 0 ? { 'content-length': String(6 * 1024) } : {};
+      const deliveredBefore = delivered.length;
+      const answer = await sendSlowly(
+        '/events/orders',
+        { 'content-type': 'application/json', ...eventHeaders(NEW, nextId(), '{}', NOW_S), ...length },
+        pieces,
+      );
+      expect(delivered.length).toBe(deliveredBefore);
+      expect(answer, `run ${run}`).toEqual({
+        status: 413,
+        json: { error: `body larger than ${MAX_BODY} bytes` },
+      });
+    }
+    expect(await tooLarge()).toBe(countedBefore + 20);
+  });
+
+  it('answers at once and closes the connection when a body is announced beyond the discard bound', async () => {
+    const { port } = gateway;
+    const socket = connect({ port, host: '127.0.0.1' });
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    const ended = once(socket, 'end');
+    socket.write(
+      [
+        'POST /events/orders HTTP/1.1',
+        `host: 127.0.0.1:${port}`,
+        'content-type: application/json',
+        `content-length: ${MAX_BODY + DEFAULT_OVERSIZED_BODY_DISCARD_BYTES + 1}`,
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    // Nothing of the body is sent: the answer comes anyway, and the gateway ends the connection.
+    await ended;
+    socket.destroy();
+    const text = Buffer.concat(received).toString('utf8');
+    expect(text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(text.toLowerCase()).toContain('connection: close');
   });
 
   it('refuses with 413 an event over the automation cap in a body under the default limit', async () => {

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../client/cli';
@@ -7,6 +8,7 @@ import { hmacSpecSchema, signAs } from '../../client/event-signature';
 import type { EventSink, IngressEvent } from '../../worker/event-ingress';
 import { jsonDepthExceeds } from '../../worker/event-json';
 import { mapEvent } from '../../worker/event-mapping';
+import { createEventMetrics } from '../../worker/event-metrics';
 import { defineEventSource, type EventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
@@ -19,6 +21,7 @@ const GITHUB_NEW = 'github-new-secret-0123456789';
 const STRIPE = 'whsec_stripe_test_secret_0123456789';
 const HMAC = 'hmac-shared-secret-0123456789';
 const TOKEN = 'bearer-token-0123456789-0123456789-abcdef';
+const ORDERS = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 const pushBody = (delivery: string) =>
   JSON.stringify({ ref: 'refs/heads/main', after: delivery, repository: { full_name: 'acme/api' } });
@@ -29,7 +32,13 @@ describe('event sources: each sender signs with its own library, the gateway ver
     delivered.push({ automation, key, event });
   };
   const logs = captureLines();
+  const registry = new Registry();
   let gateway: WebhookGateway;
+  /** How many refusals the gateway counted under `reason`. */
+  const refused = async (reason: string) =>
+    (await registry.getSingleMetric('durable_serverless_events_total')?.get())?.values.find(
+      (sample) => sample.labels.result === 'refused' && sample.labels.reason === reason,
+    )?.value ?? 0;
 
   const github = defineEventSource({
     name: 'github',
@@ -41,7 +50,14 @@ describe('event sources: each sender signs with its own library, the gateway ver
     name: 'stripe',
     scheme: 'stripe',
     secrets: [STRIPE],
-    automations: { billing: { key: 'body.data.object.customer' } },
+    // Snapshot events carry the object in data.object; thin events name it in related_object.
+    automations: { billing: { key: 'body.data.object.customer' }, meters: { key: 'body.related_object.id' } },
+  });
+  const orders = defineEventSource({
+    name: 'orders-service',
+    scheme: 'standard-webhooks',
+    secrets: [ORDERS],
+    automations: { orders: { key: 'body.customer' } },
   });
   const hmac = defineEventSource({
     name: 'storage',
@@ -82,14 +98,15 @@ describe('event sources: each sender signs with its own library, the gateway ver
       secrets: ['event-sources-test-webhook-secret-012345'],
       logger: createLogger({
         level: 'debug',
-        secrets: [GITHUB_NEW, GITHUB_OLD, STRIPE, HMAC, TOKEN],
+        secrets: [GITHUB_NEW, GITHUB_OLD, STRIPE, HMAC, TOKEN, ORDERS],
         destination: logs,
       }),
       events: {
-        automations: ['deploys', 'billing', 'ingest', 'reports'],
-        sources: [github, stripe, hmac, bearer],
+        automations: ['deploys', 'billing', 'meters', 'orders', 'ingest', 'reports'],
+        sources: [github, stripe, orders, hmac, bearer],
         sink,
         now: () => NOW_S * 1000,
+        metrics: createEventMetrics(registry),
       },
     });
   });
@@ -198,6 +215,14 @@ describe('event sources: each sender signs with its own library, the gateway ver
         )
       ).status,
     ).toBe(401);
+    // A captured old signature sent behind a fresh `t=` (the library signs with the last `t`).
+    const captured = header(NOW_S - 3600)['stripe-signature'];
+    for (const forged of [`t=${NOW_S},${captured}`, `${captured},t=${NOW_S}`]) {
+      const answer = await startsNothing(() =>
+        post('/events/billing?source=stripe', body, { 'stripe-signature': forged }),
+      );
+      expect(answer.status, forged).toBe(401);
+    }
     expect((await post('/events/billing?source=stripe', body, header(NOW_S - 300))).status).toBe(200);
     expect(delivered.at(-1)).toMatchObject({
       automation: 'billing',
@@ -207,6 +232,159 @@ describe('event sources: each sender signs with its own library, the gateway ver
     // The same event re-signed later (Stripe's retry): a duplicate, nothing started.
     const retried = await startsNothing(() => post('/events/billing?source=stripe', body, header(NOW_S)));
     expect(retried.json.duplicate).toBe(true);
+  });
+
+  it('Stripe: a signed body that is not JSON is 400 and counted malformed, not a bad signature', async () => {
+    const { webhooks } = (await import('stripe')).default;
+    const body = 'id=evt_2&type=invoice.paid';
+    const header = (secret: string) => ({
+      'stripe-signature': webhooks.generateTestHeaderString({ payload: body, secret, timestamp: NOW_S }),
+    });
+    const [malformed, badSignature] = [await refused('malformed'), await refused('bad-signature')];
+    expect(await startsNothing(() => post('/events/billing?source=stripe', body, header(STRIPE)))).toEqual({
+      status: 400,
+      json: { error: 'body must be valid JSON', field: 'body' },
+    });
+    expect(await refused('malformed')).toBe(malformed + 1);
+    expect(await refused('bad-signature')).toBe(badSignature);
+    // The same body under another secret: the signature is what is wrong, 401.
+    expect(
+      await startsNothing(() =>
+        post('/events/billing?source=stripe', body, header('whsec_other_0123456789abcdef')),
+      ),
+    ).toEqual({ status: 401, json: { error: 'signature does not match' } });
+    expect(await refused('bad-signature')).toBe(badSignature + 1);
+  });
+
+  it('Stripe: a signed thin event (v2.core.event) is mapped by its own paths; a snapshot path on it is 422 saying why', async () => {
+    const Stripe = (await import('stripe')).default;
+    const { webhooks } = Stripe;
+    const body = JSON.stringify({
+      id: 'evt_test_65R9Ijk8Ytq7Bj5Mmbv16R9Ijk8YSQgPwRRcrD3sxNWC',
+      object: 'v2.core.event',
+      type: 'v1.billing.meter.error_report_triggered',
+      livemode: false,
+      created: '2026-09-22T06:20:52.246Z',
+      related_object: {
+        id: 'mtr_test_61R9IhYTKEmCH8VaT41H7qBI9oK6LhfM',
+        type: 'billing.meter',
+        url: '/v1/billing/meters/mtr_test_61R9IhYTKEmCH8VaT41H7qBI9oK6LhfM',
+      },
+    });
+    const headers = {
+      'stripe-signature': webhooks.generateTestHeaderString({
+        payload: body,
+        secret: STRIPE,
+        timestamp: NOW_S,
+      }),
+    };
+    // Stripe's own library takes it as a thin event notification under this signature...
+    const notification = new Stripe('sk_test_not_used').parseEventNotification(
+      body,
+      headers['stripe-signature'],
+      STRIPE,
+      undefined,
+      undefined,
+      NOW_S * 1000,
+    );
+    expect(notification.id).toBe('evt_test_65R9Ijk8Ytq7Bj5Mmbv16R9Ijk8YSQgPwRRcrD3sxNWC');
+    // ...and the snapshot helper refuses it: the gateway must not take that refusal for a bad signature.
+    expect(() => webhooks.constructEvent(body, headers['stripe-signature'], STRIPE, 0)).toThrow(/thin event/);
+    expect(await post('/events/meters?source=stripe', body, headers)).toEqual({
+      status: 200,
+      json: { received: true },
+    });
+    expect(delivered.at(-1)).toEqual({
+      automation: 'meters',
+      key: 'mtr_test_61R9IhYTKEmCH8VaT41H7qBI9oK6LhfM',
+      event: {
+        id: 'evt_test_65R9Ijk8Ytq7Bj5Mmbv16R9Ijk8YSQgPwRRcrD3sxNWC',
+        type: 'v1.billing.meter.error_report_triggered',
+        data: JSON.parse(body),
+        time: new Date(NOW_S * 1000).toISOString(),
+      },
+    });
+    // Bound by a snapshot event's path: nothing there, and the answer says what a thin event holds.
+    const unmapped = await startsNothing(() => post('/events/billing?source=stripe', body, headers));
+    expect(unmapped).toEqual({
+      status: 422,
+      json: {
+        error:
+          'body.data.object.customer: no key found at this path in the request: a Stripe thin event (object v2.core.event) has no data; its object is named at body.related_object',
+        field: 'body.data.object.customer',
+      },
+    });
+  });
+
+  it('every scheme: a correctly signed body that is not JSON is 400, a wrong signature over it 401', async () => {
+    const { sign } = await import('@octokit/webhooks-methods');
+    const { webhooks } = (await import('stripe')).default;
+    const { Webhook } = await import('standardwebhooks');
+    const body = 'not json at all';
+    const storage = (secret: string) => ({
+      'x-storage-signature': `v1=${createHmac('sha256', secret).update(`${NOW_S}.${body}`).digest('base64')}`,
+      'x-storage-timestamp': String(NOW_S),
+    });
+    const senders: Array<{
+      path: string;
+      signed: (secret: string) => Promise<Record<string, string>>;
+      right: string;
+      wrong: string;
+    }> = [
+      {
+        path: '/events/deploys?source=github',
+        signed: async (secret) => ({
+          'x-hub-signature-256': await sign(secret, body),
+          'x-github-event': 'push',
+          'x-github-delivery': 'not-json-1',
+        }),
+        right: GITHUB_NEW,
+        wrong: 'not-the-secret-0123456789',
+      },
+      {
+        path: '/events/billing?source=stripe',
+        signed: async (secret) => ({
+          'stripe-signature': webhooks.generateTestHeaderString({ payload: body, secret, timestamp: NOW_S }),
+        }),
+        right: STRIPE,
+        wrong: 'whsec_other_0123456789abcdef',
+      },
+      {
+        path: '/events/orders?source=orders-service',
+        signed: async (secret) => ({
+          'webhook-id': 'msg_not_json',
+          'webhook-timestamp': String(NOW_S),
+          'webhook-signature': new Webhook(secret).sign('msg_not_json', new Date(NOW_S * 1000), body),
+        }),
+        right: ORDERS,
+        wrong: `whsec_${Buffer.alloc(32, 8).toString('base64')}`,
+      },
+      {
+        path: '/events/ingest?source=storage',
+        signed: async (secret) => storage(secret),
+        right: HMAC,
+        wrong: `${HMAC}x`,
+      },
+      {
+        path: '/events/deploys?source=team',
+        signed: async (secret) => ({ authorization: `Bearer ${secret}`, 'x-request-id': 'not-json-1' }),
+        right: TOKEN,
+        wrong: `${TOKEN}x`,
+      },
+    ];
+    const [malformed, badSignature] = [await refused('malformed'), await refused('bad-signature')];
+    for (const sender of senders) {
+      expect(
+        await startsNothing(async () => post(sender.path, body, await sender.signed(sender.right))),
+        sender.path,
+      ).toEqual({ status: 400, json: { error: 'body must be valid JSON', field: 'body' } });
+      expect(
+        await startsNothing(async () => post(sender.path, body, await sender.signed(sender.wrong))),
+        sender.path,
+      ).toEqual({ status: 401, json: { error: 'signature does not match' } });
+    }
+    expect(await refused('malformed')).toBe(malformed + senders.length);
+    expect(await refused('bad-signature')).toBe(badSignature + senders.length);
   });
 
   it('generic HMAC header: base64 with a prefix over timestamp.body; a transform makes the event', async () => {
@@ -428,7 +606,8 @@ describe('event sources: each sender signs with its own library, the gateway ver
   it('logs no secret, token or signature', () => {
     const text = logs.text();
     expect(text).toContain('event refused');
-    for (const secret of [GITHUB_NEW, GITHUB_OLD, STRIPE, HMAC, TOKEN]) expect(text).not.toContain(secret);
+    for (const secret of [GITHUB_NEW, GITHUB_OLD, STRIPE, HMAC, TOKEN, ORDERS])
+      expect(text).not.toContain(secret);
     expect(text).not.toContain('sha256=');
   });
 });
