@@ -35,6 +35,7 @@ import {
   parseBatchInput,
   storeKeySchema,
 } from '../contracts/batch-input';
+import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
 import {
   batchProgressQuery,
@@ -136,6 +137,7 @@ export async function startBatch(
       args: [input],
       ...describeBatch(input),
       typedSearchAttributes: batchSearchAttributes(input),
+      ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

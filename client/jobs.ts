@@ -18,6 +18,7 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { taskPriorityOf } from '../contracts/endpoint-gate';
 import type { JobFailureDetails } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
@@ -120,6 +121,7 @@ export async function startJob(
       args: [input],
       ...describeJob(input),
       typedSearchAttributes: jobSearchAttributes(input),
+      ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
     });

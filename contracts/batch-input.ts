@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
+import { type Scheduling, schedulingSchema } from './endpoint-gate';
 import { firstIssue } from './input-rules';
 import { firstEndpoint, jobWorkflowInputSchema } from './job-input';
 import { storeKeySchema, submitRequestSchema } from './job-types';
@@ -87,6 +88,11 @@ export const batchInputSchema = z.strictObject({
   job: batchItemOptionsSchema.prefault({}),
   /** Jobs in flight at once (submitted and not finished); changeable while running. */
   maxConcurrency: concurrencySchema.default(100),
+  /**
+   * How its submits share the endpoint with other work: priority 1 (first) to 5 (last), default
+   * 3, and a fairness key (a tenant) with its weight (contracts/endpoint-gate.ts).
+   */
+  ...schedulingSchema.shape,
   /** Failures tolerated before the batch fails (default: none). Either bound can fail it. */
   failureTolerance: failureToleranceSchema,
   /** Items per submit activity. */
@@ -176,10 +182,11 @@ export interface LookShare {
 }
 
 /** A page's share of that limit: its requests go out from `at` until `by` (ms since the epoch), `concurrent` at a time. */
+/** How a page's requests go out: `concurrent` at a time, each within the room its endpoint's gate grants. */
 export interface PageSend {
-  at: number;
-  by: number;
   concurrent: number;
+  /** The batch's priority and fairness key at the endpoint's gate. */
+  scheduling: Scheduling;
 }
 
 /** The submit lease's counts (contracts/submit-lease.ts), in the summary and the progress. */

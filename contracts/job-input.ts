@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
+import { schedulingSchema } from './endpoint-gate';
 import { durationBetween, durationSchema, firstIssue } from './input-rules';
 import { type Polling, requestRefSchema, streamSinkSchema, submitRequestSchema } from './job-types';
 import { type Route, routeSchema } from './route';
@@ -151,6 +152,11 @@ export const jobWorkflowInputSchema = z
         { error: "must be 'auto', false or a duration of at least 10 seconds" },
       )
       .default('auto'),
+    /**
+     * How its submit shares the endpoint with other work: priority 1 (first) to 5 (last), default
+     * 3, and a fairness key (a tenant) with its weight (contracts/endpoint-gate.ts).
+     */
+    ...schedulingSchema.shape,
     /** Fresh submissions allowed in total (first one, resubmits after expiry or an uncertain submit). */
     maxSubmissions: z.int().min(1).max(20).default(3),
     /**

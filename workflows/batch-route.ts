@@ -7,7 +7,6 @@
  */
 
 import type { LookLog } from '../contracts/look-log';
-import type { SendLog } from './send-window';
 
 /** What a batch keeps per endpoint of its route (it crosses continue-as-new: kept small). */
 export interface EndpointTally {
@@ -27,8 +26,6 @@ export interface EndpointTally {
   capacityFailures?: number[];
   /** Its maximum worker count, read when the batch started (sizes its window). */
   workersMax?: number;
-  /** Its /run reservations of the last window and slack (send-window.ts). */
-  sendLog?: SendLog;
   /** The /status looks of its ended watchers that still count, for the next ones (look-shares.ts). */
   lookLog?: LookLog;
   /** The clients (worker processes) that handed looks back lately, and when (look-shares.ts). */

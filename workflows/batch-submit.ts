@@ -7,6 +7,7 @@ import { CancellationScope, isCancellation, log, TimeoutFailure } from '@tempora
 import { JOB_LIMITS } from '../api/schemas/job';
 import { endpointWorkersSummary, submitItemsSummary } from '../contracts/activity-summaries';
 import type { PageSend, SubmitItemResult } from '../contracts/batch-input';
+import { ASK_WAIT_MS } from '../contracts/endpoint-gate';
 import { endpointWindows } from '../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 import { routeActivities, stageActivities, submitActivities } from './batch-activities';
@@ -17,7 +18,6 @@ import { advance, type BatchRun, bump, endpointIdAt, endpointLoads, inFlight, su
 import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from './item-state';
 import { activityOutcome } from './job-failures';
 import { sentNothing } from './job-submit-rules';
-import { reserveSend, roomNow, SEND_SLACK_MS } from './send-window';
 
 /**
  * Submits that may run at once on one endpoint: one sending while the next is scheduled keeps the
@@ -100,49 +100,36 @@ export function startSubmits(run: BatchRun, now: number): void {
       budget: budgetRoom(run),
     });
     if (!plan) return;
-    // The room left in the /run window goes now; the rest of the page waits for a page of its own.
-    const size = plan.queued.length + plan.fresh;
-    const room = runRoomNow(run, plan.endpoint, now);
-    const cut = room > 0 && room < size ? room : size;
-    const page = plan.queued.slice(0, cut);
-    while (page.length < cut) page.push(state.cursor++);
+    const page = plan.queued.slice();
+    while (page.length < plan.queued.length + plan.fresh) page.push(state.cursor++);
     submitPage(run, page, plan.endpoint, now);
   }
 }
 
-/** Requests the endpoint's /run window holds room for now (Infinity: no rate to hold). */
-function runRoomNow(run: BatchRun, endpoint: number, now: number): number {
-  const rate = run.state.runLimit?.perTenSeconds;
-  const tally = run.state.endpoints[endpoint];
-  if (rate === undefined || tally === undefined) return Number.POSITIVE_INFINITY;
-  return roomNow(tally.sendLog ?? [], now, rate);
-}
-
 /**
- * The page's share of its endpoint's /run limit: a send time that keeps the batch's requests within
- * the limit whichever workers send them (send-window.ts), and its part of the concurrent requests.
+ * How the page's requests go out: its part of the endpoint's concurrent requests, and the batch's
+ * priority and fairness key at the endpoint's gate, which grants the room in the /run window to
+ * every workload on the endpoint (workflows/endpoint-gate.ts).
  */
-function pageSend(run: BatchRun, endpoint: number, count: number, now: number): PageSend | undefined {
+function pageSend(run: BatchRun, count: number): PageSend | undefined {
   const limit = run.state.runLimit;
   if (limit === undefined) return undefined;
-  const concurrent = Math.max(
-    1,
-    Math.floor((limit.concurrent ?? count * PARALLEL_SUBMITS) / PARALLEL_SUBMITS),
-  );
-  const tally = run.state.endpoints[endpoint];
-  // No rate to hold: sent at once (time 0), whatever the clocks say.
-  if (limit.perTenSeconds === undefined || tally === undefined) {
-    return { at: 0, by: Number.MAX_SAFE_INTEGER, concurrent };
-  }
-  tally.sendLog ??= [];
-  const at = reserveSend(tally.sendLog, count, now, limit.perTenSeconds);
-  return { at, by: at + SEND_SLACK_MS, concurrent };
+  const { priority, fairnessKey, fairnessWeight } = run.input;
+  return {
+    concurrent: Math.max(1, Math.floor((limit.concurrent ?? count * PARALLEL_SUBMITS) / PARALLEL_SUBMITS)),
+    scheduling: {
+      ...(priority === undefined ? {} : { priority }),
+      ...(fairnessKey === undefined ? {} : { fairnessKey }),
+      ...(fairnessWeight === undefined ? {} : { fairnessWeight }),
+    },
+  };
 }
 
 function submitPage(run: BatchRun, page: number[], endpoint: number, now: number): void {
   const { input, state, lease } = run;
-  const send = pageSend(run, endpoint, page.length, now);
-  const sentAt = Math.max(now, send?.at ?? now);
+  const send = pageSend(run, page.length);
+  // The earliest its requests can have gone out: the gate grants room from now on.
+  const sentAt = now;
   const endpointId = endpointIdAt(run, endpoint);
   const overrides = run.route.endpoints[endpoint]?.inputOverrides;
   run.submitsRunning += 1;
@@ -150,21 +137,21 @@ function submitPage(run: BatchRun, page: number[], endpoint: number, now: number
   run.sendTimes.push(sentAt);
   for (const index of page) run.sending.set(index, endpoint);
   CancellationScope.nonCancellable(() =>
-    submitActivities(
-      input.job.submitTimeout + (sentAt - now),
-      page.length,
-    ).submitBatchPage.executeWithOptions({ summary: submitItemsSummary(page, endpointId) }, [
-      {
-        endpointId,
-        manifestKey: state.manifestKey,
-        indexes: page,
-        // Only an orphan that may be adopted needs a webhook; every other job is watched.
-        webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
-        ...(lease === undefined ? {} : { submitLease: lease }),
-        ...(overrides === undefined ? {} : { inputOverrides: overrides }),
-        ...(send === undefined ? {} : { send }),
-      },
-    ]),
+    submitActivities(input.job.submitTimeout + ASK_WAIT_MS, page.length).submitBatchPage.executeWithOptions(
+      { summary: submitItemsSummary(page, endpointId) },
+      [
+        {
+          endpointId,
+          manifestKey: state.manifestKey,
+          indexes: page,
+          // Only an orphan that may be adopted needs a webhook; every other job is watched.
+          webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
+          ...(lease === undefined ? {} : { submitLease: lease }),
+          ...(overrides === undefined ? {} : { inputOverrides: overrides }),
+          ...(send === undefined ? {} : { send }),
+        },
+      ],
+    ),
   )
     .then(
       ({ results, unsent }) => {

@@ -3,6 +3,7 @@ import type { BatchInput, BatchSummary } from '../contracts/batch-input';
 import { serverlessBatch as batchWorkflow } from './batch';
 
 export { automationWorkflow } from './automation';
+export { endpointGate } from './endpoint-gate';
 export {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,

@@ -12,6 +12,7 @@
  */
 import { CancellationScope, log, sleep } from '@temporalio/workflow';
 import { runJobSyncSummary, submitAgainSummary, submitJobSummary } from '../contracts/activity-summaries';
+import { ASK_WAIT_MS } from '../contracts/endpoint-gate';
 import type { SubmitResult } from '../contracts/job-types';
 import type { EndedItem, ItemState, UncertainItem } from './item-state';
 import { leaseAttemptMs, submitActivities, workerActivities } from './job-activities';
@@ -186,8 +187,15 @@ function sendSubmit(run: Run): Promise<SubmitResult> {
       },
     ]);
   }
+  const { priority, fairnessKey, fairnessWeight } = options;
+  const scheduling = {
+    ...(priority === undefined ? {} : { priority }),
+    ...(fairnessKey === undefined ? {} : { fairnessKey }),
+    ...(fairnessWeight === undefined ? {} : { fairnessWeight }),
+  };
+  // Its time includes a wait at the endpoint's gate for room in the /run window.
   return submitActivities(
-    options.submitTimeout,
+    options.submitTimeout + ASK_WAIT_MS,
     run.lease ? leaseAttemptMs(run.lease.ttlMs) : undefined,
   ).submitJob.executeWithOptions(
     // This try's number among the submits that may make a job.
@@ -200,6 +208,7 @@ function sendSubmit(run: Run): Promise<SubmitResult> {
         ...(run.lease ? { lease: run.lease } : {}),
         ...(inputOverrides ? { inputOverrides } : {}),
         ...(run.hop ? { hop: run.hop } : {}),
+        ...(Object.keys(scheduling).length === 0 ? {} : { scheduling }),
       },
     ],
   );

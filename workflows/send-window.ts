@@ -1,47 +1,17 @@
 /**
- * A batch holds its endpoint's /run limit itself, whichever workers send its pages: the workflow
- * (state the Temporal server keeps) reserves each page's send time, and a page's requests go out
- * within SEND_SLACK_MS of that time or not at all (they come back unsent and are queued again).
- * No window of RUN_WINDOW_MS + SEND_SLACK_MS holds reservations for more than the limit, so no
- * 10 s window of the service's holds more requests than that, however many worker processes share
- * the batch. Each process's own limiter stays in place for everything else.
+ * An endpoint's /run window as its gate keeps it (workflows/endpoint-gate.ts): the grants of the
+ * last window and slack. A grant's requests go out within SEND_SLACK_MS of it or not at all, so no
+ * window of RUN_WINDOW_MS + SEND_SLACK_MS holding grants for at most the limit lets more than the
+ * limit into any 10 s window of the service's, however many workloads and worker processes share
+ * the endpoint.
  */
 
-/** The service counts an endpoint's requests of one operation in any window this long. */
-export const RUN_WINDOW_MS = 10_000;
-/**
- * How late a request may go out after its page's reserved time: the time an activity task takes to
- * reach a worker, with room to spare. A request later than that is not sent.
- */
-export const SEND_SLACK_MS = 500;
+import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../contracts/endpoint-gate';
 
-/** The reservations of the last window and slack, oldest first: [send time, requests]. */
+export { RUN_WINDOW_MS, SEND_SLACK_MS };
+
+/** The grants of the last window and slack, oldest first: [time, requests]. */
 export type SendLog = Array<[at: number, count: number]>;
-
-/**
- * The earliest time from `now` on at which `count` more requests fit, recorded in `log`. Times
- * never go back: each reservation comes at or after the previous one, so only the window ending
- * at it needs checking. `count` at most `limit` (a page is never larger than the limit).
- */
-export function reserveSend(log: SendLog, count: number, now: number, limit: number): number {
-  if (count > limit) throw new RangeError(`a page of ${count} cannot fit a limit of ${limit}`);
-  const span = RUN_WINDOW_MS + SEND_SLACK_MS;
-  // No window from now on holds these.
-  while (log.length > 0 && (log[0]?.[0] ?? 0) <= now - span) log.shift();
-  let at = Math.max(now, log.at(-1)?.[0] ?? now);
-  let held = heldAt(log, at);
-  // The oldest reservations leave the window, one by one, until this one fits.
-  for (const [from, sent] of log) {
-    if (held + count <= limit) break;
-    if (from <= at - span) continue;
-    at = from + span;
-    held -= sent;
-  }
-  const last = log.at(-1);
-  if (last?.[0] === at) last[1] += count;
-  else log.push([at, count]);
-  return at;
-}
 
 /**
  * How many requests a reservation at `now` could hold without waiting: none while an earlier

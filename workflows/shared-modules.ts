@@ -24,6 +24,7 @@ import * as batchInput from '../contracts/batch-input';
 import * as cost from '../contracts/cost';
 import * as currentDetails from '../contracts/current-details';
 import * as endpointFailures from '../contracts/endpoint-failures';
+import * as endpointGate from '../contracts/endpoint-gate';
 import * as endpointInput from '../contracts/endpoint-input';
 import * as failures from '../contracts/failures';
 import * as inputRules from '../contracts/input-rules';
@@ -50,6 +51,7 @@ for (const namespace of [
   cost,
   currentDetails,
   endpointFailures,
+  endpointGate,
   endpointInput,
   failures,
   inputRules,
