@@ -37,7 +37,7 @@ export function submitPageActivities(shared: BatchShared) {
       inputOverrides?: Record<string, unknown>;
       /**
        * The page's share of the endpoint's /run limit, which the batch holds for all its workers
-       * (workflows/send-window.ts): its requests go out from `at` until `by` (ms since the epoch),
+       * (engine/send-window.ts): its requests go out from `at` until `by` (ms since the epoch),
        * `concurrent` at a time; one that cannot go by then is not sent.
        */
       send?: PageSend;

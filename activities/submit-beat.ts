@@ -43,7 +43,7 @@ export async function whileBeating<T>(beat: SubmitBeat, fn: () => Promise<T>): P
 }
 
 /**
- * Waits for a page's reserved send time (workflows/send-window.ts). Its beats go straight to the
+ * Waits for a page's reserved send time (engine/send-window.ts). Its beats go straight to the
  * server, as beatBeforeSending's do, and carry nothing: a beat of the SDK's throttled kind could
  * reach the server after the one saying requests may be out, and erase it.
  */

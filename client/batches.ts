@@ -42,8 +42,8 @@ import {
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
-} from '../workflows/batch-definitions';
-import { endpointIdKey } from '../workflows/search-attributes';
+} from '../workflows/batch/batch-definitions';
+import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';

@@ -102,7 +102,7 @@ export const batchInputSchema = z.strictObject({
     .finite({ error: 'must be a finite number > 0' })
     .positive({ error: 'must be a number > 0 (in the price table currency)' })
     .optional(),
-  /** Send an event to this automation when the batch ends (chaining; workflows/emit-on-end.ts). */
+  /** Send an event to this automation when the batch ends (chaining; workflows/shared/emit-on-end.ts). */
   emitOnEnd: emitOnEndSchema.optional(),
 });
 
@@ -162,7 +162,7 @@ export type SubmitItemResult =
 /**
  * A limit a worker's client keeps to for one operation on each endpoint (absent: none): a batch
  * holds its endpoint's /run limit and shares its /status limit among all the workers that run its activities
- * (workflows/send-window.ts, workflows/look-shares.ts).
+ * (engine/send-window.ts, engine/look-shares.ts).
  */
 export interface EndpointLimit {
   perTenSeconds?: number;

@@ -8,6 +8,8 @@ import { jobRequestSchema, jobStatusValueSchema, ttlSchema, waitSchema } from '.
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import type { CostEstimate } from './cost';
 
+export type { JobStatusValue } from '../api/schemas/job';
+
 /** A large output lives in the result store; the workflow carries this instead. */
 export const resultRefSchema = z.strictObject({
   kind: z.literal('serverless-result-ref'),

@@ -16,7 +16,7 @@ import {
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
-} from '../../workflows/batch-definitions';
+} from '../../workflows/batch/batch-definitions';
 import { historyText } from '../support/history';
 import { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 import { fakeChildren } from './batch-children-fake';

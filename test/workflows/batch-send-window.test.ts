@@ -1,11 +1,11 @@
 /**
  * The batch holds its endpoint's /run limit for every worker that sends its pages: each page gets a
- * send time from the workflow (workflows/send-window.ts), and a page's items that could not go out
+ * send time from the workflow (engine/send-window.ts), and a page's items that could not go out
  * in time come back unsent and are submitted again in a later page.
  */
 import { describe, expect, it } from 'vitest';
 import type { BatchInput, PageSend } from '../../contracts/batch-input';
-import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../workflows/send-window';
+import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../engine/send-window';
 import { batchSuite, fakeService, quietRuntime, withWorker } from './batch-harness';
 
 quietRuntime();
