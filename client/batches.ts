@@ -30,7 +30,7 @@ import {
   type BatchResultLine,
   type BatchResultsRef,
   type BatchSummary,
-  concurrencySchema,
+  concurrencyChangeIssue,
   type ParsedBatchInput,
   parseBatchInput,
   storeKeySchema,
@@ -208,10 +208,9 @@ export async function setBatchConcurrency(
   client: Client,
   { batch, maxConcurrency }: SetBatchConcurrencyOptions,
 ): Promise<number> {
-  const checked = concurrencySchema.safeParse(maxConcurrency);
-  if (!checked.success)
-    throw new ValidationError('maxConcurrency', checked.error.issues[0]?.message ?? 'is invalid');
-  return handleOf(client, batch).executeUpdate(setBatchConcurrencyUpdate, { args: [checked.data] });
+  const issue = concurrencyChangeIssue(maxConcurrency);
+  if (issue) throw new ValidationError('maxConcurrency', issue);
+  return handleOf(client, batch).executeUpdate(setBatchConcurrencyUpdate, { args: [maxConcurrency] });
 }
 
 /** The summary of a finished batch, whether it succeeded or went over its tolerance or budget. */

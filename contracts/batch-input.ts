@@ -67,6 +67,17 @@ export function concurrencyIssue(mode: BatchMode, value: number): string | undef
   return undefined;
 }
 
+/**
+ * A live change of a running batch's maxConcurrency (setBatchConcurrency): the rule, or undefined
+ * when it holds. The client checks it before it sends (it does not know the batch's mode: the
+ * general bound); the workflow's update validator checks it again with its mode.
+ */
+export function concurrencyChangeIssue(value: unknown, mode?: BatchMode): string | undefined {
+  const checked = concurrencySchema.safeParse(value);
+  if (!checked.success) return checked.error.issues[0]?.message ?? 'is invalid';
+  return mode === undefined ? undefined : concurrencyIssue(mode, checked.data);
+}
+
 export const batchInputSchema = z.strictObject({
   /** The endpoint every item runs on (exactly one of endpointId and route). */
   endpointId: pathSegmentSchema.optional(),

@@ -176,6 +176,26 @@ describe('batch workflow: child mode', () => {
     expect(carried.notStarted).toBe(10 - carried.counts.completed);
   });
 
+  it('lets no child start that would pass the budget, counting the children open at the mean cost', async () => {
+    // Child 0 ends at once (0.25); children 1 to 7 stay open. Budget 1: the seven open are
+    // expected to cost 1.75 more, so no child starts after them (the activities mode's rule).
+    const fake = fakeChildren(12, (i) => ({ kind: 'COMPLETED', ms: i === 0 ? 1_000 : 60_000 }));
+    const failure = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
+      failureOf((await start(queue, input({ maxConcurrency: 8, budget: 1 }))).result()),
+    );
+    expect(failure.type).toBe('BatchBudgetExceeded');
+    const carried = failure.details?.[0] as BatchSummary;
+    expect(fake.started.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(carried).toMatchObject({
+      budget: 1,
+      budgetExceeded: true,
+      stoppedBecause: 'budget',
+      counts: { completed: 8 },
+      notStarted: 4,
+      cost: { amount: 2, items: 8 },
+    });
+  });
+
   it('pauses, resumes and changes its window while running', async () => {
     let hold = true;
     const fake = fakeChildren(10, () => (hold ? { kind: 'held', ms: 0 } : { kind: 'COMPLETED', ms: 500 }));

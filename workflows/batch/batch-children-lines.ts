@@ -24,23 +24,24 @@ export type Tally = Partial<
 >;
 
 /** An item ended: its line waits to be written, its counts and tallies join the batch's. */
-export function itemEnded(s: ChildBatchState, line: BatchResultLine, tally: Tally): void {
-  s.submissions += tally.submissions ?? 0;
-  s.uncertainSubmits += tally.uncertainSubmits ?? 0;
-  s.uncertainAdopted += tally.uncertainAdopted ?? 0;
-  s.resubmittedAfterLease += tally.resubmittedAfterLease ?? 0;
-  s.leaseLapses += tally.leaseLapses ?? 0;
-  s.retries += tally.retries ?? 0;
-  s.counts[outcomeOf(line.status)] += 1;
-  s.lines.push(line);
+export function itemEnded(state: ChildBatchState, line: BatchResultLine, tally: Tally): void {
+  const counters = state.tally;
+  counters.submissions += tally.submissions ?? 0;
+  counters.uncertainSubmits += tally.uncertainSubmits ?? 0;
+  counters.uncertainAdopted += tally.uncertainAdopted ?? 0;
+  counters.resubmittedAfterLease += tally.resubmittedAfterLease ?? 0;
+  counters.leaseLapses += tally.leaseLapses ?? 0;
+  counters.retries += tally.retries ?? 0;
+  state.counts[outcomeOf(line.status)] += 1;
+  state.lines.push(line);
 }
 
 /** A completed child's cost estimate joins the batch's. */
-export function addCost(s: ChildBatchState, result: JobResult): void {
+export function addCost(state: ChildBatchState, result: JobResult): void {
   if (!result.cost) return;
-  s.cost.amount = roundCost(s.cost.amount + result.cost.amount);
-  s.cost.items += 1;
-  s.cost.currency = result.cost.currency;
+  state.cost.amount = roundCost(state.cost.amount + result.cost.amount);
+  state.cost.items += 1;
+  state.cost.currency = result.cost.currency;
 }
 
 export function completedLine(index: number, result: JobResult, startedAt: number): BatchResultLine {

@@ -15,7 +15,8 @@ import type { BatchActivities } from '../../activities/batch';
 import { type JobWorkflowInput, pollingInputOf } from '../../contracts/job-input';
 import type { serverlessJob } from '../job/job';
 import { addCost, completedLine, failedLine, itemEnded, notStartedLine } from './batch-children-lines';
-import { bump, type ChildBatch } from './batch-children-state';
+import { bump, type ChildBatch, viewOf } from './batch-children-state';
+import { roomInBudget } from './batch-report';
 
 /** How many lines one recordBatchResults writes at most. */
 export const RECORD_CHUNK = 2_000;
@@ -25,20 +26,30 @@ export const recordActivities = proxyActivities<BatchActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
 
-/** Starts children until the window is full, unless the batch is paused or stopping. */
-export function startChildren(b: ChildBatch): void {
-  const { s } = b;
-  if (s.paused || s.stopping) return;
-  while (b.inflight.size < s.maxConcurrency && s.cursor < s.total) launch(b, s.cursor++);
+/**
+ * Starts children until the window is full or the budget has no room for one more (each child
+ * open counted at the mean cost so far), unless the batch is paused or stopping.
+ */
+export function startChildren(batch: ChildBatch): void {
+  const { state } = batch;
+  if (state.paused || state.stopping) return;
+  while (
+    batch.inflight.size < state.maxConcurrency &&
+    state.cursor < state.total &&
+    roomInBudget(viewOf(batch)) > 0
+  )
+    launch(batch, state.cursor++);
 }
 
 /** The job workflow's input for an item: the batch's per-item options, the request by reference. */
-function childInput(b: ChildBatch, index: number): JobWorkflowInput {
-  const { polling, outputInlineMaxBytes: _inline, ...job } = b.o.job;
+function childInput(batch: ChildBatch, index: number): JobWorkflowInput {
+  const { polling, outputInlineMaxBytes: _inline, ...job } = batch.input.job;
   return {
     // On a route, each child falls back between its endpoints on its own (a job's route).
-    ...(b.o.route === undefined ? { endpointId: b.o.endpointId } : { route: b.o.route }),
-    requestRef: { manifestKey: b.s.manifestKey, index },
+    ...(batch.input.route === undefined
+      ? { endpointId: batch.input.endpointId }
+      : { route: batch.input.route }),
+    requestRef: { manifestKey: batch.state.manifestKey, index },
     ...job,
     ...(polling === undefined ? {} : { polling: pollingInputOf(polling) }),
     // Outputs always go to the result store: the child's result, in this history, is a reference.
@@ -46,58 +57,60 @@ function childInput(b: ChildBatch, index: number): JobWorkflowInput {
   };
 }
 
-function launch(b: ChildBatch, index: number): void {
-  const { s } = b;
-  b.inflight.add(index);
+function launch(batch: ChildBatch, index: number): void {
+  const { state } = batch;
+  batch.inflight.add(index);
   const startedAt = Date.now();
   startChild<typeof serverlessJob>('serverlessJob', {
-    workflowId: `${b.batchId}/item-${index}`,
-    args: [childInput(b, index)],
+    workflowId: `${batch.batchId}/item-${index}`,
+    args: [childInput(batch, index)],
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
   })
     .then(
       (handle) =>
         handle.result().then(
           (result) => {
-            addCost(s, result);
-            itemEnded(s, completedLine(index, result, startedAt), result);
+            addCost(state, result);
+            itemEnded(state, completedLine(index, result, startedAt), result);
           },
           (error: unknown) => {
             const { line, details } = failedLine(index, error, startedAt);
-            itemEnded(s, line, details);
+            itemEnded(state, line, details);
           },
         ),
       (error: unknown) => {
         // Cancelled before it started: the item was never started (counted as such).
         if (isCancellation(error)) return;
-        itemEnded(s, notStartedLine(index, error), {});
+        itemEnded(state, notStartedLine(index, error), {});
       },
     )
     .finally(() => {
-      b.inflight.delete(index);
-      bump(b);
+      batch.inflight.delete(index);
+      bump(batch);
     });
 }
 
 /** Writes the next chunk of ended items' lines, unless a recording is under way. */
-export function startRecord(b: ChildBatch): void {
-  const { s } = b;
-  if (b.recording || s.lines.length === 0) return;
-  const lines = s.lines.slice(0, RECORD_CHUNK);
-  b.recording = true;
-  CancellationScope.nonCancellable(() => recordActivities.recordBatchResults({ batchKey: s.batchKey, lines }))
+export function startRecord(batch: ChildBatch): void {
+  const { state } = batch;
+  if (batch.recording || state.lines.length === 0) return;
+  const lines = state.lines.slice(0, RECORD_CHUNK);
+  batch.recording = true;
+  CancellationScope.nonCancellable(() =>
+    recordActivities.recordBatchResults({ batchKey: state.batchKey, lines }),
+  )
     .then(
       () => {
-        s.lines.splice(0, lines.length);
+        state.lines.splice(0, lines.length);
       },
       (error: unknown) => log.error('recording results failed', { error: String(error) }),
     )
     .finally(() => {
-      b.recording = false;
-      bump(b);
+      batch.recording = false;
+      bump(batch);
     });
 }
 
 /** No child open, nothing being written, nothing left to write. */
-export const idle = (b: ChildBatch): boolean =>
-  b.inflight.size === 0 && !b.recording && b.s.lines.length === 0;
+export const idle = (batch: ChildBatch): boolean =>
+  batch.inflight.size === 0 && !batch.recording && batch.state.lines.length === 0;

@@ -35,16 +35,15 @@ import type { BatchInput, BatchSummary, ParsedBatchInput } from '../../contracts
 import {
   type ChildBatch,
   type ChildBatchState,
-  childSummary,
-  exceeded,
   failures,
   newChildBatchState,
-  overBudget,
   setChildBatchHandlers,
+  viewOf,
 } from './batch-children-state';
 import { idle, RECORD_CHUNK, recordActivities, startChildren, startRecord } from './batch-children-window';
 import { continueBatch, runIsFull } from './batch-continue';
 import { endWith } from './batch-outcomes';
+import { batchSummary, exceeded, overBudget } from './batch-report';
 
 export type { ChildBatchState } from './batch-children-state';
 
@@ -56,33 +55,33 @@ const stageActivities = proxyActivities<BatchActivities>({
 
 /** Runs (or carries on) a batch in child mode; returns its summary or throws the typed failure. */
 export async function runChildBatch(
-  o: ParsedBatchInput,
+  input: ParsedBatchInput,
   caller: BatchInput,
   carried: ChildBatchState | undefined,
 ): Promise<BatchSummary> {
-  const b: ChildBatch = {
-    o,
+  const batch: ChildBatch = {
+    input,
     caller,
-    s: carried ?? newChildBatchState(o),
+    state: carried ?? newChildBatchState(input),
     batchId: workflowInfo().workflowId,
     inflight: new Set<number>(),
     recording: false,
     dirty: 0,
     cancelled: false,
   };
-  setChildBatchHandlers(b);
+  setChildBatchHandlers(batch);
   try {
     if (!carried) {
-      const staged = await stageActivities.stageBatchItems({ items: o.items });
-      b.s.batchKey = staged.batchKey;
-      b.s.manifestKey = staged.manifestKey;
-      b.s.total = staged.total;
+      const staged = await stageActivities.stageBatchItems({ items: input.items });
+      batch.state.batchKey = staged.batchKey;
+      batch.state.manifestKey = staged.manifestKey;
+      batch.state.total = staged.total;
     }
-    return await runWindow(b);
+    return await runWindow(batch);
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
-      b.cancelled = true;
-      await CancellationScope.nonCancellable(() => drainCancelled(b));
+      batch.cancelled = true;
+      await CancellationScope.nonCancellable(() => drainCancelled(batch));
     }
     throw error;
   }
@@ -92,46 +91,50 @@ export async function runChildBatch(
  * The main loop: stops starting children once the tolerance or the budget is passed, keeps the
  * window full and the lines written, and ends the batch, or the run, once there is nothing left.
  */
-async function runWindow(b: ChildBatch): Promise<BatchSummary> {
-  const { s } = b;
+async function runWindow(batch: ChildBatch): Promise<BatchSummary> {
+  const { state } = batch;
   for (;;) {
-    stopIfDue(b);
-    const full = runIsFull(b.o.maxEventsPerRun);
-    if (!full) startChildren(b);
-    startRecord(b);
-    if ((s.stopping || s.cursor >= s.total) && idle(b)) return endWith(childSummary(b));
-    if (full && idle(b)) return continueWithNextRun(b);
-    const seen = b.dirty;
-    await condition(() => b.dirty !== seen);
+    stopIfDue(batch);
+    const full = runIsFull(batch.input.maxEventsPerRun);
+    if (!full) startChildren(batch);
+    startRecord(batch);
+    if ((state.stopping || state.cursor >= state.total) && idle(batch))
+      return endWith(batchSummary(viewOf(batch)));
+    if (full && idle(batch)) return continueWithNextRun(batch);
+    const seen = batch.dirty;
+    await condition(() => batch.dirty !== seen);
   }
 }
 
-/** No new child once the failure tolerance is exceeded or the budget reached; those in flight finish. */
-function stopIfDue(b: ChildBatch): void {
-  const { s, o } = b;
-  if (!s.stopping && exceeded(b)) {
-    s.stopping = true;
+/**
+ * No new child once the failure tolerance is exceeded or the budget is spent (batch-report.ts: the
+ * rule of both modes); those in flight finish.
+ */
+function stopIfDue(batch: ChildBatch): void {
+  const { state, input } = batch;
+  if (!state.stopping && exceeded(viewOf(batch))) {
+    state.stopping = true;
     log.warn('failure tolerance exceeded: no more children; those in flight finish', {
-      failures: failures(b),
+      failures: failures(batch),
     });
   }
-  if (!s.stopping && overBudget(b) && s.cursor < s.total) {
-    s.stopping = true;
-    s.budgetExceeded = true;
+  if (!state.stopping && overBudget(viewOf(batch)) && state.cursor < state.total) {
+    state.stopping = true;
+    state.budgetExceeded = true;
     log.warn('budget reached: no more children; those in flight finish', {
-      estimate: s.cost.amount,
-      budget: o.budget,
+      estimate: state.cost.amount,
+      budget: input.budget,
     });
   }
 }
 
 /** With no child open and every line written: the next run carries the cursor and the counters. */
-function continueWithNextRun(b: ChildBatch): Promise<never> {
-  const { s } = b;
-  return continueBatch(b.caller, s.manifestKey, () => {
-    s.events += workflowInfo().historyLength;
-    s.runs += 1;
-    return { children: s };
+function continueWithNextRun(batch: ChildBatch): Promise<never> {
+  const { state } = batch;
+  return continueBatch(batch.caller, state.manifestKey, () => {
+    state.events += workflowInfo().historyLength;
+    state.runs += 1;
+    return { children: state };
   });
 }
 
@@ -139,12 +142,12 @@ function continueWithNextRun(b: ChildBatch): Promise<never> {
  * The batch is cancelled: the children were asked to cancel with its scope, so each cancels its
  * job and ends; their lines are written before the batch ends as cancelled.
  */
-async function drainCancelled(b: ChildBatch): Promise<void> {
-  const { s } = b;
-  s.stopping = true;
-  await condition(() => b.inflight.size === 0 && !b.recording);
-  while (s.lines.length > 0) {
-    const lines = s.lines.splice(0, RECORD_CHUNK);
-    await recordActivities.recordBatchResults({ batchKey: s.batchKey, lines });
+async function drainCancelled(batch: ChildBatch): Promise<void> {
+  const { state } = batch;
+  state.stopping = true;
+  await condition(() => batch.inflight.size === 0 && !batch.recording);
+  while (state.lines.length > 0) {
+    const lines = state.lines.splice(0, RECORD_CHUNK);
+    await recordActivities.recordBatchResults({ batchKey: state.batchKey, lines });
   }
 }

@@ -1,27 +1,22 @@
 /**
- * What steers a batch and what it tells: the signals, update and queries (pause, resume,
- * maxConcurrency, webhooks; progress, summary), the failure tolerance and the budget that stop its
- * submissions, and the running cost.
+ * The activities mode's side of what steers a batch and what it tells (batch-report.ts has the one
+ * copy both modes use): its view for the summary and the progress, its webhook signals, and the
+ * failure tolerance and the budget that stop its submissions.
  */
-import { log, setHandler, workflowInfo } from '@temporalio/workflow';
-import {
-  type BatchEndpointSplit,
-  type BatchLeaseCounts,
-  type BatchProgress,
-  type BatchSummary,
-  concurrencySchema,
-} from '../../contracts/batch-input';
+import { log, setHandler } from '@temporalio/workflow';
+import type { BatchEndpointSplit, BatchProgress, BatchSummary } from '../../contracts/batch-input';
 import { jobWebhookSignal } from '../job/job-definitions';
+import { batchWebhooksSignal } from './batch-definitions';
+import { failureCount } from './batch-outcomes';
 import {
-  batchProgressQuery,
-  batchSummaryQuery,
-  batchWantsHintQuery,
-  batchWebhooksSignal,
-  pauseBatchSignal,
-  resumeBatchSignal,
-  setBatchConcurrencyUpdate,
-} from './batch-definitions';
-import { failureCount, resultsRefs, toleranceExceeded } from './batch-outcomes';
+  type BatchView,
+  batchProgress,
+  batchSummary,
+  exceeded,
+  listenToControls,
+  overBudget,
+  roomInBudget,
+} from './batch-report';
 import { type BatchRun, bump, endpointIdAt } from './batch-run';
 import { inFlight, submitting, withJobs } from './batch-run-counts';
 import { receiveHint, wantsHint } from './batch-watch';
@@ -30,33 +25,13 @@ import { receiveHint, wantsHint } from './batch-watch';
 const MAX_HINTS_PER_SIGNAL = 1_000;
 
 export function listen(run: BatchRun): void {
-  const { state } = run;
-  setHandler(batchProgressQuery, () => progress(run));
-  setHandler(batchSummaryQuery, () => summary(run));
-  setHandler(batchWantsHintQuery, ({ item, jobId }) => wantsHint(run, item, jobId));
-  setHandler(pauseBatchSignal, () => {
-    state.paused = true;
-    bump(run);
+  listenToControls({
+    mode: 'activities',
+    state: run.state,
+    view: () => viewOf(run),
+    wantsHint: ({ item, jobId }) => wantsHint(run, item, jobId),
+    wake: () => bump(run),
   });
-  setHandler(resumeBatchSignal, () => {
-    state.paused = false;
-    bump(run);
-  });
-  setHandler(
-    setBatchConcurrencyUpdate,
-    (value) => {
-      const previous = state.maxConcurrency;
-      state.maxConcurrency = value;
-      bump(run);
-      return previous;
-    },
-    {
-      validator: (value) => {
-        const checked = concurrencySchema.safeParse(value);
-        if (!checked.success) throw new Error(`maxConcurrency: ${checked.error.issues[0]?.message}`);
-      },
-    },
-  );
   setHandler(jobWebhookSignal, (hint) => receiveHint(run, hint));
   setHandler(batchWebhooksSignal, (payload) => {
     const hints: unknown = (payload as { hints?: unknown } | undefined)?.hints;
@@ -65,18 +40,31 @@ export function listen(run: BatchRun): void {
   });
 }
 
+/** The run as the summary, the progress and the stop rules see it. */
+function viewOf(run: BatchRun): BatchView {
+  return {
+    input: run.input,
+    state: run.state,
+    cancelled: run.cancelled,
+    underWay: underWay(run),
+    withJobs: withJobs(run),
+    endpoints: endpointSplit(run),
+  };
+}
+
 /** Stops the submissions once the failures pass the tolerance or the budget is reached. */
 export function checkStops(run: BatchRun): void {
   const { state } = run;
   if (state.stopping) return;
-  if (exceeded(run)) {
+  const view = viewOf(run);
+  if (exceeded(view)) {
     state.stopping = true;
     log.warn('failure tolerance exceeded: no more submissions; jobs in flight finish', {
       failures: failureCount(state.counts),
     });
     return;
   }
-  if (overBudget(run) && waiting(run)) {
+  if (overBudget(view) && waiting(run)) {
     state.stopping = true;
     state.budgetExceeded = true;
     log.warn('budget reached: no more submissions; jobs in flight finish', {
@@ -84,10 +72,6 @@ export function checkStops(run: BatchRun): void {
       budget: run.input.budget,
     });
   }
-}
-
-function exceeded(run: BatchRun): boolean {
-  return toleranceExceeded(run.state.counts, run.state.total, run.input.failureTolerance);
 }
 
 /** Items still to submit (a budget reached after the last submit stops nothing). */
@@ -104,37 +88,9 @@ function underWay(run: BatchRun): number {
   return inFlight(run) + submitting(run);
 }
 
-/** The budget stops the batch: reached, or the next item would pass it with nothing under way. */
-function overBudget(run: BatchRun): boolean {
-  const { budget } = run.input;
-  if (budget === undefined) return false;
-  return run.state.cost.amount >= budget || (budgetRoom(run) === 0 && underWay(run) === 0);
-}
-
-/**
- * How many more items the budget lets start: as many as fit when every job under way, and each
- * new one, is expected to cost what the finished runs cost on average ("would pass", not "has
- * passed": a window of jobs in flight can no longer overshoot it). Before any run has an estimate
- * there is nothing to go by.
- */
+/** How many more items the budget lets start (engine/batch-budget.ts). */
 export function budgetRoom(run: BatchRun): number {
-  const { budget } = run.input;
-  if (budget === undefined) return Number.POSITIVE_INFINITY;
-  const { cost } = run.state;
-  if (cost.amount >= budget) return 0;
-  if (cost.items === 0) return Number.POSITIVE_INFINITY;
-  const mean = cost.amount / cost.items;
-  return Math.max(0, Math.floor((budget - cost.amount) / mean) - underWay(run));
-}
-
-function leaseCounts(run: BatchRun): BatchLeaseCounts {
-  const { uncertainAdopted, resubmittedAfterLease, leaseLapses } = run.state.tally;
-  return { uncertainAdopted, resubmittedAfterLease, leaseLapses };
-}
-
-function budgetFields(run: BatchRun): { budget?: number; budgetExceeded?: boolean } {
-  const { budget } = run.input;
-  return budget === undefined ? {} : { budget, budgetExceeded: run.state.budgetExceeded === true };
+  return roomInBudget(viewOf(run));
 }
 
 /** The per-endpoint split, by endpoint id in route order. */
@@ -154,72 +110,10 @@ function endpointSplit(run: BatchRun): Record<string, BatchEndpointSplit> {
   return split;
 }
 
-function stoppedBecause(run: BatchRun): BatchSummary['stoppedBecause'] {
-  if (run.cancelled) return 'cancelled';
-  if (!run.state.stopping) return undefined;
-  return run.state.budgetExceeded ? 'budget' : 'failure-tolerance';
-}
-
 export function summary(run: BatchRun): BatchSummary {
-  const { state } = run;
-  const failures = failureCount(state.counts);
-  const stopped = stoppedBecause(run);
-  return {
-    batchId: workflowInfo().workflowId,
-    endpointId: run.input.endpointId,
-    total: state.total,
-    counts: { ...state.counts },
-    failures,
-    notStarted: Math.max(0, state.total - state.counts.completed - failures - withJobs(run)),
-    submissions: state.tally.submissions,
-    uncertainSubmits: state.tally.uncertainSubmits,
-    lease: leaseCounts(run),
-    retries: state.tally.retries,
-    webhooks: state.tally.webhooks,
-    hops: state.tally.hops,
-    endpoints: endpointSplit(run),
-    toleranceExceeded: exceeded(run),
-    ...budgetFields(run),
-    ...(stopped ? { stoppedBecause: stopped } : {}),
-    cost: { ...state.cost },
-    cancelled: run.cancelled,
-    ...resultsRefs(state.batchKey),
-    manifestKey: state.manifestKey,
-    startedAt: state.startedAt,
-    elapsedMs: Date.now() - state.startedAt,
-    runs: state.runs,
-    historyEvents: state.events + workflowInfo().historyLength,
-  };
+  return batchSummary(viewOf(run));
 }
 
 export function progress(run: BatchRun): BatchProgress {
-  const { state } = run;
-  const done = state.counts.completed + failureCount(state.counts);
-  const elapsed = Math.max(Date.now() - state.startedAt, 1);
-  const ratePerSecond = (done * 1000) / elapsed;
-  const left = state.total - done;
-  return {
-    batchId: workflowInfo().workflowId,
-    total: state.total,
-    cursor: state.cursor,
-    counts: { ...state.counts },
-    done,
-    inFlight: underWay(run),
-    paused: state.paused,
-    maxConcurrency: state.maxConcurrency,
-    ratePerSecond,
-    ...(ratePerSecond > 0 ? { etaMs: Math.round((left / ratePerSecond) * 1000) } : {}),
-    submissions: state.tally.submissions,
-    uncertainSubmits: state.tally.uncertainSubmits,
-    lease: leaseCounts(run),
-    retries: state.tally.retries,
-    hops: state.tally.hops,
-    endpoints: endpointSplit(run),
-    runs: state.runs,
-    historyEvents: state.events + workflowInfo().historyLength,
-    startedAt: state.startedAt,
-    toleranceExceeded: exceeded(run),
-    ...budgetFields(run),
-    cost: { ...state.cost },
-  };
+  return batchProgress(viewOf(run));
 }

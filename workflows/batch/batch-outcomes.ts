@@ -13,6 +13,31 @@ import {
   type ParsedBatchInput,
 } from '../../contracts/batch-input';
 
+/** The batch's counters of what its items did (the summary's and the progress's), in both modes. */
+export interface BatchTally {
+  /** POST /run calls that may have made a job, uncertain ones included. */
+  submissions: number;
+  uncertainSubmits: number;
+  uncertainAdopted: number;
+  resubmittedAfterLease: number;
+  leaseLapses: number;
+  retries: number;
+  webhooks: number;
+  /** Moves of items to another endpoint of the route. */
+  hops: number;
+}
+
+export const emptyTally = (): BatchTally => ({
+  submissions: 0,
+  uncertainSubmits: 0,
+  uncertainAdopted: 0,
+  resubmittedAfterLease: 0,
+  leaseLapses: 0,
+  retries: 0,
+  webhooks: 0,
+  hops: 0,
+});
+
 export const emptyCounts = (): BatchCounts => ({
   completed: 0,
   failed: 0,

@@ -7,7 +7,7 @@ import type { Polling } from '../../contracts/job-types';
 import { singleRoute } from '../../contracts/route';
 import { newEndpointTallies } from '../../engine/batch-route';
 import { decodeItems } from '../../engine/item-carry';
-import { emptyCounts } from './batch-outcomes';
+import { emptyCounts, emptyTally } from './batch-outcomes';
 import type { BatchRun, BatchState } from './batch-run';
 
 /** The batch's default look at its jobs: quick at first, then every 10 s at most. */
@@ -38,16 +38,7 @@ export function newBatchRun(
     toCancel: [],
     hints: [],
     counts: emptyCounts(),
-    tally: {
-      submissions: 0,
-      uncertainSubmits: 0,
-      uncertainAdopted: 0,
-      resubmittedAfterLease: 0,
-      leaseLapses: 0,
-      retries: 0,
-      webhooks: 0,
-      hops: 0,
-    },
+    tally: emptyTally(),
     endpoints: newEndpointTallies(route.endpoints.length),
     maxConcurrency: input.maxConcurrency,
     paused: false,

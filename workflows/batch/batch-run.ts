@@ -32,20 +32,9 @@ import type {
   ItemStep,
 } from '../../engine/item-state';
 import { endpointOf } from '../../engine/item-state';
+import type { BatchTally } from './batch-outcomes';
 
-/** The batch's counters of what its items did (the summary's and the progress's). */
-export interface BatchTally {
-  /** POST /run calls that may have made a job, uncertain ones included. */
-  submissions: number;
-  uncertainSubmits: number;
-  uncertainAdopted: number;
-  resubmittedAfterLease: number;
-  leaseLapses: number;
-  retries: number;
-  webhooks: number;
-  /** Moves of items to another endpoint of the route. */
-  hops: number;
-}
+export type { BatchTally } from './batch-outcomes';
 
 /** Everything a run hands to the next one. */
 export interface BatchState {
