@@ -38,7 +38,7 @@ export function submitPageActivities(shared: BatchShared) {
       inputOverrides?: Record<string, unknown>;
       /**
        * How its requests go out: `concurrent` at a time, each within the room the endpoint's gate
-       * grants (workflows/endpoint-gate.ts) under the batch's priority and fairness key; one that
+       * grants (workflows/endpoint/endpoint-gate.ts) under the batch's priority and fairness key; one that
        * cannot go within its grant's time is not sent, and comes back unsent.
        */
       send?: PageSend;

@@ -4,7 +4,7 @@
  *
  * Submission policy. POST /run (and /runsync) is the one call the service cannot de-duplicate.
  * The submit activities therefore run with Temporal retries off (maximumAttempts 1: see
- * workflows/job-activities.ts) and report one of three outcomes:
+ * workflows/job/job-activities.ts) and report one of three outcomes:
  * - success: the job id;
  * - a failure the service certainly did not act on (a ValidationError, a connection refused, a
  *   429 left after the client's own retry budget, a 4xx): a typed ApplicationFailure, retryable or

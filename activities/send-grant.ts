@@ -1,5 +1,5 @@
 /**
- * Asks the endpoint's gate (workflows/endpoint-gate.ts) for room to send: an update-with-start
+ * Asks the endpoint's gate (workflows/endpoint/endpoint-gate.ts) for room to send: an update-with-start
  * from the activity that will send, so the first ask on an endpoint starts its gate. While the ask
  * waits, the activity beats straight to the server with no details, as a submit waiting to send
  * does (submit-beat.ts): nothing is out yet.

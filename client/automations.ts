@@ -16,8 +16,8 @@ import {
 } from '../contracts/automation-input';
 import { automationStartOptions } from '../contracts/automation-start';
 import { firstIssue } from '../contracts/input-rules';
-import type { automationWorkflow } from '../workflows/automation';
-import { automationEventSignal, automationStateQuery } from '../workflows/automation-definitions';
+import type { automationWorkflow } from '../workflows/automation/automation';
+import { automationEventSignal, automationStateQuery } from '../workflows/automation/automation-definitions';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 
 export type {

@@ -68,6 +68,17 @@ export function concurrencyIssue(mode: BatchMode, value: number): string | undef
   return undefined;
 }
 
+/**
+ * A live change of a running batch's maxConcurrency (setBatchConcurrency): the rule, or undefined
+ * when it holds. The client checks it before it sends (it does not know the batch's mode: the
+ * general bound); the workflow's update validator checks it again with its mode.
+ */
+export function concurrencyChangeIssue(value: unknown, mode?: BatchMode): string | undefined {
+  const checked = concurrencySchema.safeParse(value);
+  if (!checked.success) return checked.error.issues[0]?.message ?? 'is invalid';
+  return mode === undefined ? undefined : concurrencyIssue(mode, checked.data);
+}
+
 export const batchInputSchema = z.strictObject({
   /** The endpoint every item runs on (exactly one of endpointId and route). */
   endpointId: pathSegmentSchema.optional(),
@@ -108,7 +119,7 @@ export const batchInputSchema = z.strictObject({
     .finite({ error: 'must be a finite number > 0' })
     .positive({ error: 'must be a number > 0 (in the price table currency)' })
     .optional(),
-  /** Send an event to this automation when the batch ends (chaining; workflows/emit-on-end.ts). */
+  /** Send an event to this automation when the batch ends (chaining; workflows/shared/emit-on-end.ts). */
   emitOnEnd: emitOnEndSchema.optional(),
 });
 
@@ -168,7 +179,7 @@ export type SubmitItemResult =
 /**
  * A limit a worker's client keeps to for one operation on each endpoint (absent: none): a batch
  * holds its endpoint's /run limit and shares its /status limit among all the workers that run its activities
- * (workflows/send-window.ts, workflows/look-shares.ts).
+ * (engine/send-window.ts, engine/look-shares.ts).
  */
 export interface EndpointLimit {
   perTenSeconds?: number;

@@ -162,7 +162,7 @@ export const jobWorkflowInputSchema = z
     /**
      * Room beyond maxSubmissions for sending again after an uncertain submit's lease ran out with no
      * orphan reporting: no copy of the job can be live then (deleted at its lease, or never made),
-     * so these do not spend the caller's maxSubmissions (workflows/job-rules.ts).
+     * so these do not spend the caller's maxSubmissions (engine/job-rules.ts).
      */
     maxLeaseResubmits: z.int().min(0).max(20).default(5),
     /** Override of the mode's polling schedule. */
@@ -184,7 +184,7 @@ export const jobWorkflowInputSchema = z
      * shows the start from the wait's last look, at no history cost.
      */
     recordStart: z.boolean().default(false),
-    /** Send an event to this automation when the job ends (chaining; workflows/emit-on-end.ts). */
+    /** Send an event to this automation when the job ends (chaining; workflows/shared/emit-on-end.ts). */
     emitOnEnd: emitOnEndSchema.optional(),
   })
   .refine((input) => (input.endpointId === undefined) !== (input.route === undefined), {

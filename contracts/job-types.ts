@@ -9,6 +9,8 @@ import { pathSegmentSchema } from '../api/schemas/path-segment';
 import type { CostEstimate } from './cost';
 import { schedulingSchema } from './endpoint-gate';
 
+export type { JobStatusValue } from '../api/schemas/job';
+
 /** A large output lives in the result store; the workflow carries this instead. */
 export const resultRefSchema = z.strictObject({
   kind: z.literal('serverless-result-ref'),

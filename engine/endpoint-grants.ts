@@ -11,7 +11,7 @@
  *
  * Pure: no Temporal, no clock of its own; the gate passes the time in.
  */
-import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from '../workflows/send-window';
+import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-window';
 
 /** A workload's ask for room in the endpoint's window, as the gate holds it while it waits. */
 export interface WaitingAsk {

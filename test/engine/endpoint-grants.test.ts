@@ -7,7 +7,7 @@ import {
   joinKey,
   type WaitingAsk,
 } from '../../engine/endpoint-grants';
-import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../workflows/send-window';
+import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../engine/send-window';
 
 const SPAN = RUN_WINDOW_MS + SEND_SLACK_MS;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from '../../workflows/send-window';
+import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from '../../engine/send-window';
 
 const SPAN = RUN_WINDOW_MS + SEND_SLACK_MS;
 

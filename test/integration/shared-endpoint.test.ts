@@ -2,7 +2,7 @@
  * Many workloads on one endpoint share its limits and all finish: three batches and single jobs
  * started together, on one worker, with the worker's /run limit at 20 requests per 10 s so that
  * the three batches together offer three times what a window holds. Each batch alone would book
- * the whole window for itself; the endpoint's gate (workflows/endpoint-gate) holds one window for
+ * the whole window for itself; the endpoint's gate (workflows/endpoint/endpoint-gate.ts) holds one window for
  * all of them, so every item is submitted once and every workload ends.
  *
  * The emulator runs at time scale 1: the limits are counted in real seconds on both sides.
