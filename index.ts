@@ -158,6 +158,12 @@ export {
   jobCost,
   rangeCost,
 } from './client/costs';
+export {
+  type GateControls,
+  type GateView,
+  getEndpointLimits,
+  setEndpointLimits,
+} from './client/endpoint-limits';
 // Endpoints: provisioning, updates, teardown and ephemeral runs.
 export {
   DEFAULT_TASK_QUEUE,
@@ -296,6 +302,7 @@ export {
   batchInputSchema,
 } from './contracts/batch-input';
 export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } from './contracts/cost';
+export { type Scheduling, schedulingSchema } from './contracts/endpoint-gate';
 export {
   type EphemeralBatch,
   type EphemeralEndpointInput,

@@ -49,11 +49,10 @@ export function submitPageActivities(shared: BatchShared) {
       // The endpoint's gate grants room for some or all of the page now; the rest goes back to the
       // batch's queue, unsent, for a page of its own.
       const grant = await grantToSend(
-        client,
+        { client, askToSend: deps.askToSend, metrics },
         input.endpointId,
         input.indexes.length,
         send?.scheduling,
-        deps.askToSend,
       );
       const granted = new Set(input.indexes.slice(0, grant.count));
       const startedAt = Date.now();

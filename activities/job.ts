@@ -276,7 +276,12 @@ export function createJobActivities(deps: JobActivityDeps) {
         ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
       };
       // Room in the endpoint's /run window, from its gate, before anything can be out.
-      const grant = await grantToSend(client, endpointId, 1, scheduling, deps.askToSend);
+      const grant = await grantToSend(
+        { client, askToSend: deps.askToSend, metrics },
+        endpointId,
+        1,
+        scheduling,
+      );
       if (grant.count === 0) throw windowFull(endpointId);
       await beatBeforeSending(beat);
       let submitted: JobSubmitted;

@@ -29,6 +29,7 @@ import {
 } from './batches';
 import { parseInteger, parseJsonObject } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
+import { schedulingOf, schedulingOptions } from './cli-scheduling';
 import { createBatchProgressBar } from './progress-bar';
 import { watchBatch } from './watch';
 
@@ -110,7 +111,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     }
   }
 
-  routeOptions(
+  const batchStart = routeOptions(
     batch
       .command('start')
       .description('start a batch (the same id twice is one batch)')
@@ -123,12 +124,14 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .option('--max-concurrency <n>', 'jobs in flight at once (default 100)')
     .option('--tolerate <n|p%>', 'failures tolerated: a count (10) or a percentage (5%)')
     .option('--options <json>', 'further batch options (job, pageSize...), JSON inline or @file')
-    .option('--wait', 'show progress until the batch ends, then print its summary')
-    .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
+    .option('--wait', 'show progress until the batch ends, then print its summary');
+  schedulingOptions(batchStart).action(
+    async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
       if (Boolean(flags.items) === Boolean(flags.manifest))
         throw new ValidationError('--items', 'give either --items @file or --manifest <key>');
       const input: Record<string, unknown> = {
         ...targetOf(flags, { required: true }),
+        ...schedulingOf(flags),
         items:
           typeof flags.items === 'string'
             ? { inline: readItems('--items', flags.items) }
@@ -147,7 +150,8 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
       });
       if (!flags.wait) return print({ workflowId: handle.workflowId, started: true });
       print(await summaryOrFailure(handle.workflowId));
-    });
+    },
+  );
 
   batch
     .command('status')

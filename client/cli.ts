@@ -19,10 +19,12 @@ import type {
 import { jobExecutionTimeoutSchema, jobTtlSchema } from '../contracts/job-input';
 import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
+import { addEndpointLimitsCommand } from './cli-endpoint-limits';
 import { addEventCommands } from './cli-event';
 import { parseChoice, parseDuration, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { addScheduleCommands } from './cli-schedule';
+import { schedulingOf, schedulingOptions } from './cli-scheduling';
 import {
   connectionOptions,
   DEFAULT_TEMPORAL_ADDRESS,
@@ -153,7 +155,7 @@ export function buildProgram(
 
   const job = program.command('job').description('start, watch and cancel durable jobs');
 
-  routeOptions(
+  const jobStart = routeOptions(
     job
       .command('start')
       .description('start a job workflow (the same id twice is one job)')
@@ -170,8 +172,9 @@ export function buildProgram(
     .option('--on-expired <choice>', 'fail (default) or resubmit when the job is gone')
     .option('--on-uncertain-submit <choice>', 'fail (default) or resubmit when a submit answer was lost')
     .option('--options <json>', 'further job workflow options (JSON inline or @file), merged last')
-    .option('--wait', 'wait for the result and print it')
-    .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
+    .option('--wait', 'wait for the result and print it');
+  schedulingOptions(jobStart).action(
+    async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
       const policy: Record<string, unknown> = {};
       if (typeof flags.ttl === 'string') policy.ttl = parseDuration('--ttl', flags.ttl, jobTtlSchema);
       if (typeof flags.executionTimeout === 'string') {
@@ -184,6 +187,7 @@ export function buildProgram(
       if (flags.lowPriority) policy.lowPriority = true;
       const input: Record<string, unknown> = {
         ...targetOf(flags, { required: true }),
+        ...schedulingOf(flags),
         request: {
           input: parseJsonArgument('--input', String(flags.input)),
           ...(Object.keys(policy).length ? { policy } : {}),
@@ -214,7 +218,8 @@ export function buildProgram(
       });
       if (!flags.wait) return print(io, { workflowId: handle.workflowId, started: true });
       print(io, await awaitJob(temporal, { job: handle }));
-    });
+    },
+  );
 
   job
     .command('result')
@@ -358,6 +363,8 @@ export function buildProgram(
     .action(async (workflowId: string) =>
       print(io, await getLifecyclePhase(await connect(), { workflowId })),
     );
+
+  addEndpointLimitsCommand(endpoint, { out: io.out, connect, taskQueue });
 
   addBatchCommands(program, { out: io.out, err: io.err, errIsTTY: io.errIsTTY === true, connect, taskQueue });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
