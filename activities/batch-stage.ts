@@ -4,9 +4,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { type BatchResultLine, type EndpointLimit, storeKeySchema } from '../contracts/batch-input';
+import { batchKeyFor } from '../stores/batch-store';
 import { badRequest, requestOf } from './batch-items';
 import { type BatchShared, batchContext } from './batch-shared';
-import { batchKeyFor } from './batch-store';
 
 export function stageActivities(shared: BatchShared) {
   const { store, limitInForce } = shared;

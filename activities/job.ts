@@ -50,8 +50,9 @@ import {
 } from '../contracts/job-types';
 import { type RouteEndpoint, requestFor } from '../contracts/route';
 import { leaseApplies } from '../contracts/submit-lease';
+import { type BatchStore, defaultBatchStore } from '../stores/batch-store';
+import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from '../stores/result-store';
 import { requestOf } from './batch-items';
-import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
@@ -61,7 +62,6 @@ import { retryJobOnService } from './job-retry';
 import { drainStream } from './job-stream';
 import { lookForChange } from './job-wait';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
-import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
 import { beatBeforeSending, whileBeating } from './submit-beat';
 

@@ -19,7 +19,6 @@ import {
   type SearchAttributePair,
 } from '@temporalio/common';
 import { z } from 'zod';
-import { type BatchStore, createLocalBatchStore } from '../activities/batch-store';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
@@ -36,6 +35,7 @@ import {
   storeKeySchema,
 } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
+import { type BatchStore, createLocalBatchStore } from '../stores/batch-store';
 import {
   batchProgressQuery,
   batchSummaryQuery,

@@ -13,7 +13,6 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
-import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
@@ -23,6 +22,7 @@ import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
+import { createLocalResultStore, type ResultStore, resultRefSchema } from '../stores/result-store';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
 import type { serverlessJob } from '../workflows/job';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';

@@ -2,9 +2,13 @@
  * The layer rule of the library (docs: ARCHITECTURE's folder table), checked on every import:
  *
  *   client, worker  ->  workflows  ->  contracts  <-  activities  ->  api
+ *   client, worker, activities  ->  stores  ->  contracts
  *
  * - contracts/ (schemas, types, failure names and pure rules that the layers share) imports only
  *   zod, @temporalio/common (the SDK's own shared layer), api/schemas and types of api/errors;
+ * - stores/ (the local and object-store stores) imports only contracts/, api/schemas, api/errors
+ *   and packages (their SDKs): the client, the activities and the worker share it;
+ * - workflows/ never import stores/ (a workflow never touches a store);
  * - workflows/ and activities/ never import each other; workflows/ may name an activity interface
  *   with `import type` (what proxyActivities needs);
  * - client/ imports workflows/ only for workflow types (`import type`) and names: the signal, query
@@ -20,7 +24,16 @@ import path from 'node:path';
 import ts from 'typescript';
 
 const root = path.resolve(__dirname, '..');
-const LAYERS = ['api', 'contracts', 'activities', 'workflows', 'client', 'worker', 'emulator'] as const;
+const LAYERS = [
+  'api',
+  'contracts',
+  'stores',
+  'activities',
+  'workflows',
+  'client',
+  'worker',
+  'emulator',
+] as const;
 type Layer = (typeof LAYERS)[number];
 
 interface ImportSite {
@@ -57,17 +70,26 @@ const RULES: Partial<Record<Layer, Rule>> = {
       return target.repoPath === 'api/errors' && site.typeOnly;
     },
   },
+  stores: {
+    why: 'stores/ imports only contracts/, api/schemas, api/errors and packages',
+    allows: (target) =>
+      target.kind === 'package' ||
+      target.layer === 'stores' ||
+      target.layer === 'contracts' ||
+      target.repoPath.startsWith('api/schemas/') ||
+      target.repoPath === 'api/errors',
+  },
   activities: {
     why: 'activities/ never imports workflows/, client/ or worker/ (shared shapes live in contracts/)',
     allows: (target) =>
       target.kind === 'package' || !['workflows', 'client', 'worker'].includes(target.layer ?? ''),
   },
   workflows: {
-    why: 'workflows/ imports activities/ only as `import type` (proxyActivities), and never client/ or worker/',
+    why: 'workflows/ imports activities/ only as `import type` (proxyActivities), and never stores/, client/ or worker/',
     allows: (target, site) => {
       if (target.kind === 'package') return true;
       if (target.layer === 'activities') return site.typeOnly;
-      return !['client', 'worker', 'emulator'].includes(target.layer ?? '');
+      return !['stores', 'client', 'worker', 'emulator'].includes(target.layer ?? '');
     },
   },
   client: {
