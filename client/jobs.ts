@@ -22,7 +22,8 @@ import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
-import { createLocalResultStore, type ResultStore, resultRefSchema } from '../stores/result-store';
+import { type ResultStore, resultRefSchema } from '../stores/result-store';
+import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
 import type { serverlessJob } from '../workflows/job';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/search-attributes';
@@ -163,7 +164,9 @@ export async function awaitJob(client: Client, options: AwaitJobOptions): Promis
   const result = await waitForResult(handle);
   if (!result.outputRef || parsed.data.store === undefined) return result;
   const store =
-    typeof parsed.data.store === 'string' ? createLocalResultStore(parsed.data.store) : parsed.data.store;
+    typeof parsed.data.store === 'string'
+      ? (await openStores(storeLocationFromUrl(parsed.data.store, 'store'))).resultStore
+      : parsed.data.store;
   const { outputRef, ...rest } = result;
   return { ...rest, output: await store.get(resultRefSchema.parse(outputRef)) };
 }

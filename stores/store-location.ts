@@ -103,6 +103,46 @@ export interface OpenedStores {
   check(): Promise<void>;
 }
 
+/** The S3 settings beside a store URL given as a string, from the worker's own variables. */
+export const STORE_ENV_NAMES: StoreSettingNames = {
+  url: 'RESULT_STORE_URL',
+  endpoint: 'RESULT_STORE_ENDPOINT',
+  region: 'RESULT_STORE_REGION',
+  forcePathStyle: 'RESULT_STORE_PATH_STYLE',
+};
+
+/**
+ * The stores at a URL given by the client or the CLI (a directory, file:///dir or
+ * s3://bucket/prefix), with the endpoint, region and addressing read from the variables the worker
+ * reads (RESULT_STORE_ENDPOINT, _REGION, _PATH_STYLE), so a reader configured like the worker
+ * reads what it wrote. `field` names the URL in errors (`store`, `--store`).
+ */
+export function storeLocationFromUrl(
+  url: string,
+  field: string,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): StoreLocation {
+  const value = (name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+  const endpoint = value(STORE_ENV_NAMES.endpoint);
+  const region = value(STORE_ENV_NAMES.region);
+  const pathStyle = value(STORE_ENV_NAMES.forcePathStyle);
+  if (pathStyle !== undefined && pathStyle !== 'true' && pathStyle !== 'false')
+    throw new ConfigError(STORE_ENV_NAMES.forcePathStyle, 'must be true or false');
+  // Variables meant for an S3 store do not make a directory wrong: only the URL's kind decides.
+  if (!url.startsWith('s3://')) return parseStoreLocation({ url }, { ...STORE_ENV_NAMES, url: field }, cwd);
+  return parseStoreLocation(
+    {
+      url,
+      ...(endpoint === undefined ? {} : { endpoint }),
+      ...(region === undefined ? {} : { region }),
+      ...(pathStyle === undefined ? {} : { forcePathStyle: pathStyle === 'true' }),
+    },
+    { ...STORE_ENV_NAMES, url: field },
+    cwd,
+  );
+}
+
 /**
  * The batch and result stores at a location; the S3 ones share one client. The AWS SDK is loaded
  * here, for an S3 location only.

@@ -29,6 +29,8 @@ import { emptyCounts, failureCount, resultsRefs, toleranceExceeded } from './bat
 export interface ChildBatchState {
   mode: 'children';
   batchKey: string;
+  /** The batch store's name (`local`, `s3://bucket/prefix`), as the results reference gives it. */
+  store?: string;
   manifestKey: string;
   total: number;
   /** The next item to start. */
@@ -132,7 +134,7 @@ export function childSummary(b: ChildBatch, cancelled = false): BatchSummary {
     ...(stoppedBecause ? { stoppedBecause } : {}),
     cost: { ...s.cost },
     cancelled,
-    ...resultsRefs(s.batchKey),
+    ...resultsRefs(s.batchKey, s.store),
     manifestKey: s.manifestKey,
     startedAt: s.startedAt,
     elapsedMs: Date.now() - s.startedAt,

@@ -75,6 +75,7 @@ export async function runChildBatch(
     if (!carried) {
       const staged = await stageActivities.stageBatchItems({ items: o.items });
       b.s.batchKey = staged.batchKey;
+      if (staged.store !== undefined) b.s.store = staged.store;
       b.s.manifestKey = staged.manifestKey;
       b.s.total = staged.total;
     }

@@ -182,7 +182,7 @@ export function summary(run: BatchRun): BatchSummary {
     ...(stopped ? { stoppedBecause: stopped } : {}),
     cost: { ...state.cost },
     cancelled: run.cancelled,
-    ...resultsRefs(state.batchKey),
+    ...resultsRefs(state.batchKey, state.store),
     manifestKey: state.manifestKey,
     startedAt: state.startedAt,
     elapsedMs: Date.now() - state.startedAt,

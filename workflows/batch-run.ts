@@ -54,6 +54,8 @@ export interface BatchTally {
 /** Everything a run hands to the next one. */
 export interface BatchState {
   batchKey: string;
+  /** The batch store's name (`local`, `s3://bucket/prefix`), as the results reference gives it. */
+  store?: string;
   manifestKey: string;
   total: number;
   /** Items below the cursor have been taken from the manifest. */
