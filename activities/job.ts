@@ -52,6 +52,7 @@ import { type RouteEndpoint, requestFor } from '../contracts/route';
 import { leaseApplies } from '../contracts/submit-lease';
 import { type BatchStore, defaultBatchStore } from '../stores/batch-store';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from '../stores/result-store';
+import type { StreamStore } from '../stores/stream-store';
 import { requestOf } from './batch-items';
 import type { EstimateCost } from './cost-estimator';
 import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
@@ -78,6 +79,8 @@ export interface JobActivityDeps {
   resultStoreDir?: string;
   /** Where `file` stream sinks write; default `<resultStoreDir>/streams`. */
   streamDir?: string;
+  /** Where `file` stream sinks put their chunks instead of streamDir (a bucket). */
+  streamStore?: StreamStore;
   /** `function` stream sinks, by name. */
   streamSinks?: Record<string, StreamSinkFunction>;
   /** Outputs above this many JSON bytes go to the result store (a workflow input can lower it). */
@@ -411,6 +414,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       try {
         deliver = createSinkDelivery(checked.sink, {
           streamDir,
+          ...(deps.streamStore ? { streamStore: deps.streamStore } : {}),
           ...(deps.streamSinks ? { streamSinks: deps.streamSinks } : {}),
         });
       } catch (error) {

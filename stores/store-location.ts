@@ -12,6 +12,7 @@ import { type BatchStore, defaultBatchStore } from './batch-store';
 import { createLocalResultStore, LOCAL_STORE_NAME, type ResultStore } from './result-store';
 import type { S3StoreOptions } from './s3-client';
 import { type S3Location, s3LocationSchema, s3StoreName } from './s3-location';
+import type { StreamStore } from './stream-store';
 
 export type StoreLocation = { kind: 'local'; dir: string } | S3Location;
 
@@ -96,6 +97,8 @@ export interface OpenedStores {
   name: string;
   batchStore: BatchStore;
   resultStore: ResultStore;
+  /** Where `file` stream sinks put their chunks; absent: the worker's directory. */
+  streamStore?: StreamStore;
   /**
    * Refuses a store that cannot be used (no such bucket, credentials refused), with an error that
    * names the store and the cause: the worker calls it before it takes any task.
@@ -159,17 +162,23 @@ export async function openStores(
       check: async () => {},
     };
   }
-  const [{ checkS3Store, createS3Client }, { createS3BatchStore }, { createS3ResultStore }] =
-    await Promise.all([
-      import('./s3-client.js'),
-      import('./s3-batch-store.js'),
-      import('./s3-result-store.js'),
-    ]);
+  const [
+    { checkS3Store, createS3Client },
+    { createS3BatchStore },
+    { createS3ResultStore },
+    { createS3StreamStore },
+  ] = await Promise.all([
+    import('./s3-client.js'),
+    import('./s3-batch-store.js'),
+    import('./s3-result-store.js'),
+    import('./s3-stream-store.js'),
+  ]);
   const client = createS3Client(location, options);
   return {
     name: s3StoreName(location),
     batchStore: createS3BatchStore(location, { client }),
     resultStore: createS3ResultStore(location, { client }),
+    streamStore: createS3StreamStore(location, { client }),
     check: () => checkS3Store(client, location),
   };
 }

@@ -263,6 +263,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     const activities = createActivities({
       batchStore: stores.batchStore,
       resultStore: stores.resultStore,
+      ...(stores.streamStore ? { streamStore: stores.streamStore } : {}),
       ...options.activityOptions,
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),

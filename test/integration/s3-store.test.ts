@@ -2,17 +2,19 @@
  * The S3 stores on a real S3-compatible server (SeaweedFS): the batch store's contract as the
  * local store keeps it, manifests read by line ranges (requests counted, never the whole object
  * per page), parts and results replaced whole, references that name their store, a bad bucket and
- * bad credentials refused with the store and the cause named, and a 503 SlowDown backed off.
+ * bad credentials refused with the store and the cause named, stream chunks in objects of their
+ * own (no append in S3), and a 503 SlowDown backed off.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchStore, createLocalBatchStore } from '../../stores/batch-store';
 import { createLocalResultStore } from '../../stores/result-store';
 import { createS3BatchStore, type S3RequestCounts, SMALL_OBJECT_BYTES } from '../../stores/s3-batch-store';
 import { createS3Client } from '../../stores/s3-client';
 import { createS3ResultStore } from '../../stores/s3-result-store';
+import { createS3StreamStore } from '../../stores/s3-stream-store';
 import { openStores } from '../../stores/store-location';
 import {
   provisionedSeaweedfs,
@@ -182,6 +184,33 @@ describe.skipIf(missing)('S3 stores on a real S3-compatible server', () => {
       await expect(s3.get(localRef)).rejects.toThrow(
         `is in the store local, not in this reader's store ${s3Ref.store}`,
       );
+    });
+  });
+
+  describe('the S3 stream store', () => {
+    it('puts each batch of chunks in an object of its own, in chunk order, replaced when delivered again', async () => {
+      const location = server.location(BUCKET, `t${++prefixes}`);
+      const store = createS3StreamStore(location, { clientConfig: server.clientConfig() });
+      await store.write('tokens.jsonl', 0, ['{"index":0}', '{"index":1}']);
+      await store.write('tokens.jsonl', 2, ['{"index":2}']);
+      // The activity retried: the same batch again, replacing its object.
+      await store.write('tokens.jsonl', 2, ['{"index":2}', '{"index":3}']);
+      const raw = new S3Client(server.clientConfig());
+      const listed = await raw.send(
+        new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${location.prefix}/streams/tokens.jsonl/` }),
+      );
+      const keys = (listed.Contents ?? []).map((object) => object.Key as string);
+      expect(keys).toEqual([
+        `${location.prefix}/streams/tokens.jsonl/000000000000.jsonl`,
+        `${location.prefix}/streams/tokens.jsonl/000000000002.jsonl`,
+      ]);
+      const text = await Promise.all(
+        keys.map(async (key) =>
+          (await raw.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))).Body?.transformToString(),
+        ),
+      );
+      expect(text.join('')).toBe('{"index":0}\n{"index":1}\n{"index":2}\n{"index":3}\n');
+      raw.destroy();
     });
   });
 
