@@ -27,6 +27,7 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
+import { SUBMIT_NOT_SENT } from '../contracts/failures';
 import {
   type FetchJobStatusInput,
   fetchJobStatusInputSchema,
@@ -50,7 +51,7 @@ import {
 } from '../contracts/job-types';
 import { type RouteEndpoint, requestFor } from '../contracts/route';
 import { leaseApplies } from '../contracts/submit-lease';
-import { type BatchStore, defaultBatchStore } from '../stores/batch-store';
+import { type BatchStore, BatchStoreError, defaultBatchStore } from '../stores/batch-store';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from '../stores/result-store';
 import type { StreamStore } from '../stores/stream-store';
 import { requestOf } from './batch-items';
@@ -166,6 +167,13 @@ export function createJobActivities(deps: JobActivityDeps) {
     try {
       [line] = await batchStore.readLines(ref.manifestKey, [ref.index]);
     } catch (error) {
+      // A store that is down for now: nothing was sent, and the request may be read later.
+      if (error instanceof BatchStoreError && error.retryable)
+        throw ApplicationFailure.create({
+          type: SUBMIT_NOT_SENT,
+          message: `nothing was sent: the batch store could not be read (${error.message})`,
+          nonRetryable: false,
+        });
       throw ApplicationFailure.create({
         type: 'BadRequest',
         message: `invalid activity input: requestRef: ${(error as Error).message}`,

@@ -28,6 +28,16 @@ export interface BatchStore {
 
 export class BatchStoreError extends Error {
   override readonly name = 'BatchStoreError';
+  /**
+   * The store could not be reached or answered with a passing fault (a server stopped, throttling
+   * beyond the client's retries): the same call may succeed later. False for a key that is not
+   * there, a bad key or a store refused by its configuration.
+   */
+  readonly retryable: boolean;
+  constructor(message: string, options: { retryable?: boolean } = {}) {
+    super(message);
+    this.retryable = options.retryable ?? false;
+  }
 }
 
 /** The store key of a batch's own files: stable per workflow id, whatever characters it holds. */

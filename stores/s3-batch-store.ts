@@ -30,6 +30,7 @@ import {
   createS3Client,
   describeS3Error,
   isNotFound,
+  isS3ConfigurationError,
   type S3Location,
   type S3StoreOptions,
   s3StoreName,
@@ -99,7 +100,9 @@ export function createS3BatchStore(
   };
   const indexKey = (key: string) => `${root}line-index/${key}`;
   const fail = (key: string, error: unknown) =>
-    new BatchStoreError(`${key} in the batch store ${name}: ${describeS3Error(error)}`);
+    new BatchStoreError(`${key} in the batch store ${name}: ${describeS3Error(error)}`, {
+      retryable: !isNotFound(error) && !isS3ConfigurationError(error),
+    });
 
   async function get(input: { Key: string; Range?: string; IfMatch?: string }) {
     if (requests) requests.get += 1;

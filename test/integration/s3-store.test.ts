@@ -3,12 +3,16 @@
  * local store keeps it, manifests read by line ranges (requests counted, never the whole object
  * per page), parts and results replaced whole, references that name their store, a bad bucket and
  * bad credentials refused with the store and the cause named, stream chunks in objects of their
- * own (no append in S3), and a 503 SlowDown backed off.
+ * own (no append in S3), a page that finds the server stopped failed as unsent and served once it
+ * is back, and a 503 SlowDown backed off.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatchActivities } from '../../activities/batch';
+import { SUBMIT_NOT_SENT } from '../../contracts/failures';
 import { type BatchStore, createLocalBatchStore } from '../../stores/batch-store';
 import { createLocalResultStore } from '../../stores/result-store';
 import { createS3BatchStore, type S3RequestCounts, SMALL_OBJECT_BYTES } from '../../stores/s3-batch-store';
@@ -16,6 +20,7 @@ import { createS3Client } from '../../stores/s3-client';
 import { createS3ResultStore } from '../../stores/s3-result-store';
 import { createS3StreamStore } from '../../stores/s3-stream-store';
 import { openStores } from '../../stores/store-location';
+import { activityEnv, rejection, type StubClient, stubClient } from '../activities/job-stub';
 import {
   provisionedSeaweedfs,
   S3_SERVER_MISSING,
@@ -241,6 +246,41 @@ describe.skipIf(missing)('S3 stores on a real S3-compatible server', () => {
       expect(signed?.message).toMatch(/^store s3:\/\/stores\/p: the request signature does not match/);
       expect(signed?.message).not.toContain('wrong-secret');
       expect(JSON.stringify(signed)).not.toContain('wrong-secret');
+    });
+  });
+
+  describe('a server that stopped', () => {
+    it('fails a page unsent (nothing reaches the service) and serves it again once restarted', async () => {
+      const location = server.location(BUCKET, `t${++prefixes}`);
+      const worker = (client: StubClient) =>
+        createBatchActivities({
+          client: client.client,
+          batchStore: createS3BatchStore(location, { clientConfig: server.clientConfig() }),
+        });
+      const service = stubClient();
+      service.answer('run', { id: 'job-0', status: 'IN_QUEUE' });
+      const inline = Array.from({ length: 4 }, (_, n) => ({ input: { n } }));
+      const { manifestKey, store } = await activityEnv().call(worker(service).stageBatchItems, {
+        items: { inline },
+      });
+      expect(store).toBe(`s3://${BUCKET}/${location.prefix}`);
+
+      // Another worker, which has not read the manifest yet, takes a page while the server is down.
+      await server.kill();
+      const other = worker(service);
+      const page = () =>
+        activityEnv().call(other.submitBatchPage, { endpointId: 'ep-1', manifestKey, indexes: [0, 1] });
+      const failed = await rejection(page());
+      expect(failed).toBeInstanceOf(ApplicationFailure);
+      expect((failed as ApplicationFailure).type).toBe(SUBMIT_NOT_SENT);
+      expect((failed as ApplicationFailure).nonRetryable).toBe(false);
+      expect((failed as Error).message).toMatch(/^nothing was sent: the batch store could not be read/);
+      expect(service.named('run')).toEqual([]);
+
+      await server.start();
+      const answered = await page();
+      expect(answered.results).toHaveLength(2);
+      expect(service.named('run')).toHaveLength(2);
     });
   });
 
