@@ -1,7 +1,9 @@
 /**
  * A batch whose manifest and results live in a bucket of a real S3-compatible server (SeaweedFS),
  * run by the real worker against the emulator: every item once, the results read back from the
- * bucket by the store URL, and a reader pointed at another store told where the results are. A
+ * bucket by the store URL, and a reader pointed at another store told where the results are. The
+ * server stopped mid-batch and started again: the batch's store activities fail, wait and retry,
+ * and every item still completes once. A
  * worker whose bucket does not exist, or whose credentials are refused, does not start: the error
  * names the store and the cause, and nothing reaches the service.
  *
@@ -17,7 +19,7 @@ import {
   writeBatchManifest,
 } from '../../client/batches';
 import { loadWorkerConfig } from '../../worker/config';
-import { type JobStack, runWorkerUntilReady, startJobStack } from '../support/integration';
+import { eventually, type JobStack, runWorkerUntilReady, startJobStack } from '../support/integration';
 import {
   provisionedSeaweedfs,
   S3_SERVER_MISSING,
@@ -105,6 +107,53 @@ describe.skipIf(missing)('a batch from an S3 manifest to S3 results', () => {
       for await (const _ of readBatchResults(stack.client, { batch: summary, store: elsewhere })) break;
     };
     await expect(read()).rejects.toThrow(`the batch's results are in the store ${STORE}, not in local`);
+  });
+
+  it('waits out a store that stopped mid-batch: once it is back, every item completes once', async () => {
+    const items = 300;
+    const endpointId = stack.endpoint({ workersMin: 0, workersMax: 20 });
+    const requests = Array.from({ length: items }, (_, i) => ({ input: { output: { i }, sleepMs: 2_000 } }));
+    const manifest = await writeBatchManifest(requests, { store: STORE, key: 'inputs/outage.jsonl' });
+    const handle = await startBatch(
+      stack.client,
+      {
+        endpointId,
+        items: { manifest: { key: manifest.key } },
+        job: {
+          submitLease: false,
+          polling: { initialInterval: 100, maxInterval: 500, backoffCoefficient: 1.5 },
+        },
+        maxConcurrency: 20,
+      },
+      { workflowId: `batch-s3-outage-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    await eventually(
+      () => stack.control.submissions(endpointId) >= 60,
+      120_000,
+      'a fifth of the items submitted',
+    );
+    await server.kill();
+    // The event: an activity of the batch failed on the store and waits for its next attempt.
+    await eventually(
+      async () => {
+        const { raw } = await handle.describe();
+        return (raw.pendingActivities ?? []).some((activity) =>
+          activity.lastFailure?.message?.includes(STORE),
+        );
+      },
+      120_000,
+      'an activity of the batch failed on the stopped store',
+    );
+    expect(stack.control.submissions(endpointId)).toBeLessThan(items);
+    await server.start();
+
+    const summary = await awaitBatch(stack.client, { batch: handle });
+    expect(summary).toMatchObject({ total: items, counts: { completed: items }, submissions: items });
+    expect(stack.control.submissions(endpointId)).toBe(items);
+    const seen = new Set<number>();
+    for await (const line of readBatchResults(stack.client, { batch: summary, store: STORE }))
+      seen.add(line.index);
+    expect(seen.size).toBe(items);
   });
 
   it('refuses to start a worker whose bucket does not exist or whose credentials are refused', async () => {
