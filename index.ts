@@ -312,6 +312,16 @@ export type { JobStreamBatch } from './contracts/signal-names';
 // Where outputs and batch results live.
 export { type BatchStore, createLocalBatchStore } from './stores/batch-store';
 export { createLocalResultStore, type ResultStore } from './stores/result-store';
+export type { S3StoreOptions } from './stores/s3-client';
+export { type S3Location, s3LocationSchema } from './stores/s3-location';
+// A store by its URL (a directory, file:///dir, s3://bucket/prefix): the AWS SDK loads only for a bucket.
+export {
+  type OpenedStores,
+  openStores,
+  type StoreLocation,
+  storeLocationFromUrl,
+} from './stores/store-location';
+export type { StreamStore } from './stores/stream-store';
 // The worker and its configuration.
 export {
   type AutomationsModuleConfig,

@@ -94,8 +94,11 @@ export function storeName(location: StoreLocation): string {
 }
 
 export interface OpenedStores {
+  /** The store's name, as its references give it: `local` or `s3://bucket/prefix`. */
   name: string;
+  /** Manifests and batch results. */
   batchStore: BatchStore;
+  /** Large job outputs. */
   resultStore: ResultStore;
   /** Where `file` stream sinks put their chunks; absent: the worker's directory. */
   streamStore?: StreamStore;

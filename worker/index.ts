@@ -73,6 +73,9 @@ export { type ResultRef, resultRefSchema } from '../contracts/job-types';
 export type { JobStreamBatch } from '../contracts/signal-names';
 export type { BatchStore } from '../stores/batch-store';
 export type { ResultStore } from '../stores/result-store';
+export { type S3Location, s3LocationSchema } from '../stores/s3-location';
+export type { StoreLocation } from '../stores/store-location';
+export type { StreamStore } from '../stores/stream-store';
 export {
   type AutomationsModuleConfig,
   acceptedSecrets,
