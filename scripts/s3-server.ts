@@ -36,7 +36,7 @@ export async function ensureSeaweedfs(log: Log): Promise<string> {
   if (!onPath('go')) {
     throw new MissingToolError(
       'Go',
-      'install Go 1.24 or later (https://go.dev/dl) to build the S3-compatible test server (SeaweedFS)',
+      'install Go 1.26 or later (https://go.dev/dl) to build the S3-compatible test server (SeaweedFS)',
     );
   }
   const started = Date.now();
