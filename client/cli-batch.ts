@@ -167,7 +167,10 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .command('results')
     .description("a batch's result lines as JSONL on stdout (one per item)")
     .argument('<workflow-id>')
-    .requiredOption('--store <dir>', "the worker's RESULT_STORE_DIR")
+    .requiredOption(
+      '--store <store>',
+      "the worker's store: its RESULT_STORE_DIR, or its RESULT_STORE_URL (s3://bucket/prefix; RESULT_STORE_ENDPOINT, _REGION, _PATH_STYLE and the AWS credentials from the environment)",
+    )
     .option('--failures', 'only the items that did not complete')
     .action(async (workflowId: string, flags: { store: string; failures?: boolean }) => {
       const client = await ctx.connect();

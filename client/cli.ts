@@ -225,7 +225,10 @@ export function buildProgram(
     .command('result')
     .description("wait for a job's result")
     .argument('<workflow-id>')
-    .option('--store <dir>', "read a large output from the worker's result store (its RESULT_STORE_DIR)")
+    .option(
+      '--store <store>',
+      "read a large output from the worker's result store (its RESULT_STORE_DIR or RESULT_STORE_URL)",
+    )
     .action(async (workflowId: string, flags: { store?: string }) => {
       const options = flags.store ? { store: flags.store } : {};
       print(io, await awaitJob(await connect(), { job: workflowId, ...options }));

@@ -13,7 +13,6 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
-import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
@@ -24,6 +23,8 @@ import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
+import { type ResultStore, resultRefSchema } from '../stores/result-store';
+import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import type { serverlessJob } from '../workflows/job/job';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/job/job-definitions';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/shared/search-attributes';
@@ -165,7 +166,9 @@ export async function awaitJob(client: Client, options: AwaitJobOptions): Promis
   const result = await waitForResult(handle);
   if (!result.outputRef || parsed.data.store === undefined) return result;
   const store =
-    typeof parsed.data.store === 'string' ? createLocalResultStore(parsed.data.store) : parsed.data.store;
+    typeof parsed.data.store === 'string'
+      ? (await openStores(storeLocationFromUrl(parsed.data.store, 'store'))).resultStore
+      : parsed.data.store;
   const { outputRef, ...rest } = result;
   return { ...rest, output: await store.get(resultRefSchema.parse(outputRef)) };
 }

@@ -28,7 +28,7 @@ describe('many workloads on one endpoint', () => {
       name: 'shared-endpoint',
       timeScale: 1,
       webhooks: true,
-      env: { SERVERLESS_RATE_LIMITS: JSON.stringify({ run: { perTenSeconds: RUN_LIMIT } }) },
+      workerEnv: { SERVERLESS_RATE_LIMITS: JSON.stringify({ run: { perTenSeconds: RUN_LIMIT } }) },
     });
   });
   afterAll(async () => {
