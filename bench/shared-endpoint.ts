@@ -140,7 +140,7 @@ async function main() {
   for (let k = 0; k < IDLE_JOBS * 2; k++) {
     const askedAt = performance.now();
     await client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
-      args: [{ endpointId: idleEndpoint, count: 1, limit: 1_000 }],
+      args: [{ endpointId: idleEndpoint, id: `bench-ask-${k}`, count: 1, limit: 1_000 }],
       startWorkflowOperation: new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
         workflowId: gateId,
         taskQueue,

@@ -18,8 +18,13 @@ export const RUN_WINDOW_MS = 10_000;
  * again), so a grant's requests all fall in the window the gate counted them in.
  */
 export const SEND_SLACK_MS = 500;
-/** How long an ask waits at the gate for room before it is answered with none: one window and slack. */
+/** How long a caller asks its gate for room before it gives up (and plans its requests again): one window and slack. */
 export const ASK_WAIT_MS = RUN_WINDOW_MS + SEND_SLACK_MS;
+/**
+ * Asks a gate answers in one run before it continues as new: well under the Temporal server's
+ * limit of updates in one workflow run (2,000 by default).
+ */
+export const GATE_ASKS_PER_RUN = 1_000;
 
 /** The gate's workflow type. */
 export const ENDPOINT_GATE_WORKFLOW = 'endpointGate';
@@ -77,6 +82,8 @@ export function taskPriorityOf(scheduling: Scheduling): { priority: Priority } |
 /** A submit's ask for room in its endpoint's window. */
 export const sendAskSchema = z.strictObject({
   endpointId: pathSegmentSchema,
+  /** The caller's name for this ask, the same each time it asks again until it is granted. */
+  id: z.string().min(1).max(200),
   /** Requests it would send now. */
   count: z.number().int().min(1),
   /** The /run limit of the asking worker's configuration (per 10 s). */
@@ -87,11 +94,15 @@ export const sendAskSchema = z.strictObject({
 });
 export type SendAsk = z.input<typeof sendAskSchema>;
 
-/** What the gate granted: `count` requests (0: none, ask again later), sent by `sendBy` or not at all. */
+/**
+ * The gate's answer: `count` requests granted, sent by `sendBy` or not at all; or none yet (count
+ * 0), and `retryAt` says when to ask again.
+ */
 export const sendGrantSchema = z.strictObject({
   count: z.number().int().min(0),
   at: z.number(),
   sendBy: z.number(),
+  retryAt: z.number().optional(),
 });
 export type SendGrant = z.infer<typeof sendGrantSchema>;
 

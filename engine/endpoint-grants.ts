@@ -2,16 +2,23 @@
  * Who may send to an endpoint now: the rule of the endpoint's gate (workflows/endpoint/gate.ts),
  * which holds the endpoint's /run window for every workload on it, in every worker process.
  *
- * A workload asks for room for `count` requests. The gate grants room that the window has now
- * (never a time to come: a grant is sent within SEND_SLACK_MS of being made or given back), to the
- * waiting asks in order: a higher priority first (Temporal's scale, 1 before 5), then, within a
+ * A workload asks for room for `count` requests, and asks again (with the same id) when the gate
+ * says, until it is granted or gives up: each ask is answered at once, so the gate never holds an
+ * update open. The gate grants room that the window has now (never a time to come: a grant is sent
+ * within SEND_SLACK_MS of being made or not at all), to the waiting asks in order: a higher priority first (Temporal's scale, 1 before 5), then, within a
  * priority, the fairness key that has had the least of the window for its weight (start-time fair
  * queueing: each key's `served` counts its grants divided by its weight), then the oldest ask. An ask
- * may get less than it asked for: its caller sends what it got and asks again for the rest.
+ * may get less than it asked for: its caller sends what it got and asks again for the rest. Room
+ * granted to an ask whose caller is not the one asking is earmarked for it until its sendBy; an
+ * earmark its caller never claims leaves the window again, uncounted.
  *
  * Pure: no Temporal, no clock of its own; the gate passes the time in.
  */
+import { ASK_WAIT_MS } from '../contracts/endpoint-gate';
 import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-window';
+
+/** How soon an ask asks again while the endpoint is paused (a resume is seen within this). */
+const PAUSED_RETRY_MS = 2_000;
 
 /** A workload's ask for room in the endpoint's window, as the gate holds it while it waits. */
 export interface WaitingAsk {
@@ -45,6 +52,10 @@ export interface GrantsState {
   limitOverride?: number;
   /** The operator's weights per fairness key, over the asks' own. */
   weights: Record<string, number>;
+  /** The asks waiting for room, as their callers last asked. */
+  waiting: WaitingAsk[];
+  /** Room granted to a waiting ask, kept for its caller until the grant's sendBy. */
+  earmarks: Record<string, Grant>;
 }
 
 export interface Grant {
@@ -57,7 +68,7 @@ export interface Grant {
 }
 
 export function initialGrants(): GrantsState {
-  return { log: [], served: {}, granted: {}, paused: false, weights: {} };
+  return { log: [], served: {}, granted: {}, paused: false, weights: {}, waiting: [], earmarks: {} };
 }
 
 /** The weight an ask counts with: the operator's for its key, else its own. */
@@ -142,5 +153,61 @@ export function carriedGrants(state: GrantsState): GrantsState {
   const least = values.length === 0 ? 0 : Math.min(...values);
   const served: Record<string, number> = {};
   for (const [key, value] of Object.entries(state.served)) if (value > least) served[key] = value - least;
-  return { ...state, log: state.log.map(([at, count]) => [at, count]), served };
+  return {
+    ...state,
+    log: state.log.map(([at, count]) => [at, count]),
+    served,
+    waiting: state.waiting.map((ask) => ({ ...ask })),
+    earmarks: { ...state.earmarks },
+  };
+}
+
+/**
+ * Lets go of what no caller will claim: earmarks past their sendBy leave the window (their
+ * requests were never sent), and asks past their giveUpAt leave the queue (their callers gave up).
+ */
+export function tidy(state: GrantsState, now: number): void {
+  for (const [id, earmark] of Object.entries(state.earmarks)) {
+    if (earmark.sendBy >= now) continue;
+    delete state.earmarks[id];
+    const entry = state.log.find(([at]) => at === earmark.at);
+    if (entry) entry[1] -= earmark.count;
+  }
+  state.log = state.log.filter(([, count]) => count > 0);
+  state.waiting = state.waiting.filter((ask) => ask.giveUpAt > now);
+}
+
+/** A caller's ask as the gate takes it: the waiting ask but for the times the gate sets. */
+export type Ask = Omit<WaitingAsk, 'arrivedAt' | 'giveUpAt'>;
+
+/**
+ * Answers one ask now: the room earmarked for it, or room the window has now if the ask is first in
+ * order, or when to ask again (`retryAt`: when room comes back, or a little later while paused).
+ * Earmarks past their sendBy leave the window first: their requests were never sent.
+ */
+export function answerAsk(
+  state: GrantsState,
+  ask: Ask,
+  now: number,
+  limit: number,
+): { grant: Grant } | { retryAt: number } {
+  tidy(state, now);
+  const claimed = state.earmarks[ask.id];
+  if (claimed) {
+    delete state.earmarks[ask.id];
+    return { grant: claimed };
+  }
+  if (!state.waiting.some((waiter) => waiter.id === ask.id)) {
+    joinKey(state, ask.fairnessKey, state.waiting);
+    state.waiting.push({ ...ask, arrivedAt: now, giveUpAt: now + ASK_WAIT_MS });
+  }
+  const { answers, nextAt } = grantNow(state, state.waiting, now, limit);
+  for (const answer of answers) if (answer.count > 0) state.earmarks[answer.id] = answer;
+  const mine = state.earmarks[ask.id];
+  if (mine) {
+    delete state.earmarks[ask.id];
+    return { grant: mine };
+  }
+  const later = nextAt ?? now + SEND_SLACK_MS;
+  return { retryAt: state.paused ? Math.min(later, now + PAUSED_RETRY_MS) : later };
 }

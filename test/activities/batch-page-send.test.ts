@@ -129,7 +129,7 @@ function limitedClient(run: Run, perTenSeconds = 100) {
 
 /** A gate that grants `count` (or everything asked) at the current time, and keeps the asks. */
 function fakeGate(count?: number) {
-  const asks: SendAsk[] = [];
+  const asks: Omit<SendAsk, 'id'>[] = [];
   const ask: AskToSend = async (sent) => {
     asks.push(sent);
     const now = Date.now();

@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { ASK_WAIT_MS } from '../../contracts/endpoint-gate';
 import {
+  answerAsk,
   carriedGrants,
   type GrantsState,
   grantNow,
   initialGrants,
   joinKey,
+  tidy,
   type WaitingAsk,
 } from '../../engine/endpoint-grants';
 import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../engine/send-window';
@@ -137,5 +140,59 @@ describe('carriedGrants', () => {
       served: { a: 100, b: 130, c: 100 },
     };
     expect(carriedGrants(state)).toMatchObject({ log: [[5, 10]], served: { b: 30 } });
+  });
+});
+
+describe('answerAsk', () => {
+  const asked = (id: string, fields: Partial<WaitingAsk> = {}) => {
+    const { arrivedAt: _arrived, giveUpAt: _giveUp, ...rest } = ask(id, fields);
+    return rest;
+  };
+
+  it('grants at once while there is room, and says when to ask again while there is none', () => {
+    const state = initialGrants();
+    expect(answerAsk(state, asked('a', { count: 40 }), 1_000, 40)).toEqual({
+      grant: { id: 'a', count: 40, at: 1_000, sendBy: 1_000 + SEND_SLACK_MS },
+    });
+    expect(answerAsk(state, asked('b'), 2_000, 40)).toEqual({ retryAt: 1_000 + SPAN });
+    expect(state.waiting.map(({ id }) => id)).toEqual(['b']);
+    // Asked again when room came back: granted, and no longer waiting.
+    expect(answerAsk(state, asked('b'), 1_000 + SPAN, 40)).toMatchObject({ grant: { id: 'b', count: 10 } });
+    expect(state.waiting).toEqual([]);
+  });
+
+  it('earmarks room for the ask first in order, whoever asks, until its sendBy', () => {
+    const state = initialGrants();
+    answerAsk(state, asked('fill', { count: 40 }), 0, 40);
+    answerAsk(state, asked('urgent', { priority: 1, count: 5 }), 100, 40);
+    // The backfill asks first once room is back: the urgent ask gets the room, earmarked for it.
+    expect(answerAsk(state, asked('backfill', { priority: 5, count: 40 }), SPAN, 40)).toMatchObject({
+      grant: { id: 'backfill', count: 35 },
+    });
+    expect(state.earmarks.urgent).toEqual({ id: 'urgent', count: 5, at: SPAN, sendBy: SPAN + SEND_SLACK_MS });
+    expect(answerAsk(state, asked('urgent', { priority: 1, count: 5 }), SPAN + 100, 40)).toEqual({
+      grant: { id: 'urgent', count: 5, at: SPAN, sendBy: SPAN + SEND_SLACK_MS },
+    });
+  });
+
+  it('takes an earmark its caller never claimed out of the window: it was never sent', () => {
+    const state = initialGrants();
+    answerAsk(state, asked('fill', { count: 40 }), 0, 40);
+    answerAsk(state, asked('gone', { count: 10 }), 100, 40);
+    answerAsk(state, asked('other', { count: 10 }), 200, 40);
+    // Room back: both earmarked (gone first), each for 10.
+    answerAsk(state, asked('other', { count: 10 }), SPAN, 40);
+    expect(Object.keys(state.earmarks)).toEqual(['gone']);
+    // Past gone's sendBy, its 10 leave the window: 30 held, 10 of room now.
+    tidy(state, SPAN + SEND_SLACK_MS + 1);
+    expect(state.earmarks).toEqual({});
+    expect(state.log).toEqual([[SPAN, 10]]);
+  });
+
+  it('drops an ask whose caller gave up, and asks again within 2 s while paused', () => {
+    const state = { ...initialGrants(), paused: true };
+    expect(answerAsk(state, asked('a'), 0, 40)).toEqual({ retryAt: 2_000 });
+    tidy(state, ASK_WAIT_MS);
+    expect(state.waiting).toEqual([]);
   });
 });

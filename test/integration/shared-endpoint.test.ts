@@ -6,7 +6,8 @@
  *   finish, each item submitted once (each batch booking the whole window for itself stalled);
  * - a priority-1 job beside a priority-5 backfill of the same tenant goes in the next window, ahead
  *   of the backfill's pages that asked before it;
- * - two tenants of weights 1 and 3 share the window one to three.
+ * - two tenants of weights 1 and 3 share the window one to three;
+ * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once.
  * Each waits on the gate's own view (its query), never on time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,6 +73,23 @@ describe('many workloads on one endpoint', () => {
       Array.from({ length: JOBS }, (_, job) => ({ job })),
     );
     expect(stack.control.submissions(endpointId)).toBe(BATCHES * ITEMS + JOBS);
+  }, 240_000);
+
+  it('takes a burst of jobs started at once on one endpoint, more than the server lets wait on one workflow: each submitted once', async () => {
+    // The Temporal server holds at most 10 updates in flight on one workflow: the gate answers each
+    // ask at once, and its callers ask again when it says (or, refused, a moment later).
+    const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
+    const burst = 2 * RUN_LIMIT + 5;
+    const jobs = await Promise.all(
+      Array.from({ length: burst }, (_, job) =>
+        stack.start({ endpointId, request: { input: { sleepMs: 50, output: { job } } } }, { label: 'burst' }),
+      ),
+    );
+    const results = await Promise.all(jobs.map((job) => awaitJob(stack.client, { job })));
+    expect(results.map((result) => result.output)).toEqual(
+      Array.from({ length: burst }, (_, job) => ({ job })),
+    );
+    expect(stack.control.submissions(endpointId)).toBe(burst);
   }, 240_000);
 
   /** The gate's view once `check` holds for it. */

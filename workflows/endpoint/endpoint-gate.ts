@@ -5,10 +5,11 @@
  * now, sent within SEND_SLACK_MS or given up, and it leaves the window with time.
  *
  * A submit asks with an update from its activity (activities/send-grant.ts, update-with-start:
- * the first ask starts the gate). The handler waits until the gate's loop answers it: at once
- * while the window has room, else when room comes, highest priority and least-served fairness key
- * first (engine/endpoint-grants.ts), or with nothing after a window's wait. An idle gate ends; the
- * next ask starts it again.
+ * the first ask starts the gate). Every ask is answered at once (engine/endpoint-grants.ts
+ * answerAsk): room now, highest priority and least-served fairness key first, or when to ask
+ * again. No update is ever held open, so a burst of submits never meets the server's limit of
+ * updates in flight on one workflow. The gate continues as new well before the server's limit of
+ * updates in one run. An idle gate ends; the next ask starts it again.
  */
 import {
   allHandlersFinished,
@@ -22,18 +23,18 @@ import { gateCurrentDetails } from '../../contracts/current-details';
 import {
   ASK_WAIT_MS,
   type EndpointGateInput,
+  GATE_ASKS_PER_RUN,
   type GateView,
   gateControlsSchema,
   type SendGrant,
   sendAskSchema,
 } from '../../contracts/endpoint-gate';
 import {
+  answerAsk,
   carriedGrants,
   type GrantsState,
-  grantNow,
   initialGrants,
-  joinKey,
-  type WaitingAsk,
+  tidy,
 } from '../../engine/endpoint-grants';
 import { askToSendUpdate, gateViewQuery, setGateControlsUpdate } from './endpoint-gate-definitions';
 
@@ -58,35 +59,30 @@ function controlsCleared(grants: GrantsState): boolean {
 export async function endpointGate(input: EndpointGateInput): Promise<void> {
   const { grants, ...limits } = carriedOf(input);
   let runLimit = limits.runLimit;
-  const waiting: WaitingAsk[] = [];
-  const answers = new Map<string, SendGrant>();
   let asks = 0;
   let changed = false;
 
+  const requests = (asks: readonly { count: number }[]) => asks.reduce((sum, ask) => sum + ask.count, 0);
   const view = (): GateView => {
+    const { waiting } = grants;
     const keys = new Set([...Object.keys(grants.granted), ...waiting.map((ask) => ask.fairnessKey)]);
     return {
       endpointId: input.endpointId,
       paused: grants.paused,
       runLimit: grants.limitOverride ?? runLimit,
       runLimitOverride: grants.limitOverride,
-      inWindow: grants.log
-        .filter(([at]) => at > Date.now() - ASK_WAIT_MS)
-        .reduce((sum, [, count]) => sum + count, 0),
+      inWindow: requests(
+        grants.log.filter(([at]) => at > Date.now() - ASK_WAIT_MS).map(([, count]) => ({ count })),
+      ),
       keys: [...keys].sort().map((fairnessKey) => ({
         fairnessKey,
         weight: grants.weights[fairnessKey],
-        waiting: waiting
-          .filter((ask) => ask.fairnessKey === fairnessKey)
-          .reduce((sum, ask) => sum + ask.count, 0),
+        waiting: requests(waiting.filter((ask) => ask.fairnessKey === fairnessKey)),
         granted: grants.granted[fairnessKey] ?? 0,
       })),
       waitingByPriority: Object.fromEntries(
         [1, 2, 3, 4, 5]
-          .map((priority) => [
-            String(priority),
-            waiting.filter((ask) => ask.priority === priority).reduce((sum, ask) => sum + ask.count, 0),
-          ])
+          .map((priority) => [String(priority), requests(waiting.filter((ask) => ask.priority === priority))])
           .filter(([, count]) => count !== 0),
       ),
     };
@@ -94,26 +90,27 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
 
   setHandler(
     askToSendUpdate,
-    async (raw) => {
+    (raw): SendGrant => {
       const ask = sendAskSchema.parse(raw);
-      const id = `ask-${++asks}`;
       const now = Date.now();
-      runLimit = ask.limit;
-      joinKey(grants, ask.fairnessKey, waiting);
-      waiting.push({
-        id,
-        count: ask.count,
-        priority: ask.priority,
-        fairnessKey: ask.fairnessKey,
-        weight: ask.fairnessWeight,
-        arrivedAt: now,
-        giveUpAt: now + ASK_WAIT_MS,
-      });
+      asks += 1;
       changed = true;
-      await condition(() => answers.has(id));
-      const grant = answers.get(id) as SendGrant;
-      answers.delete(id);
-      return grant;
+      runLimit = ask.limit;
+      const answer = answerAsk(
+        grants,
+        {
+          id: ask.id,
+          count: ask.count,
+          priority: ask.priority,
+          fairnessKey: ask.fairnessKey,
+          weight: ask.fairnessWeight,
+        },
+        now,
+        grants.limitOverride ?? ask.limit,
+      );
+      return 'grant' in answer
+        ? { count: answer.grant.count, at: answer.grant.at, sendBy: answer.grant.sendBy }
+        : { count: 0, at: now, sendBy: now, retryAt: answer.retryAt };
     },
     {
       validator: (raw) => {
@@ -143,34 +140,23 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
   setHandler(gateViewQuery, view);
 
   for (;;) {
-    const now = Date.now();
-    const limit = grants.limitOverride ?? runLimit;
-    const decided =
-      limit === undefined ? { answers: [], nextAt: undefined } : grantNow(grants, waiting, now, limit);
-    for (const answer of decided.answers) {
-      answers.set(answer.id, { count: answer.count, at: answer.at, sendBy: answer.sendBy });
-    }
-    changed = false;
     // Shown in the UI; costs no history event.
     setCurrentDetails(gateCurrentDetails(view()));
-    if (waiting.length > 0) {
-      await condition(() => changed, Math.max(1, (decided.nextAt ?? now + ASK_WAIT_MS) - now));
-      continue;
-    }
-    if (workflowInfo().continueAsNewSuggested) {
+    if (asks >= GATE_ASKS_PER_RUN || workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
-      if (waiting.length === 0) {
-        await continueAsNew<typeof endpointGate>({
-          endpointId: input.endpointId,
-          carried: { grants: carriedGrants(grants), runLimit } satisfies Carried,
-        });
-      }
-      continue;
+      await continueAsNew<typeof endpointGate>({
+        endpointId: input.endpointId,
+        carried: { grants: carriedGrants(grants), runLimit } satisfies Carried,
+      });
     }
+    changed = false;
+    const asked = await condition(() => changed, IDLE_MS);
+    if (!asked) tidy(grants, Date.now());
     // An idle gate ends (the next ask starts it again), unless an operator's controls are set.
-    if (!(await condition(() => changed, IDLE_MS)) && controlsCleared(grants)) {
+    const idle = grants.waiting.length === 0 && Object.keys(grants.earmarks).length === 0;
+    if (!asked && idle && controlsCleared(grants)) {
       await condition(allHandlersFinished);
-      if (waiting.length === 0 && !changed) return;
+      if (!changed) return;
     }
   }
 }
