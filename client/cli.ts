@@ -133,7 +133,9 @@ export function buildProgram(
       'after',
       '\nAn API key comes from TEMPORAL_API_KEY only (a flag would show in the process list); it turns\n' +
         'TLS on. Inline PEM: TEMPORAL_TLS_SERVER_CA_CERT_DATA, TEMPORAL_TLS_CLIENT_CERT_DATA,\n' +
-        'TEMPORAL_TLS_CLIENT_KEY_DATA.\n',
+        "TEMPORAL_TLS_CLIENT_KEY_DATA. Under the variables, a profile of Temporal's TOML file, as the\n" +
+        'Temporal CLI reads it: TEMPORAL_CONFIG_FILE (default ~/.config/temporalio/temporal.toml),\n' +
+        'TEMPORAL_PROFILE (default: default).\n',
     )
     .addOption(
       new Option('--task-queue <name>', 'task queue of the worker')
