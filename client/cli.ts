@@ -19,6 +19,7 @@ import type {
 import { jobExecutionTimeoutSchema, jobTtlSchema } from '../contracts/job-input';
 import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
+import { addDoctorCommand } from './cli-doctor';
 import { addEventCommands } from './cli-event';
 import { parseChoice, parseDuration, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
@@ -26,9 +27,10 @@ import { addScheduleCommands } from './cli-schedule';
 import {
   connectionOptions,
   DEFAULT_TEMPORAL_ADDRESS,
-  loadTemporalConnection,
+  loadTemporalConnectionWithOrigin,
   type TemporalConnectionConfig,
   type TemporalConnectionInput,
+  type TemporalConnectionOrigin,
 } from './connection';
 import {
   DEFAULT_TASK_QUEUE,
@@ -89,6 +91,14 @@ const CONNECTION_FLAGS: Record<string, string> = {
 
 /** Flags win over TEMPORAL_* variables; a bad value is a ValidationError naming its flag. */
 export function cliConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): TemporalConnectionConfig {
+  return cliConnectionWithOrigin(flags, env).config;
+}
+
+/** cliConnection, and where each setting came from (a flag, a variable or the TOML profile). */
+export function cliConnectionWithOrigin(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv,
+): { config: TemporalConnectionConfig; origin: TemporalConnectionOrigin } {
   const tlsFiles = {
     ...(flags.tlsServerCaCert ? { serverCaCertPath: flags.tlsServerCaCert } : {}),
     ...(flags.tlsServerName ? { serverName: flags.tlsServerName } : {}),
@@ -101,7 +111,11 @@ export function cliConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): T
     ...(Object.keys(tlsFiles).length > 0 ? { tls: tlsFiles } : flags.tls ? { tls: true } : {}),
   };
   try {
-    return loadTemporalConnection(env, overrides);
+    const { config, origin } = loadTemporalConnectionWithOrigin(env, overrides);
+    const sources = Object.fromEntries(
+      Object.entries(origin.sources).map(([setting, from]) => [setting, CONNECTION_FLAGS[from] ?? from]),
+    );
+    return { config, origin: { ...origin, sources } };
   } catch (error) {
     if (error instanceof ConfigError && CONNECTION_FLAGS[error.variable]) {
       throw new ValidationError(CONNECTION_FLAGS[error.variable]!, error.rule);
@@ -365,6 +379,16 @@ export function buildProgram(
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addCostCommands(program, { out: io.out, connect });
   addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addDoctorCommand(program, {
+    out: io.out,
+    env,
+    connection: () => cliConnectionWithOrigin(program.opts<ConnectionFlags>(), env),
+    // The worker's own variable when no flag says otherwise: doctor checks the worker's queue.
+    taskQueue: () =>
+      program.getOptionValueSource('taskQueue') === 'default' && env.TEMPORAL_TASK_QUEUE
+        ? env.TEMPORAL_TASK_QUEUE
+        : taskQueue(),
+  });
 
   return program;
 }
