@@ -21,7 +21,15 @@ import { addBatchCommands } from './cli-batch';
 import { addCostCommands } from './cli-cost';
 import { addDoctorCommand } from './cli-doctor';
 import { addEventCommands } from './cli-event';
-import { parseChoice, parseDuration, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import {
+  parseChoice,
+  parseDuration,
+  parseInteger,
+  parseJsonArgument,
+  parseJsonObject,
+  parseTag,
+  parseTags,
+} from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { addScheduleCommands } from './cli-schedule';
 import {
@@ -186,6 +194,7 @@ export function buildProgram(
     .option('--on-expired <choice>', 'fail (default) or resubmit when the job is gone')
     .option('--on-uncertain-submit <choice>', 'fail (default) or resubmit when a submit answer was lost')
     .option('--options <json>', 'further job workflow options (JSON inline or @file), merged last')
+    .option('--tags <tags>', 'your tags, comma-separated (at most 10): select runs by them')
     .option('--wait', 'wait for the result and print it')
     .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
       const policy: Record<string, unknown> = {};
@@ -223,10 +232,12 @@ export function buildProgram(
         Object.assign(input, parseJsonObject('--options', flags.options));
       // Checked before connecting: bad input never waits for Temporal.
       validateJobInput(input as JobWorkflowInput);
+      const tags = typeof flags.tags === 'string' ? parseTags('--tags', flags.tags) : undefined;
       const temporal = await connect();
       const handle = await startJob(temporal, input as JobWorkflowInput, {
         workflowId,
         taskQueue: taskQueue(),
+        ...(tags ? { tags } : {}),
       });
       if (!flags.wait) return print(io, { workflowId: handle.workflowId, started: true });
       print(io, await awaitJob(temporal, { job: handle }));
@@ -275,21 +286,25 @@ export function buildProgram(
     .option('--endpoint <id>')
     .option('--job-id <id>')
     .option('--status <status>', 'the remote job status the workflow recorded, e.g. FAILED')
+    .option('--tag <tag>', 'only those started with this tag')
     .option('--limit <n>', 'at most this many', '50')
-    .action(async (flags: { endpoint?: string; jobId?: string; status?: string; limit: string }) => {
-      const limit = parseInteger('--limit', flags.limit);
-      const listings = [];
-      const filter = {
-        ...(flags.endpoint ? { endpointId: flags.endpoint } : {}),
-        ...(flags.jobId ? { jobId: flags.jobId } : {}),
-        ...(flags.status ? { status: flags.status } : {}),
-      };
-      for await (const listing of listJobs(await connect(), filter)) {
-        listings.push(listing);
-        if (listings.length >= limit) break;
-      }
-      print(io, listings);
-    });
+    .action(
+      async (flags: { endpoint?: string; jobId?: string; status?: string; tag?: string; limit: string }) => {
+        const limit = parseInteger('--limit', flags.limit);
+        const listings = [];
+        const filter = {
+          ...(flags.tag ? { tag: parseTag('--tag', flags.tag) } : {}),
+          ...(flags.endpoint ? { endpointId: flags.endpoint } : {}),
+          ...(flags.jobId ? { jobId: flags.jobId } : {}),
+          ...(flags.status ? { status: flags.status } : {}),
+        };
+        for await (const listing of listJobs(await connect(), filter)) {
+          listings.push(listing);
+          if (listings.length >= limit) break;
+        }
+        print(io, listings);
+      },
+    );
 
   const endpoint = program.command('endpoint').description('provision, change and tear down endpoints');
 
