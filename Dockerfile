@@ -11,6 +11,7 @@ COPY tsconfig.json tsconfig.build.json index.ts ./
 COPY scripts/build.mjs ./scripts/
 COPY api ./api
 COPY contracts ./contracts
+COPY engine ./engine
 COPY activities ./activities
 COPY workflows ./workflows
 COPY worker ./worker

@@ -354,11 +354,11 @@ export type {
   LifecycleStatus,
   ProvisionResult,
   TeardownResult,
-} from './workflows/endpoint-definitions';
+} from './workflows/endpoint/endpoint-definitions';
 export type {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,
   teardownEndpointWorkflow,
   updateEndpointWorkflow,
-} from './workflows/endpoint-lifecycle';
-export type { serverlessJob } from './workflows/job';
+} from './workflows/endpoint/endpoint-lifecycle';
+export type { serverlessJob } from './workflows/job/job';

@@ -14,6 +14,7 @@ import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
 import { createLocalResultStore, type ResultStore } from './result-store';
+import type { AskToSend } from './send-grant';
 
 export interface BatchActivityDeps {
   /**
@@ -36,6 +37,8 @@ export interface BatchActivityDeps {
   estimateCost?: EstimateCost;
   /** What the webhook gateway in this process heard of batch jobs; absent: the watchers only poll. */
   batchJobReports?: BatchJobReports;
+  /** Asks the endpoint's gate for room in its /run window (default: activities/send-grant.ts askToSend). */
+  askToSend?: AskToSend;
 }
 
 /** A job's end: the service changes nothing after these but a /retry's new run. */

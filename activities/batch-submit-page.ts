@@ -19,7 +19,8 @@ import {
 import { requestOf } from './batch-items';
 import { type BatchShared, batchContext } from './batch-shared';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
-import { beatBeforeSending, waitToSend } from './submit-beat';
+import { grantToSend } from './send-grant';
+import { beatBeforeSending } from './submit-beat';
 
 export function submitPageActivities(shared: BatchShared) {
   const { deps, client, store, metrics, inFlight } = shared;
@@ -36,16 +37,25 @@ export function submitPageActivities(shared: BatchShared) {
       /** Fields set in every job's input on this endpoint of the batch's route. */
       inputOverrides?: Record<string, unknown>;
       /**
-       * The page's share of the endpoint's /run limit, which the batch holds for all its workers
-       * (workflows/send-window.ts): its requests go out from `at` until `by` (ms since the epoch),
-       * `concurrent` at a time; one that cannot go by then is not sent.
+       * How its requests go out: `concurrent` at a time, each within the room the endpoint's gate
+       * grants (workflows/endpoint/endpoint-gate.ts) under the batch's priority and fairness key; one that
+       * cannot go within its grant's time is not sent, and comes back unsent.
        */
       send?: PageSend;
     }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
       const { workflowId } = batchContext();
       const lines = await store.readLines(input.manifestKey, input.indexes);
       const send = input.send;
-      if (send) await waitToSend(send.at);
+      // The endpoint's gate grants room for some or all of the page now; the rest goes back to the
+      // batch's queue, unsent, for a page of its own.
+      const grant = await grantToSend(
+        client,
+        input.endpointId,
+        input.indexes.length,
+        send?.scheduling,
+        deps.askToSend,
+      );
+      const granted = new Set(input.indexes.slice(0, grant.count));
       const startedAt = Date.now();
       const gate = createRateLimiter(
         send ? { run: { perTenSeconds: Number.POSITIVE_INFINITY, concurrent: send.concurrent } } : false,
@@ -63,6 +73,10 @@ export function submitPageActivities(shared: BatchShared) {
       const beat = () => ctx.heartbeat({ sending: true, created });
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult | undefined> => {
+          if (!granted.has(i)) {
+            unsent.push(i);
+            return undefined;
+          }
           let request: JobRequestInput;
           try {
             request = requestFor(requestOf(lines[k] as string, i), {
@@ -96,7 +110,7 @@ export function submitPageActivities(shared: BatchShared) {
           const sentAt = Date.now();
           try {
             const submitted = await client.jobs
-              .run(input.endpointId, body, send ? { sendBy: send.by } : {})
+              .run(input.endpointId, body, grant.sendBy === undefined ? {} : { sendBy: grant.sendBy })
               .finally(release);
             metrics.submission('accepted');
             inFlight.started(input.endpointId, submitted.id);
@@ -136,11 +150,11 @@ export function submitPageActivities(shared: BatchShared) {
             // Its page's time to send was over: sent later, it could crowd a window the batch gave to
             // others. It goes back to the queue.
             if (
-              send &&
+              grant.sendBy !== undefined &&
               error instanceof ServiceError &&
               error.kind === 'Aborted' &&
               !error.mayHaveReachedService &&
-              Date.now() > send.by
+              Date.now() > grant.sendBy
             ) {
               unsent.push(i);
               return undefined;

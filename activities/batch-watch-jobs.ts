@@ -122,7 +122,7 @@ export function watchActivities(shared: BatchShared) {
       const ctx = Context.current();
       // The SDK passes a cancel on with its next heartbeat to the server, up to 0.8 of the heartbeat
       // timeout away; a watcher with a share asks the server itself every CANCEL_CHECK_MS, as the
-      // batch counts a cancelled watcher's share as spent only for one window (workflows/look-shares.ts).
+      // batch counts a cancelled watcher's share as spent only for one window (engine/look-shares.ts).
       const cancelled = new AbortController();
       const signal = shareLimiter
         ? AbortSignal.any([ctx.cancellationSignal, cancelled.signal])

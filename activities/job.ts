@@ -4,7 +4,7 @@
  *
  * Submission policy. POST /run (and /runsync) is the one call the service cannot de-duplicate.
  * The submit activities therefore run with Temporal retries off (maximumAttempts 1: see
- * workflows/job-activities.ts) and report one of three outcomes:
+ * workflows/job/job-activities.ts) and report one of three outcomes:
  * - success: the job id;
  * - a failure the service certainly did not act on (a ValidationError, a connection refused, a
  *   429 left after the client's own retry budget, a 4xx): a typed ApplicationFailure, retryable or
@@ -62,14 +62,21 @@ import { drainStream } from './job-stream';
 import { lookForChange } from './job-wait';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
+import { type AskToSend, grantToSend, windowFull } from './send-grant';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
 import { beatBeforeSending, whileBeating } from './submit-beat';
 
 export type { SubmitResult } from '../contracts/job-types';
 
 export interface JobActivityDeps {
-  /** Only `jobs` is used, so a stub with that one member is enough in tests. */
-  client: Pick<ServiceClient, 'jobs'>;
+  /** Asks the endpoint's gate for room in its /run window (default: activities/send-grant.ts askToSend). */
+  askToSend?: AskToSend;
+
+  /**
+   * `jobs`, and `rateLimit` (the /run limit the endpoint's gate holds; a stub without it sends at
+   * once, as a client with no /run rate does).
+   */
+  client: Pick<ServiceClient, 'jobs'> & Partial<Pick<ServiceClient, 'rateLimit'>>;
   /** The webhook URL for a workflow's job of this ttl (its token expires a margin after it); absent: jobs are polled only. */
   webhookUrlFor?: (workflowId: string, options?: { ttlMs?: number }) => string;
   /** Where large outputs go; default: a local directory store at resultStoreDir. */
@@ -246,7 +253,7 @@ export function createJobActivities(deps: JobActivityDeps) {
     /** POST /run. Never retried by Temporal: see the submission policy above. */
     async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
       const startedAt = Date.now();
-      const { endpointId, request, requestRef, lease, inputOverrides, hop } = parsed(
+      const { endpointId, request, requestRef, lease, inputOverrides, hop, scheduling } = parsed(
         submitJobInputSchema,
         input,
         'input',
@@ -268,6 +275,9 @@ export function createJobActivities(deps: JobActivityDeps) {
         webhookArmed,
         ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
       };
+      // Room in the endpoint's /run window, from its gate, before anything can be out.
+      const grant = await grantToSend(client, endpointId, 1, scheduling, deps.askToSend);
+      if (grant.count === 0) throw windowFull(endpointId);
       await beatBeforeSending(beat);
       let submitted: JobSubmitted;
       const sentAt = Date.now();
@@ -275,7 +285,12 @@ export function createJobActivities(deps: JobActivityDeps) {
         // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
         // its own timeouts instead (worker shutdown gives it a grace period). The beat says the
         // worker lives (a lease needs a dead one noticed quickly), also while 429s are waited out.
-        submitted = await whileBeating(beat, () => client.jobs.run(endpointId, body));
+        const { sendBy } = grant;
+        submitted = await whileBeating(beat, () =>
+          sendBy === undefined
+            ? client.jobs.run(endpointId, body)
+            : client.jobs.run(endpointId, body, { sendBy }),
+        );
         metrics.submission('accepted');
         if (hop) metrics.routeHop(hop);
         inFlight.started(endpointId, submitted.id);

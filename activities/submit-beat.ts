@@ -41,17 +41,3 @@ export async function whileBeating<T>(beat: SubmitBeat, fn: () => Promise<T>): P
     clearInterval(timer);
   }
 }
-
-/**
- * Waits for a page's reserved send time (workflows/send-window.ts). Its beats go straight to the
- * server, as beatBeforeSending's do, and carry nothing: a beat of the SDK's throttled kind could
- * reach the server after the one saying requests may be out, and erase it.
- */
-export async function waitToSend(at: number): Promise<void> {
-  const ctx = Context.current();
-  const beatEvery = Math.max(ctx.info.heartbeatTimeoutMs ?? 30_000, 1_000) / 3;
-  for (let left = at - Date.now(); left > 0; left = at - Date.now()) {
-    await ctx.sleep(Math.min(left, beatEvery));
-    if (at - Date.now() > 0) await ctx.client.activity.heartbeat(ctx.info.taskToken).catch(() => undefined);
-  }
-}

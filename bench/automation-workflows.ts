@@ -1,6 +1,6 @@
 // The automation workflow with stand-in children that end at once: the bench measures the
 // automation's own history, not the jobs'.
-export { automationWorkflow } from '../workflows/automation';
+export { automationWorkflow } from '../workflows/automation/automation';
 
 export async function serverlessJob(): Promise<{ ok: true }> {
   return { ok: true };

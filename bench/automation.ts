@@ -12,7 +12,7 @@ import { Worker } from '@temporalio/worker';
 import { createAutomationActivities, defineAutomation } from '../activities/automation';
 import { sendEvent } from '../client/automations';
 import { automationWorkflowId } from '../contracts/automation-input';
-import { automationStateQuery } from '../workflows/automation-definitions';
+import { automationStateQuery } from '../workflows/automation/automation-definitions';
 import { median, numberArg, quietRuntime, say, startDevServer } from './support';
 
 const EVENTS = numberArg('events', 1000);

@@ -38,7 +38,7 @@ import { nativeEventSource } from '../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../worker/gateway';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
-import { automationStateQuery } from '../workflows/automation-definitions';
+import { automationStateQuery } from '../workflows/automation/automation-definitions';
 import { mb, median, numberArg, quietRuntime, say, sleep, startDevServer, until } from './support';
 
 const EVENTS = numberArg('events', 5000);

@@ -57,8 +57,8 @@ import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import type { serverlessJob } from '../workflows/job';
-import { searchAttributeKeys } from '../workflows/search-attributes';
+import type { serverlessJob } from '../workflows/job/job';
+import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 import { installWorkerProbe, tasksOf } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {

@@ -27,7 +27,7 @@ import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/search-attributes';
+import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`);

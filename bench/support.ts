@@ -17,7 +17,7 @@ import { dynamicConfigFlags } from '../scripts/server-settings';
 import { provisionedServers } from '../scripts/servers';
 import { createLogger } from '../worker/logger';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/search-attributes';
+import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
 export { inBatches } from '../test/support/in-batches';

@@ -7,7 +7,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { provisionedServers } from '../scripts/servers';
-import { stackCheck } from '../workflows/stack-check';
+import { stackCheck } from '../workflows/shared/stack-check';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
-      workflowsPath: require.resolve('../workflows/stack-check'),
+      workflowsPath: require.resolve('../workflows/shared/stack-check'),
       activities: { describeWorker: async (name: string) => name },
     });
     const timings: number[] = [];

@@ -17,8 +17,8 @@ import {
 import { automationStartOptions } from '../contracts/automation-start';
 import { firstIssue } from '../contracts/input-rules';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
-import type { automationWorkflow } from '../workflows/automation';
-import { automationEventSignal, automationStateQuery } from '../workflows/automation-definitions';
+import type { automationWorkflow } from '../workflows/automation/automation';
+import { automationEventSignal, automationStateQuery } from '../workflows/automation/automation-definitions';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 
 export type {

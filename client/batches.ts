@@ -30,11 +30,12 @@ import {
   type BatchResultLine,
   type BatchResultsRef,
   type BatchSummary,
-  concurrencySchema,
+  concurrencyChangeIssue,
   type ParsedBatchInput,
   parseBatchInput,
   storeKeySchema,
 } from '../contracts/batch-input';
+import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
 import {
@@ -43,8 +44,8 @@ import {
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
-} from '../workflows/batch-definitions';
-import { endpointIdKey } from '../workflows/search-attributes';
+} from '../workflows/batch/batch-definitions';
+import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
@@ -139,6 +140,7 @@ export async function startBatch(
       args: [input],
       ...describeBatch(input),
       typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
+      ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
@@ -211,10 +213,9 @@ export async function setBatchConcurrency(
   client: Client,
   { batch, maxConcurrency }: SetBatchConcurrencyOptions,
 ): Promise<number> {
-  const checked = concurrencySchema.safeParse(maxConcurrency);
-  if (!checked.success)
-    throw new ValidationError('maxConcurrency', checked.error.issues[0]?.message ?? 'is invalid');
-  return handleOf(client, batch).executeUpdate(setBatchConcurrencyUpdate, { args: [checked.data] });
+  const issue = concurrencyChangeIssue(maxConcurrency);
+  if (issue) throw new ValidationError('maxConcurrency', issue);
+  return handleOf(client, batch).executeUpdate(setBatchConcurrencyUpdate, { args: [maxConcurrency] });
 }
 
 /** The summary of a finished batch, whether it succeeded or went over its tolerance or budget. */

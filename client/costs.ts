@@ -9,9 +9,9 @@ import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import type { BatchCost } from '../contracts/batch-input';
 import type { CostEstimate } from '../contracts/cost';
-import { jobSnapshotQuery } from '../workflows/definitions';
-import type { serverlessJob } from '../workflows/job';
-import { endpointIdKey } from '../workflows/search-attributes';
+import type { serverlessJob } from '../workflows/job/job';
+import { jobSnapshotQuery } from '../workflows/job/job-definitions';
+import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { finishedSummary, getBatchProgress } from './batches';
 import { getJobSnapshot, jobFailureOf, jobListQuery } from './jobs';
 import { type WorkflowTarget, workflowIdOf } from './workflow-target';
@@ -169,7 +169,7 @@ export function rangeCostQueries(range: CostRange = {}): CostQueries {
 
 /**
  * The batch a child-mode item's job workflow belongs to: its id is `${batchId}/item-${index}`
- * (workflows/batch-children.ts), and its parent, where visibility reports one, is that batch.
+ * (workflows/batch/batch-children.ts), and its parent, where visibility reports one, is that batch.
  */
 function batchOfChild(workflow: ListedWorkflow): string | undefined {
   const batchId = /^(.+)\/item-\d+$/.exec(workflow.workflowId)?.[1];

@@ -31,19 +31,19 @@ import {
   type LifecycleStatus,
   type ProvisionResult,
   type TeardownResult,
-} from '../workflows/endpoint-definitions';
+} from '../workflows/endpoint/endpoint-definitions';
 import type {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,
   teardownEndpointWorkflow,
   updateEndpointWorkflow,
-} from '../workflows/endpoint-lifecycle';
+} from '../workflows/endpoint/endpoint-lifecycle';
 import { describeEndpointStep } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import type { WorkflowTarget } from './workflow-target';
 
-export type { EphemeralBatchFailure } from '../workflows/endpoint-definitions';
-export { EPHEMERAL_FAILURE } from '../workflows/endpoint-definitions';
+export type { EphemeralBatchFailure } from '../workflows/endpoint/endpoint-definitions';
+export { EPHEMERAL_FAILURE } from '../workflows/endpoint/endpoint-definitions';
 
 /** The worker's default task queue (TEMPORAL_TASK_QUEUE). */
 export const DEFAULT_TASK_QUEUE = 'durable-serverless';

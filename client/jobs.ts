@@ -18,15 +18,16 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
+import { taskPriorityOf } from '../contracts/endpoint-gate';
 import type { JobFailureDetails } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
 import { tagAttributes, tagSchema, tagsSchema } from '../contracts/tags';
-import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/definitions';
-import type { serverlessJob } from '../workflows/job';
-import { endpointIdKey, jobIdKey, jobStatusKey, tagsKey } from '../workflows/search-attributes';
+import type { serverlessJob } from '../workflows/job/job';
+import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/job/job-definitions';
+import { endpointIdKey, jobIdKey, jobStatusKey, tagsKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { queryLiteral, runningClause, startedByClause, tagClause } from './visibility-queries';
 import { describeJob } from './workflow-descriptions';
@@ -123,6 +124,7 @@ export async function startJob(
       args: [input],
       ...describeJob(input),
       typedSearchAttributes: [...jobSearchAttributes(input), ...tagAttributes(tags)],
+      ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
     });

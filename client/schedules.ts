@@ -23,7 +23,7 @@ import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../co
 import { firstIssue } from '../contracts/input-rules';
 import type { JobWorkflowInput } from '../contracts/job-input';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
-import { tagsKey } from '../workflows/search-attributes';
+import { tagsKey } from '../workflows/shared/search-attributes';
 import {
   existingRunTimes,
   rangesWithTimes,

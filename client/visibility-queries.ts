@@ -9,7 +9,12 @@ import { ValidationError } from '../api/errors';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { firstIssue } from '../contracts/input-rules';
 import { tagSchema } from '../contracts/tags';
-import { automationKeyKey, automationNameKey, endpointIdKey, tagsKey } from '../workflows/search-attributes';
+import {
+  automationKeyKey,
+  automationNameKey,
+  endpointIdKey,
+  tagsKey,
+} from '../workflows/shared/search-attributes';
 
 /** A value as a string literal of the query: anything that could end the literal is refused. */
 export function queryLiteral(field: string, value: string): string {

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
+import { type Scheduling, schedulingSchema } from './endpoint-gate';
 import { firstIssue } from './input-rules';
 import { firstEndpoint, jobWorkflowInputSchema } from './job-input';
 import { storeKeySchema, submitRequestSchema } from './job-types';
@@ -67,6 +68,17 @@ export function concurrencyIssue(mode: BatchMode, value: number): string | undef
   return undefined;
 }
 
+/**
+ * A live change of a running batch's maxConcurrency (setBatchConcurrency): the rule, or undefined
+ * when it holds. The client checks it before it sends (it does not know the batch's mode: the
+ * general bound); the workflow's update validator checks it again with its mode.
+ */
+export function concurrencyChangeIssue(value: unknown, mode?: BatchMode): string | undefined {
+  const checked = concurrencySchema.safeParse(value);
+  if (!checked.success) return checked.error.issues[0]?.message ?? 'is invalid';
+  return mode === undefined ? undefined : concurrencyIssue(mode, checked.data);
+}
+
 export const batchInputSchema = z.strictObject({
   /** The endpoint every item runs on (exactly one of endpointId and route). */
   endpointId: pathSegmentSchema.optional(),
@@ -87,6 +99,11 @@ export const batchInputSchema = z.strictObject({
   job: batchItemOptionsSchema.prefault({}),
   /** Jobs in flight at once (submitted and not finished); changeable while running. */
   maxConcurrency: concurrencySchema.default(100),
+  /**
+   * How its submits share the endpoint with other work: priority 1 (first) to 5 (last), default
+   * 3, and a fairness key (a tenant) with its weight (contracts/endpoint-gate.ts).
+   */
+  ...schedulingSchema.shape,
   /** Failures tolerated before the batch fails (default: none). Either bound can fail it. */
   failureTolerance: failureToleranceSchema,
   /** Items per submit activity. */
@@ -102,7 +119,7 @@ export const batchInputSchema = z.strictObject({
     .finite({ error: 'must be a finite number > 0' })
     .positive({ error: 'must be a number > 0 (in the price table currency)' })
     .optional(),
-  /** Send an event to this automation when the batch ends (chaining; workflows/emit-on-end.ts). */
+  /** Send an event to this automation when the batch ends (chaining; workflows/shared/emit-on-end.ts). */
   emitOnEnd: emitOnEndSchema.optional(),
 });
 
@@ -162,7 +179,7 @@ export type SubmitItemResult =
 /**
  * A limit a worker's client keeps to for one operation on each endpoint (absent: none): a batch
  * holds its endpoint's /run limit and shares its /status limit among all the workers that run its activities
- * (workflows/send-window.ts, workflows/look-shares.ts).
+ * (engine/send-window.ts, engine/look-shares.ts).
  */
 export interface EndpointLimit {
   perTenSeconds?: number;
@@ -176,10 +193,11 @@ export interface LookShare {
 }
 
 /** A page's share of that limit: its requests go out from `at` until `by` (ms since the epoch), `concurrent` at a time. */
+/** How a page's requests go out: `concurrent` at a time, each within the room its endpoint's gate grants. */
 export interface PageSend {
-  at: number;
-  by: number;
   concurrent: number;
+  /** The batch's priority and fairness key at the endpoint's gate. */
+  scheduling: Scheduling;
 }
 
 /** The submit lease's counts (contracts/submit-lease.ts), in the summary and the progress. */

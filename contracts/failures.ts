@@ -112,3 +112,15 @@ export interface JobFailureDetails {
   field?: string;
   rule?: string;
 }
+
+/** What a workflow needs to know about an activity's failure. */
+export interface ActivityOutcome {
+  /** `application`: the activity's code said what happened; the others: it never got to say. */
+  source: 'application' | 'timeout' | 'cancelled' | 'other';
+  /** The ApplicationFailure type, `ActivityTimeout`, `Cancelled` or `Error`. */
+  type: string;
+  message: string;
+  retryable: boolean;
+  /** The first detail of the ApplicationFailure, or a timeout's last heartbeat details, if any. */
+  facts: Record<string, unknown>;
+}

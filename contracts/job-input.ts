@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { emitOnEndSchema } from './automation-input';
+import { schedulingSchema } from './endpoint-gate';
 import { durationBetween, durationSchema, firstIssue } from './input-rules';
 import { type Polling, requestRefSchema, streamSinkSchema, submitRequestSchema } from './job-types';
 import { type Route, routeSchema } from './route';
@@ -151,12 +152,17 @@ export const jobWorkflowInputSchema = z
         { error: "must be 'auto', false or a duration of at least 10 seconds" },
       )
       .default('auto'),
+    /**
+     * How its submit shares the endpoint with other work: priority 1 (first) to 5 (last), default
+     * 3, and a fairness key (a tenant) with its weight (contracts/endpoint-gate.ts).
+     */
+    ...schedulingSchema.shape,
     /** Fresh submissions allowed in total (first one, resubmits after expiry or an uncertain submit). */
     maxSubmissions: z.int().min(1).max(20).default(3),
     /**
      * Room beyond maxSubmissions for sending again after an uncertain submit's lease ran out with no
      * orphan reporting: no copy of the job can be live then (deleted at its lease, or never made),
-     * so these do not spend the caller's maxSubmissions (workflows/job-rules.ts).
+     * so these do not spend the caller's maxSubmissions (engine/job-rules.ts).
      */
     maxLeaseResubmits: z.int().min(0).max(20).default(5),
     /** Override of the mode's polling schedule. */
@@ -178,7 +184,7 @@ export const jobWorkflowInputSchema = z
      * shows the start from the wait's last look, at no history cost.
      */
     recordStart: z.boolean().default(false),
-    /** Send an event to this automation when the job ends (chaining; workflows/emit-on-end.ts). */
+    /** Send an event to this automation when the job ends (chaining; workflows/shared/emit-on-end.ts). */
     emitOnEnd: emitOnEndSchema.optional(),
   })
   .refine((input) => (input.endpointId === undefined) !== (input.route === undefined), {

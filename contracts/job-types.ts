@@ -7,6 +7,9 @@ import { z } from 'zod';
 import { jobRequestSchema, jobStatusValueSchema, ttlSchema, waitSchema } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import type { CostEstimate } from './cost';
+import { schedulingSchema } from './endpoint-gate';
+
+export type { JobStatusValue } from '../api/schemas/job';
 
 /** A large output lives in the result store; the workflow carries this instead. */
 export const resultRefSchema = z.strictObject({
@@ -81,6 +84,8 @@ export const submitJobInputSchema = z.strictObject({
   inputOverrides: z.record(z.string(), z.unknown()).optional(),
   /** The job moved here from another endpoint of its route, and why (counted once it is accepted). */
   hop: z.enum(['starved', 'capacity-failure']).optional(),
+  /** Its priority and fairness key at the endpoint's gate (contracts/endpoint-gate.ts). */
+  scheduling: schedulingSchema.optional(),
 });
 
 export const runJobSyncInputSchema = submitJobInputSchema.extend({ wait: waitSchema.optional() });

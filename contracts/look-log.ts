@@ -1,7 +1,7 @@
 /**
  * The looks at /status a batch's watcher made in the service's last window, counted by second, as
  * they cross history. A watcher that ends hands its window to the batch, and the next watchers on
- * the endpoint take it over up to their shares (workflows/look-shares.ts): a handoff does not start
+ * the endpoint take it over up to their shares (engine/look-shares.ts): a handoff does not start
  * a window afresh while the service still counts the last watcher's looks, in whichever worker
  * process the next one runs. Each count names the client that made the looks (`source`): a
  * watcher in the same process counts them already, in the client's own limiter.

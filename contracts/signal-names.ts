@@ -1,6 +1,6 @@
 /**
  * Names of the signals that activities send to workflows, and what they carry. Workflows define
- * their signals with these names (workflows/definitions.ts, workflows/automation-definitions.ts);
+ * their signals with these names (workflows/job/job-definitions.ts, workflows/automation/automation-definitions.ts);
  * activities send by name, so neither imports the other.
  */
 import type { StreamChunk } from '../api/schemas/job';

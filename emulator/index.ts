@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createControl, type EmulatorControl } from './control';
-import { createEngine } from './engine';
+import { createEngine } from './create-engine';
 import { describeZodError, type EmulatorOptions, emulatorOptionsSchema } from './schemas';
 import { applySeed, loadSeed } from './seed';
 import { buildServer } from './server';

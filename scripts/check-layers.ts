@@ -1,26 +1,42 @@
 /**
- * The layer rule of the library (docs: ARCHITECTURE's folder table), checked on every import:
+ * The layer rule of the library (docs/architecture.md's folder table), checked on every import:
  *
- *   client, worker  ->  workflows  ->  contracts  <-  activities  ->  api
+ *   client, worker  ->  workflows  ->  engine  ->  contracts  <-  activities  ->  api
  *
  * - contracts/ (schemas, types, failure names and pure rules that the layers share) imports only
  *   zod, @temporalio/common (the SDK's own shared layer), api/schemas and types of api/errors;
- * - workflows/ and activities/ never import each other; workflows/ may name an activity interface
- *   with `import type` (what proxyActivities needs);
+ * - engine/ (the pure per-item machine and rules) imports only contracts/ and zod: no Temporal, no
+ *   node built-ins, nothing else of the library, so it runs the same in a workflow and a unit test;
+ * - workflows/ imports @temporalio/workflow, @temporalio/common, zod, engine/, contracts/ and
+ *   api/schemas; activities/ only as `import type` (the interfaces proxyActivities needs);
+ * - activities/ never imports workflows/, client/ or worker/;
  * - client/ imports workflows/ only for workflow types (`import type`) and names: the signal, query
- *   and update definitions (*definitions.ts) and search attribute keys;
+ *   and update definitions (workflows/<family>/*definitions.ts) and search attribute keys;
  * - api/ knows nothing of the layers above it.
  *
- * Prints every import that breaks a rule, with file and line, and exits 1 if there is one.
+ * And no import circle anywhere in the library's folders (type-only imports count: a circle of
+ * types is still two modules that cannot be read apart). Tests, benchmarks and scripts are not
+ * checked for circles.
+ *
+ * Prints every import that breaks a rule and every circle, and exits 1 if there is one.
  *
  *   npm run check:layers
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
 const root = path.resolve(__dirname, '..');
-const LAYERS = ['api', 'contracts', 'activities', 'workflows', 'client', 'worker', 'emulator'] as const;
+const LAYERS = [
+  'api',
+  'contracts',
+  'engine',
+  'activities',
+  'workflows',
+  'client',
+  'worker',
+  'emulator',
+] as const;
 type Layer = (typeof LAYERS)[number];
 
 interface ImportSite {
@@ -41,7 +57,9 @@ interface Rule {
   allows(target: Target, site: ImportSite): boolean;
 }
 
-const NAME_FILES = /^workflows\/([a-z-]+-)?definitions$|^workflows\/search-attributes$/;
+const NAME_FILES = /^workflows\/[a-z]+\/([a-z-]+-)?definitions$|^workflows\/shared\/search-attributes$/;
+
+const WORKFLOW_PACKAGES = ['@temporalio/workflow', '@temporalio/common', 'zod'];
 
 const RULES: Partial<Record<Layer, Rule>> = {
   api: {
@@ -57,17 +75,25 @@ const RULES: Partial<Record<Layer, Rule>> = {
       return target.repoPath === 'api/errors' && site.typeOnly;
     },
   },
+  engine: {
+    why: 'engine/ is pure: it imports only contracts/ and zod (no @temporalio/*, no node built-ins)',
+    allows: (target) => {
+      if (target.kind === 'package') return target.name === 'zod';
+      return target.layer === 'engine' || target.layer === 'contracts';
+    },
+  },
   activities: {
     why: 'activities/ never imports workflows/, client/ or worker/ (shared shapes live in contracts/)',
     allows: (target) =>
       target.kind === 'package' || !['workflows', 'client', 'worker'].includes(target.layer ?? ''),
   },
   workflows: {
-    why: 'workflows/ imports activities/ only as `import type` (proxyActivities), and never client/ or worker/',
+    why: 'workflows/ imports @temporalio/workflow|common, zod, engine/, contracts/, api/schemas, and activities/ only as `import type`',
     allows: (target, site) => {
-      if (target.kind === 'package') return true;
+      if (target.kind === 'package') return WORKFLOW_PACKAGES.includes(target.name);
       if (target.layer === 'activities') return site.typeOnly;
-      return !['client', 'worker', 'emulator'].includes(target.layer ?? '');
+      if (target.layer === 'api') return target.repoPath.startsWith('api/schemas/');
+      return ['workflows', 'engine', 'contracts'].includes(target.layer ?? '');
     },
   },
   client: {
@@ -140,21 +166,94 @@ function targetOf(site: ImportSite): Target {
   return { kind: 'local', layer: LAYERS.includes(first) ? first : undefined, repoPath };
 }
 
-const breaches: string[] = [];
-for (const layer of LAYERS) {
-  const rule = RULES[layer];
-  if (!rule) continue;
-  for (const file of sourceFiles(path.join(root, layer))) {
-    for (const site of importsOf(file)) {
-      if (rule.allows(targetOf(site), site)) continue;
-      const where = path.relative(root, file).split(path.sep).join('/');
-      breaches.push(`${where}:${site.line}: '${site.specifier}': ${rule.why}`);
+/** The source file a local import resolves to (`x` -> x.ts, x/index.ts), if it is one. */
+function fileOf(repoPath: string): string | undefined {
+  for (const candidate of [`${repoPath}.ts`, `${repoPath}.mts`, `${repoPath}/index.ts`]) {
+    if (existsSync(path.join(root, candidate))) return candidate;
+  }
+  return undefined;
+}
+
+/** The strongly connected components of more than one module (or a module importing itself). */
+function circles(graph: Map<string, Set<string>>): string[][] {
+  // Tarjan's algorithm, iterative so that a deep import chain cannot overflow the stack.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  let next = 0;
+  for (const start of graph.keys()) {
+    if (index.has(start)) continue;
+    const work: { node: string; edges: string[]; at: number }[] = [];
+    const enter = (node: string) => {
+      index.set(node, next);
+      low.set(node, next);
+      next += 1;
+      stack.push(node);
+      onStack.add(node);
+      work.push({ node, edges: [...(graph.get(node) ?? [])], at: 0 });
+    };
+    enter(start);
+    while (work.length > 0) {
+      const frame = work[work.length - 1]!;
+      if (frame.at < frame.edges.length) {
+        const to = frame.edges[frame.at]!;
+        frame.at += 1;
+        if (!index.has(to)) enter(to);
+        else if (onStack.has(to)) low.set(frame.node, Math.min(low.get(frame.node)!, index.get(to)!));
+        continue;
+      }
+      work.pop();
+      const parent = work[work.length - 1];
+      if (parent) low.set(parent.node, Math.min(low.get(parent.node)!, low.get(frame.node)!));
+      if (low.get(frame.node) !== index.get(frame.node)) continue;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== frame.node);
+      if (component.length > 1 || graph.get(frame.node)?.has(frame.node)) found.push(component.sort());
     }
   }
+  return found;
 }
+
+const breaches: string[] = [];
+const graph = new Map<string, Set<string>>();
+const libraryFiles = [
+  path.join(root, 'index.ts'),
+  ...LAYERS.flatMap((layer) => sourceFiles(path.join(root, layer))),
+];
+for (const file of libraryFiles) {
+  const where = path.relative(root, file).split(path.sep).join('/');
+  const layer = where.split('/')[0] as Layer;
+  const rule = RULES[layer];
+  const edges = new Set<string>();
+  graph.set(where, edges);
+  for (const site of importsOf(file)) {
+    const target = targetOf(site);
+    if (target.kind === 'local') {
+      const to = fileOf(target.repoPath);
+      if (to) edges.add(to);
+    }
+    if (!rule || rule.allows(target, site)) continue;
+    breaches.push(`${where}:${site.line}: '${site.specifier}': ${rule.why}`);
+  }
+}
+const importCircles = circles(graph);
 
 if (breaches.length > 0) {
   console.error(`${breaches.length} import(s) break the layer rule:\n${breaches.join('\n')}`);
-  process.exit(1);
 }
-console.log('layers: every import follows the rule');
+if (importCircles.length > 0) {
+  console.error(
+    `${importCircles.length} import circle(s), each a set of modules that import each other:\n${importCircles
+      .map((component) => `  ${component.join(' <-> ')}`)
+      .join('\n')}`,
+  );
+}
+if (breaches.length > 0 || importCircles.length > 0) process.exit(1);
+console.log('layers: every import follows the rule, and no import circle');

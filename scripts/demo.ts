@@ -33,7 +33,7 @@ import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/search-attributes';
+import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 import { ensureServers } from './servers';
 
 const say = (line: string) => console.log(`[demo] ${line}`);

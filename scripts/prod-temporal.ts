@@ -42,7 +42,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { searchAttributeKeys } from '../workflows/search-attributes';
+import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 import { dynamicConfigYaml } from './server-settings';
 import { cacheDir, type Log, MissingToolError, onPath, run } from './servers';
 

@@ -12,7 +12,7 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { BatchActivities } from '../activities/batch';
 import type { ItemChange } from '../contracts/batch-input';
-import type { serverlessBatch } from '../workflows/batch';
+import type { serverlessBatch } from '../workflows/batch/batch';
 import { recordHistories, runRecording } from './history-recorder';
 
 const BATCH_RECORDED_ID = 'batch-recorded';
@@ -73,7 +73,7 @@ runRecording(async () => {
   await recordHistories(
     {
       taskQueue: 'record-batch-history',
-      workflowsPath: require.resolve('../workflows/batch'),
+      workflowsPath: require.resolve('../workflows/batch/batch'),
       activities: scriptedActivities(),
     },
     async ({ client, taskQueue, save }) => {

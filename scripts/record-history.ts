@@ -6,14 +6,14 @@
  *   npx tsx scripts/record-history.ts
  */
 import { createStackCheckActivities } from '../activities/stack-check';
-import { stackCheck } from '../workflows/stack-check';
+import { stackCheck } from '../workflows/shared/stack-check';
 import { recordHistories, runRecording } from './history-recorder';
 
 runRecording(() =>
   recordHistories(
     {
       taskQueue: 'record-history',
-      workflowsPath: require.resolve('../workflows/stack-check'),
+      workflowsPath: require.resolve('../workflows/shared/stack-check'),
       activities: createStackCheckActivities(),
     },
     async ({ client, taskQueue, save }) => {

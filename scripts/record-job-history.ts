@@ -15,8 +15,8 @@
 import { Context } from '@temporalio/activity';
 import type { JobActivities } from '../activities/job';
 import type { WaitForJobChangeInput } from '../contracts/job-types';
-import { jobWebhookSignal } from '../workflows/definitions';
-import type { serverlessJob } from '../workflows/job';
+import type { serverlessJob } from '../workflows/job/job';
+import { jobWebhookSignal } from '../workflows/job/job-definitions';
 import { recordHistories, runRecording } from './history-recorder';
 
 const WORKFLOW_ID = 'job-recorded';
@@ -83,7 +83,7 @@ function scriptedActivities(): Partial<JobActivities> & { waits: number } {
 runRecording(async () => {
   const activities = scriptedActivities();
   await recordHistories(
-    { taskQueue: 'record-job-history', workflowsPath: require.resolve('../workflows/job'), activities },
+    { taskQueue: 'record-job-history', workflowsPath: require.resolve('../workflows/job/job'), activities },
     async ({ client, taskQueue, save }) => {
       const handle = await client.workflow.start<typeof serverlessJob>('serverlessJob', {
         taskQueue,

@@ -10,7 +10,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { JobActivities } from '../activities/job';
 import type { FetchJobStatusInput, WaitForJobChangeInput } from '../contracts/job-types';
-import type { serverlessJob } from '../workflows/job';
+import type { serverlessJob } from '../workflows/job/job';
 import { recordHistories, runRecording } from './history-recorder';
 
 const WORKFLOW_ID = 'job-lease-recorded';
@@ -56,7 +56,7 @@ runRecording(() =>
   recordHistories(
     {
       taskQueue: 'record-job-lease-history',
-      workflowsPath: require.resolve('../workflows/job'),
+      workflowsPath: require.resolve('../workflows/job/job'),
       activities: scriptedActivities(),
     },
     async ({ client, taskQueue, save }) => {

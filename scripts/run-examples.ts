@@ -15,7 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startEmulator } from '../emulator';
-import { searchAttributeKeys } from '../workflows/search-attributes';
+import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 import { ensureServers } from './servers';
 
 const root = path.resolve(__dirname, '..');

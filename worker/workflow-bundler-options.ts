@@ -17,6 +17,6 @@ export function workflowBundlerOptions(
   preloadModules: string[];
 } {
   // zod and the schemas, loaded once per worker instead of once per cached workflow
-  // (workflows/shared-modules.ts says why that is safe).
-  return { preloadModules: [path.join(libraryWorkflowsDir, 'shared-modules')] };
+  // (workflows/shared/shared-modules.ts says why that is safe).
+  return { preloadModules: [path.join(libraryWorkflowsDir, 'shared', 'shared-modules')] };
 }

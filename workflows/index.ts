@@ -1,16 +1,17 @@
 // Every workflow the worker registers. The worker bundles this file.
 import type { BatchInput, BatchSummary } from '../contracts/batch-input';
-import { serverlessBatch as batchWorkflow } from './batch';
+import { serverlessBatch as batchWorkflow } from './batch/batch';
 
-export { automationWorkflow } from './automation';
+export { automationWorkflow } from './automation/automation';
+export { endpointGate } from './endpoint/endpoint-gate';
 export {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,
   teardownEndpointWorkflow,
   updateEndpointWorkflow,
-} from './endpoint-lifecycle';
-export { serverlessJob } from './job';
-export { stackCheck } from './stack-check';
+} from './endpoint/endpoint-lifecycle';
+export { serverlessJob } from './job/job';
+export { stackCheck } from './shared/stack-check';
 
 /**
  * The batch workflow as a caller starts it: a BatchInput in, its summary out (what it carries
@@ -51,5 +52,5 @@ export {
 } from '../contracts/endpoint-input';
 export { type JobWorkflowInput, jobWorkflowInputSchema } from '../contracts/job-input';
 export { type JobResult, jobResultSchema } from '../contracts/job-snapshot';
-export type { EphemeralResult, ProvisionResult, TeardownResult } from './endpoint-definitions';
-export type { StackCheckInput } from './stack-check';
+export type { EphemeralResult, ProvisionResult, TeardownResult } from './endpoint/endpoint-definitions';
+export type { StackCheckInput } from './shared/stack-check';

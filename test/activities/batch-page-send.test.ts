@@ -1,14 +1,17 @@
 /**
- * A batch page's share of the endpoint's /run limit (submitBatchPage's `send`): nothing goes out
- * before `at`, at most `concurrent` requests are out at once, and an item whose turn comes after
- * `by` is not sent but answered as unsent; and the /run limit stageBatchItems reads from the client.
+ * A batch page under its endpoint's gate (submitBatchPage's `send`): it sends what the gate grants
+ * and no more, at most `concurrent` requests out at once, and an item whose turn comes after its
+ * grant's sendBy is not sent but answered as unsent; and the /run limit stageBatchItems reads from
+ * the client.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type BatchActivityDeps, createBatchActivities } from '../../activities/batch';
+import type { AskToSend } from '../../activities/send-grant';
 import type { ServiceClient } from '../../api/client';
 import type { RateLimit } from '../../api/rate-limit';
 import type { JobRequestInput, JobSubmitted } from '../../api/schemas/job';
 import type { PageSend } from '../../contracts/batch-input';
+import type { SendAsk } from '../../contracts/endpoint-gate';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, serviceError, stubClient } from './job-stub';
 
@@ -119,34 +122,83 @@ const keepingSendBy =
       ? Promise.reject(notSent())
       : run(endpointId, request, callOptions);
 
-describe('submitBatchPage with a send window', () => {
+/** A client whose /run is `run` and whose /run limit is `perTenSeconds` (the gate holds it). */
+function limitedClient(run: Run, perTenSeconds = 100) {
+  return clientWith(run, (operation) => (operation === 'run' ? { perTenSeconds } : undefined));
+}
+
+/** A gate that grants `count` (or everything asked) at the current time, and keeps the asks. */
+function fakeGate(count?: number) {
+  const asks: SendAsk[] = [];
+  const ask: AskToSend = async (sent) => {
+    asks.push(sent);
+    const now = Date.now();
+    return { count: count ?? sent.count, at: now, sendBy: now + 500 };
+  };
+  return { asks, ask };
+}
+
+/** Batch activities with this client and gate. */
+function gatedActivities(client: BatchActivityDeps['client'], gate: ReturnType<typeof fakeGate>) {
+  return createBatchActivities({
+    client,
+    resultStoreDir: tempDir('batch-page-send'),
+    askToSend: gate.ask,
+  });
+}
+
+describe("submitBatchPage under its endpoint's gate", () => {
   beforeEach(() => {
-    // Date stands still unless a test moves it: `by` is passed exactly when the test says.
+    // Date stands still unless a test moves it: a grant's sendBy is passed exactly when the test says.
     vi.useFakeTimers({ toFake: ['Date'] });
   });
 
-  it('sends nothing when its time to send is already over: every item comes back unsent', async () => {
+  it('asks the gate for the page with its priority and fairness key, sends what it grants, and the rest comes back unsent', async () => {
     const runs = heldRuns({ auto: true });
-    const activities = activitiesWith(clientWith(keepingSendBy(runs.run)));
+    const gate = fakeGate(2);
+    const activities = gatedActivities(limitedClient(runs.run, 40), gate);
     const manifestKey = await stage(activities, 4);
-    const now = Date.now();
     const answer = await page(activities, manifestKey, [0, 1, 2, 3], {
-      at: now - 2_000,
-      by: now - 1,
-      concurrent: 2,
+      concurrent: 4,
+      scheduling: { priority: 1, fairnessKey: 'tenant-a', fairnessWeight: 2 },
     });
+    expect(gate.asks).toEqual([
+      { endpointId: 'ep-1', count: 4, limit: 40, priority: 1, fairnessKey: 'tenant-a', fairnessWeight: 2 },
+    ]);
+    expect(runs.calls.map((call) => (call.request.input as { n: number }).n)).toEqual([0, 1]);
+    expect(answer.results).toEqual([
+      { i: 0, id: 'job-0' },
+      { i: 1, id: 'job-1' },
+    ]);
+    expect(answer.unsent).toEqual([2, 3]);
+  });
+
+  it('sends nothing when the gate grants nothing: every item comes back unsent', async () => {
+    const runs = heldRuns({ auto: true });
+    const activities = gatedActivities(limitedClient(runs.run), fakeGate(0));
+    const manifestKey = await stage(activities, 3);
+    const answer = await page(activities, manifestKey, [0, 1, 2], { concurrent: 3, scheduling: {} });
     expect(runs.calls).toEqual([]);
-    expect(answer.results).toEqual([]);
-    expect([...(answer.unsent ?? [])].sort()).toEqual([0, 1, 2, 3]);
+    expect(answer).toEqual({ results: [], unsent: [0, 1, 2] });
+  });
+
+  it('asks no gate when the client keeps no /run rate: all of the page goes', async () => {
+    const runs = heldRuns({ auto: true });
+    const gate = fakeGate(0);
+    const activities = gatedActivities(clientWith(runs.run), gate);
+    const manifestKey = await stage(activities, 2);
+    const answer = await page(activities, manifestKey, [0, 1], { concurrent: 2, scheduling: {} });
+    expect(gate.asks).toEqual([]);
+    expect(answer.results).toHaveLength(2);
+    expect(runs.calls.map((call) => call.options)).toEqual([{}, {}]);
   });
 
   it('keeps at most `concurrent` runs out at once, and every item gets its job', async () => {
     const runs = heldRuns();
-    const activities = activitiesWith(clientWith(runs.run));
+    const activities = gatedActivities(limitedClient(runs.run), fakeGate());
     const manifestKey = await stage(activities, 5);
-    const now = Date.now();
-    const send = { at: now, by: now + 500, concurrent: 2 };
-    const answer = page(activities, manifestKey, range(5), send);
+    const sendBy = Date.now() + 500;
+    const answer = page(activities, manifestKey, range(5), { concurrent: 2, scheduling: {} });
     // Two runs go out; the other three wait for a slot (without the cap, all five would have been
     // called in the same turn as the second).
     await runs.arrived(2);
@@ -164,19 +216,19 @@ describe('submitBatchPage with a send window', () => {
     expect(runs.maxInFlight).toBe(2);
     expect(results).toEqual(range(5).map((i) => ({ i, id: `job-${i}` })));
     expect(unsent).toBeUndefined();
-    // Each request carries the page's deadline, for the client's own limiter to keep.
-    expect(runs.calls.map((call) => call.options)).toEqual(range(5).map(() => ({ sendBy: send.by })));
+    // Each request carries its grant's deadline, for the client's own limiter to keep.
+    expect(runs.calls.map((call) => call.options)).toEqual(range(5).map(() => ({ sendBy })));
     expect(runs.calls.map((call) => call.endpointId)).toEqual(range(5).map(() => 'ep-1'));
   });
 
-  it('counts as unsent an item whose turn came after `by`: the client refuses to send it', async () => {
+  it("counts as unsent an item whose turn came after its grant's sendBy: the client refuses to send it", async () => {
     const runs = heldRuns();
-    const activities = activitiesWith(clientWith(keepingSendBy(runs.run)));
+    const activities = gatedActivities(limitedClient(keepingSendBy(runs.run)), fakeGate());
     const manifestKey = await stage(activities, 2);
     const now = Date.now();
-    const answer = page(activities, manifestKey, [0, 1], { at: now, by: now + 500, concurrent: 1 });
+    const answer = page(activities, manifestKey, [0, 1], { concurrent: 1, scheduling: {} });
     await runs.arrived(1);
-    // The first run is still out when the page's time to send ends: the second's turn comes too late.
+    // The first run is still out when the grant's time to send ends: the second's turn comes too late.
     vi.setSystemTime(now + 501);
     runs.calls[0]?.answer();
     const { results, unsent } = await answer;
@@ -185,12 +237,12 @@ describe('submitBatchPage with a send window', () => {
     expect(runs.calls).toHaveLength(1);
   });
 
-  it("counts as unsent an item the client's limiter held past `by` (an Aborted error that never reached the service)", async () => {
+  it("counts as unsent an item the client's limiter held past sendBy (an Aborted error that never reached the service)", async () => {
     const runs = heldRuns();
-    const activities = activitiesWith(clientWith(runs.run));
+    const activities = gatedActivities(limitedClient(runs.run), fakeGate());
     const manifestKey = await stage(activities, 2);
     const now = Date.now();
-    const answer = page(activities, manifestKey, [0, 1], { at: now, by: now + 500, concurrent: 2 });
+    const answer = page(activities, manifestKey, [0, 1], { concurrent: 2, scheduling: {} });
     await runs.arrived(2);
     vi.setSystemTime(now + 501);
     runs.calls[0]?.answer();
@@ -200,12 +252,11 @@ describe('submitBatchPage with a send window', () => {
     expect(unsent).toEqual([1]);
   });
 
-  it('before `by`, the same error is a plain refusal, as without a send window', async () => {
+  it('before sendBy, the same error is a plain refusal, as without a gate', async () => {
     const runs = heldRuns();
-    const activities = activitiesWith(clientWith(runs.run));
+    const activities = gatedActivities(limitedClient(runs.run), fakeGate());
     const manifestKey = await stage(activities, 1);
-    const now = Date.now();
-    const answer = page(activities, manifestKey, [0], { at: now, by: now + 500, concurrent: 1 });
+    const answer = page(activities, manifestKey, [0], { concurrent: 1, scheduling: {} });
     await runs.arrived(1);
     runs.calls[0]?.fail(notSent());
     const { results, unsent } = await answer;
@@ -213,45 +264,6 @@ describe('submitBatchPage with a send window', () => {
       { i: 0, rejected: { type: 'Aborted', message: 'Aborted happened', retryable: true } },
     ]);
     expect(unsent).toBeUndefined();
-  });
-});
-
-/**
- * Until the page waits on a timer (its wait for `at`) or has sent something: turns of the event
- * loop, no time passing.
- */
-async function untilTimerArmed(sent: () => boolean) {
-  while (vi.getTimerCount() === 0 && !sent()) await new Promise((resolve) => setImmediate(resolve));
-}
-
-describe('submitBatchPage waiting for `at`', () => {
-  it('sends nothing before `at`, beating to the server with nothing while it waits, and all of it then', async () => {
-    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
-    const runs = heldRuns({ auto: true });
-    const activities = activitiesWith(clientWith(runs.run));
-    const manifestKey = await stage(activities, 3);
-    const now = Date.now();
-    const env = activityEnv();
-    const answer = page(
-      activities,
-      manifestKey,
-      [0, 1, 2],
-      { at: now + 25_000, by: now + 25_500, concurrent: 3 },
-      env,
-    );
-    await untilTimerArmed(() => runs.calls.length > 0);
-    await vi.advanceTimersByTimeAsync(24_999);
-    expect(runs.calls).toEqual([]);
-    // Beats straight to the server while it waits (the heartbeat timeout's third, 10 s by default),
-    // carrying no details: none of them may say requests are out.
-    expect(env.beats).toEqual([undefined, undefined]);
-    await vi.advanceTimersByTimeAsync(1);
-    const { results, unsent } = await answer;
-    expect(results).toEqual(range(3).map((i) => ({ i, id: `job-${i}` })));
-    expect(unsent).toBeUndefined();
-    // Then the one that says requests may be out, before the first is sent.
-    expect(env.beats).toHaveLength(3);
-    expect(env.beats[2]).toMatchObject({ sending: true });
   });
 });
 

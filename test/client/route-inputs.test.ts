@@ -16,7 +16,7 @@ import { scheduleBatch, scheduleJob } from '../../client/schedules';
 import { describeBatch, describeJob } from '../../client/workflow-descriptions';
 import type { BatchInput } from '../../contracts/batch-input';
 import type { JobWorkflowInput } from '../../contracts/job-input';
-import { endpointIdKey } from '../../workflows/search-attributes';
+import { endpointIdKey } from '../../workflows/shared/search-attributes';
 
 /** A client that records workflow starts and schedule creations and answers nothing else. */
 function recordingClient() {

@@ -1,5 +1,5 @@
 /**
- * A batch over a route, its pure part (workflows/batch-route.ts) with no server: which endpoint
+ * A batch over a route, its pure part (engine/batch-route.ts) with no server: which endpoint
  * the next page goes to and which items it takes, each endpoint's room, and an endpoint's drain
  * and recovery.
  */
@@ -19,7 +19,7 @@ import {
   queueChecksDue,
   recovered,
   usefulPage,
-} from '../../workflows/batch-route';
+} from '../../engine/batch-route';
 
 const route = routeSchema.parse({
   endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }, { endpointId: 'c' }],

@@ -4,8 +4,8 @@
  * payload limit.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeItems, encodeItems } from '../../workflows/item-carry';
-import { type ItemState, queuedItem, type RunningItem } from '../../workflows/item-state';
+import { decodeItems, encodeItems } from '../../engine/item-carry';
+import { type ItemState, queuedItem, type RunningItem } from '../../engine/item-state';
 
 const jobId = '9dec3478-2fcd-4697-b42c-dbd58174297f-u1';
 const running = (index: number): RunningItem => ({

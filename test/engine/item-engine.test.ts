@@ -4,7 +4,7 @@
  * here holds for both.
  */
 import { describe, expect, it } from 'vitest';
-import { stepItem } from '../../workflows/item-engine';
+import { stepItem } from '../../engine/item-engine';
 import {
   dueOf,
   type ItemEvent,
@@ -14,7 +14,7 @@ import {
   type RetryDueItem,
   type RunningItem,
   type UncertainItem,
-} from '../../workflows/item-state';
+} from '../../engine/item-state';
 
 const rules: ItemRules = {
   retry: { maxRetries: 2, initialInterval: 1_000, backoffCoefficient: 2, on: ['FAILED', 'TIMED_OUT'] },

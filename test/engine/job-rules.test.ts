@@ -13,7 +13,7 @@ import {
   submitRetryDelayMs,
   ttlDeadline,
   whyGone,
-} from '../../workflows/job-rules';
+} from '../../engine/job-rules';
 
 const retry = (raw: object = {}) => jobRetrySchema.parse(raw);
 const rules = (extra: object = {}) => ({

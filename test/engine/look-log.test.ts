@@ -7,7 +7,7 @@ import {
   poolLooks,
   takeLooks,
 } from '../../contracts/look-log';
-import { lookShare, looksHandedBack, looksTakenOver } from '../../workflows/look-shares';
+import { lookShare, looksHandedBack, looksTakenOver } from '../../engine/look-shares';
 
 describe('look log', () => {
   it('counts looks by second, and seeds each at the end of its second, but a lone client’s own', () => {

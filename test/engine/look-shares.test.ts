@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LookLog } from '../../contracts/look-log';
-import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from '../../workflows/look-shares';
+import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from '../../engine/look-shares';
 
 const SPEC = {
   status: { perTenSeconds: 2000, concurrent: 400 },

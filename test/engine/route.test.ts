@@ -10,9 +10,9 @@ import {
   requestFor,
   routeSchema,
 } from '../../contracts/route';
-import { decodeItems, encodeItems } from '../../workflows/item-carry';
-import { stepItem } from '../../workflows/item-engine';
-import { type ItemRules, queuedItem, type RunningItem } from '../../workflows/item-state';
+import { decodeItems, encodeItems } from '../../engine/item-carry';
+import { stepItem } from '../../engine/item-engine';
+import { type ItemRules, queuedItem, type RunningItem } from '../../engine/item-state';
 
 const rules: ItemRules = {
   retry: { maxRetries: 2, initialInterval: 1_000, backoffCoefficient: 2, on: ['FAILED', 'TIMED_OUT'] },

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dynamicConfigYaml } from '../../scripts/server-settings';
 import { provisionedServers } from '../../scripts/servers';
-import { searchAttributeKeys } from '../../workflows/search-attributes';
+import { searchAttributeKeys } from '../../workflows/shared/search-attributes';
 import { tempDir } from '../support/temp-dir';
 
 // docker-compose.yml cannot run here (no Docker engine); the real Compose CLI validates it offline.

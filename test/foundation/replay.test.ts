@@ -14,7 +14,7 @@ describe('replay of a recorded history', () => {
   it('accepts the workflow code that produced the history', async () => {
     await expect(
       Worker.runReplayHistory(
-        { workflowsPath: require.resolve('../../workflows/stack-check.ts') },
+        { workflowsPath: require.resolve('../../workflows/shared/stack-check.ts') },
         history,
         'recorded',
       ),

@@ -11,8 +11,8 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineAutomation, type RunPlan } from '../../activities/automation';
 import { type AutomationEvent, automationWorkflowId } from '../../contracts/automation-input';
-import type { automationWorkflow } from '../../workflows/automation';
-import { automationEventSignal } from '../../workflows/automation-definitions';
+import type { automationWorkflow } from '../../workflows/automation/automation';
+import { automationEventSignal } from '../../workflows/automation/automation-definitions';
 import { devServerEnv } from '../support/temporal';
 import { quietRuntime } from '../support/workflow-harness';
 import {

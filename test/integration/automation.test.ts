@@ -11,7 +11,7 @@ import { type AutomationDefinition, defineAutomation } from '../../activities/au
 import { type AutomationState, automationWorkflowId, sendEvent } from '../../client/automations';
 import { describeAutomation } from '../../contracts/automation-start';
 import { automationKeyKey, automationNameKey } from '../../contracts/search-attributes';
-import { automationStateQuery } from '../../workflows/automation-definitions';
+import { automationStateQuery } from '../../workflows/automation/automation-definitions';
 import { eventually, FAST_POLLING, historyText, type JobStack, startJobStack } from '../support/integration';
 
 const JOB_OPTIONS = { submitLease: false, polling: FAST_POLLING } as const;

@@ -13,7 +13,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { automationWorkflowId } from '../../client/automations';
 import { eventHeaders } from '../../client/event-signature';
-import { automationStateQuery } from '../../workflows/automation-definitions';
+import { automationStateQuery } from '../../workflows/automation/automation-definitions';
 import { eventually, type JobStack, spawnWorker, startJobStack } from '../support/integration';
 import { uniqueTaskQueue } from '../support/temporal';
 

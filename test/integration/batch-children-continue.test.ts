@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchInput } from '../../contracts/batch-input';
-import type { serverlessBatch } from '../../workflows/batch';
+import type { serverlessBatch } from '../../workflows/batch/batch';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import { bundleWorkflows, quietRuntime, withWorker } from '../support/workflow-harness';
 import { fakeChildren } from '../workflows/batch-children-fake';

@@ -14,13 +14,13 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchInput, LookShare } from '../../contracts/batch-input';
 import type { LookLog } from '../../contracts/look-log';
-import type { serverlessBatch } from '../../workflows/batch';
+import type { serverlessBatch } from '../../workflows/batch/batch';
 import {
   batchProgressQuery,
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
-} from '../../workflows/batch-definitions';
+} from '../../workflows/batch/batch-definitions';
 import { devServerEnv } from '../support/temporal';
 import {
   bundleBatchWorkflow,

@@ -2,7 +2,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStackCheckActivities } from '../../activities/stack-check';
-import { stackCheck } from '../../workflows/stack-check';
+import { stackCheck } from '../../workflows/shared/stack-check';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 
 describe('dev server (Temporal CLI built from the Go module proxy)', () => {
@@ -19,7 +19,7 @@ describe('dev server (Temporal CLI built from the Go module proxy)', () => {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
-      workflowsPath: require.resolve('../../workflows/stack-check.ts'),
+      workflowsPath: require.resolve('../../workflows/shared/stack-check.ts'),
       activities: createStackCheckActivities(),
     });
     const workflowId = uniqueTaskQueue('wf');

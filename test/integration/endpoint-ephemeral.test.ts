@@ -11,7 +11,7 @@ import {
   startEphemeralEndpoint,
 } from '../../client/endpoints';
 import type { BatchSummary } from '../../contracts/batch-input';
-import { endpointLifecycleQuery } from '../../workflows/endpoint-definitions';
+import { endpointLifecycleQuery } from '../../workflows/endpoint/endpoint-definitions';
 import {
   API_KEY,
   realActivities,

@@ -2,7 +2,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../api/errors';
 import { startTeardownEndpoint, teardownEndpoint } from '../../client/endpoints';
-import { endpointLifecycleQuery } from '../../workflows/endpoint-definitions';
+import { endpointLifecycleQuery } from '../../workflows/endpoint/endpoint-definitions';
 import {
   API_KEY,
   type Stack,

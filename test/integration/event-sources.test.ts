@@ -21,7 +21,7 @@ import { temporalEventSink } from '../../worker/event-sink';
 import { defineEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
-import { automationStateQuery } from '../../workflows/automation-definitions';
+import { automationStateQuery } from '../../workflows/automation/automation-definitions';
 import {
   eventually,
   FAST_POLLING,

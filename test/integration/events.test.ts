@@ -20,7 +20,7 @@ import { temporalEventSink } from '../../worker/event-sink';
 import { nativeEventSource } from '../../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
-import { automationStateQuery } from '../../workflows/automation-definitions';
+import { automationStateQuery } from '../../workflows/automation/automation-definitions';
 import { historyText } from '../support/history';
 import {
   describeWorkflowWait,

@@ -10,7 +10,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
 import { awaitJob, cancelJob, extendJobTtl } from '../../client/jobs';
-import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/search-attributes';
+import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/shared/search-attributes';
 import {
   eventually,
   FAST_POLLING,

@@ -10,7 +10,7 @@ import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { webhookUrlFor } from '../../worker/webhook-token';
-import { stackCheck } from '../../workflows/stack-check';
+import { stackCheck } from '../../workflows/shared/stack-check';
 import { tempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import { captureLines } from '../worker/capture';

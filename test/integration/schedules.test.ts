@@ -30,8 +30,8 @@ import {
   unpauseSchedule,
   updateSchedule,
 } from '../../client/schedules';
-import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint-lifecycle';
-import { endpointIdKey } from '../../workflows/search-attributes';
+import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint/endpoint-lifecycle';
+import { endpointIdKey } from '../../workflows/shared/search-attributes';
 import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
 
 describe('schedules on the dev server', () => {

@@ -17,7 +17,7 @@ import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { webhookUrlFor } from '../../worker/webhook-token';
-import { stackCheck } from '../../workflows/stack-check';
+import { stackCheck } from '../../workflows/shared/stack-check';
 import { eventually, quietTemporalRuntime } from '../support/integration';
 import { removeTempDir } from '../support/temp-dir';
 import { uniqueTaskQueue } from '../support/temporal';

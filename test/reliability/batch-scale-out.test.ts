@@ -1,11 +1,11 @@
 /**
  * One batch run by three worker processes on one task queue, on the real server on PostgreSQL, with
  * one of them SIGKILLed mid-batch. The service's /run limit holds for the workers together: the
- * batch reserves each page's send time in its own state (workflows/send-window.ts), so no window of
+ * batch reserves each page's send time in its own state (engine/send-window.ts), so no window of
  * the service's sees more requests than the limit however many processes send its pages, where each
  * process's own limiter would let each of them send the whole limit. The emulator counts every
  * request its limits refuse: no /run is. Its /status looks are shared out among its watchers, and
- * each new watcher takes over the window of the ones before it (workflows/look-shares.ts), so the
+ * each new watcher takes over the window of the ones before it (engine/look-shares.ts), so the
  * service refuses next to no /status either: at most 1% of the items' worth, the requests a window's
  * edge can catch when their arrival at the service lags their grant by a few milliseconds (each is
  * waited out). Every item completes with its output and none runs twice.

@@ -10,7 +10,17 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(__dirname, '../..');
-const LIBRARY_FOLDERS = ['index.ts', 'api', 'activities', 'workflows', 'worker', 'client', 'emulator'];
+const LIBRARY_FOLDERS = [
+  'index.ts',
+  'api',
+  'contracts',
+  'engine',
+  'activities',
+  'workflows',
+  'worker',
+  'client',
+  'emulator',
+];
 
 /** The newest modification time under `target` (a file or a folder). */
 function newest(target: string): number {

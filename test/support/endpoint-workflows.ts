@@ -13,7 +13,7 @@ import {
   sleep,
 } from '@temporalio/workflow';
 
-export * from '../../workflows/endpoint-lifecycle';
+export * from '../../workflows/endpoint/endpoint-lifecycle';
 
 export interface StubJobActivities {
   stubJobStarted(job: string, endpointId: string): Promise<void>;

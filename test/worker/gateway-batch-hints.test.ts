@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createBatchJobReports } from '../../activities/batch-job-reports';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { webhookExpiry, webhookUrlFor } from '../../worker/webhook-token';
-import type { BatchHintAnswer } from '../../workflows/batch-definitions';
+import type { BatchHintAnswer } from '../../workflows/batch/batch-definitions';
 
 const SECRET = 'webhook-secret-0123456789abcdefghijkl';
 

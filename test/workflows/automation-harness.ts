@@ -20,7 +20,7 @@ import {
   type AutomationState,
   automationWorkflowId,
 } from '../../contracts/automation-input';
-import { automationStateQuery } from '../../workflows/automation-definitions';
+import { automationStateQuery } from '../../workflows/automation/automation-definitions';
 import { bundleWorkflows, withWorker } from '../support/workflow-harness';
 import { waitFor } from './wait-for';
 

@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, condition, defineSignal, setHandler } from '@temporalio/workflow';
 
-export { automationWorkflow } from '../../workflows/automation';
+export { automationWorkflow } from '../../workflows/automation/automation';
 
 export const releaseSignal = defineSignal('release');
 

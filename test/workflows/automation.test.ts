@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AutomationDefinition, defineAutomation, type RunPlan } from '../../activities/automation';
 import type { BatchStore } from '../../activities/batch-store';
 import { automationWorkflowId } from '../../contracts/automation-input';
-import type { automationWorkflow } from '../../workflows/automation';
+import type { automationWorkflow } from '../../workflows/automation/automation';
 import { historyText } from '../support/history';
 import { timeSkippingEnv } from '../support/temporal';
 import { failureOf, quietRuntime } from '../support/workflow-harness';

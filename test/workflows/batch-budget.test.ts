@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type BatchInput, type BatchSummary, parseBatchInput } from '../../contracts/batch-input';
-import { batchProgressQuery } from '../../workflows/batch-definitions';
+import { batchProgressQuery } from '../../workflows/batch/batch-definitions';
 import { batchSuite, failureOf, fakeService, quietRuntime, withWorker } from './batch-harness';
 
 quietRuntime();

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 describe('batch workflow bundle', () => {
   it('bundles without undici, the API client, the batch store or node built-ins', async () => {
     const { code } = await bundleWorkflowCode({
-      workflowsPath: require.resolve('../../workflows/batch.ts'),
+      workflowsPath: require.resolve('../../workflows/batch/batch.ts'),
       logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
     });
     expect(code).toContain('serverlessBatch');

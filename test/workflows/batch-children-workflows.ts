@@ -15,7 +15,7 @@ import {
 import { firstEndpoint, type JobWorkflowInput } from '../../contracts/job-input';
 import type { JobResult } from '../../contracts/job-snapshot';
 
-export { serverlessBatch } from '../../workflows/batch';
+export { serverlessBatch } from '../../workflows/batch/batch';
 
 export type ChildFate = { kind: 'COMPLETED' | 'FAILED' | 'UNCERTAIN' | 'held'; ms: number };
 

@@ -16,7 +16,7 @@ import {
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
-} from '../../workflows/batch-definitions';
+} from '../../workflows/batch/batch-definitions';
 import { historyText } from '../support/history';
 import { failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
 import { fakeChildren } from './batch-children-fake';
@@ -174,6 +174,26 @@ describe('batch workflow: child mode', () => {
     expect(carried.counts.completed).toBeLessThanOrEqual(5);
     expect(carried.cost.amount).toBe(0.25 * carried.counts.completed);
     expect(carried.notStarted).toBe(10 - carried.counts.completed);
+  });
+
+  it('lets no child start that would pass the budget, counting the children open at the mean cost', async () => {
+    // Child 0 ends at once (0.25); children 1 to 7 stay open. Budget 1: the seven open are
+    // expected to cost 1.75 more, so no child starts after them (the activities mode's rule).
+    const fake = fakeChildren(12, (i) => ({ kind: 'COMPLETED', ms: i === 0 ? 1_000 : 60_000 }));
+    const failure = await withWorker(suite.env, suite.bundle, fake.activities, async (queue) =>
+      failureOf((await start(queue, input({ maxConcurrency: 8, budget: 1 }))).result()),
+    );
+    expect(failure.type).toBe('BatchBudgetExceeded');
+    const carried = failure.details?.[0] as BatchSummary;
+    expect(fake.started.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(carried).toMatchObject({
+      budget: 1,
+      budgetExceeded: true,
+      stoppedBecause: 'budget',
+      counts: { completed: 8 },
+      notStarted: 4,
+      cost: { amount: 2, items: 8 },
+    });
   });
 
   it('pauses, resumes and changes its window while running', async () => {

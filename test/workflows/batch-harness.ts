@@ -17,7 +17,7 @@ import type {
   SubmitItemResult,
   WatchedItem,
 } from '../../contracts/batch-input';
-import type { serverlessBatch } from '../../workflows/batch';
+import type { serverlessBatch } from '../../workflows/batch/batch';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 
@@ -27,7 +27,7 @@ export { until } from './wait-for';
 export { timeSkippingEnv };
 
 export function bundleBatchWorkflow(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflows(require.resolve('../../workflows/batch.ts'));
+  return bundleWorkflows(require.resolve('../../workflows/batch/batch.ts'));
 }
 
 /**

@@ -16,7 +16,7 @@ import {
   WEBHOOK_MARGIN_MS,
   WEBHOOK_RETRY_WINDOW_MS,
 } from '../../contracts/submit-lease';
-import { jobWebhookSignal } from '../../workflows/definitions';
+import { jobWebhookSignal } from '../../workflows/job/job-definitions';
 import { batchSuite, type Fate, fakeService, quietRuntime, until, withWorker } from './batch-harness';
 
 quietRuntime();

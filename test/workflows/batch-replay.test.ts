@@ -16,7 +16,7 @@ describe.each(histories)('replay of the recorded batch history $name', ({ histor
   it('accepts the current batch workflow code', async () => {
     await expect(
       Worker.runReplayHistory(
-        { workflowsPath: require.resolve('../../workflows/batch.ts') },
+        { workflowsPath: require.resolve('../../workflows/batch/batch.ts') },
         history,
         'batch-recorded',
       ),

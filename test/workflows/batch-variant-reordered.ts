@@ -4,7 +4,7 @@
  * guards the batch workflow's determinism.
  */
 import { sleep } from '@temporalio/workflow';
-import { serverlessBatch as recorded } from '../../workflows/batch';
+import { serverlessBatch as recorded } from '../../workflows/batch/batch';
 
 export async function serverlessBatch(...args: Parameters<typeof recorded>): ReturnType<typeof recorded> {
   await sleep(1);

@@ -17,7 +17,7 @@ import {
   pauseBatchSignal,
   resumeBatchSignal,
   setBatchConcurrencyUpdate,
-} from '../../workflows/batch-definitions';
+} from '../../workflows/batch/batch-definitions';
 import {
   batchSuite,
   type Fate,

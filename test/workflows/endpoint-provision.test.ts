@@ -2,8 +2,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointNameFor } from '../../contracts/endpoint-input';
-import { endpointLifecycleQuery } from '../../workflows/endpoint-definitions';
-import type { provisionEndpointWorkflow, updateEndpointWorkflow } from '../../workflows/endpoint-lifecycle';
+import { endpointLifecycleQuery } from '../../workflows/endpoint/endpoint-definitions';
+import type {
+  provisionEndpointWorkflow,
+  updateEndpointWorkflow,
+} from '../../workflows/endpoint/endpoint-lifecycle';
 import { fakeEndpointService } from '../support/endpoint-fakes';
 import { bundleEndpointWorkflows, failureOf, quietRuntime, withWorker } from '../support/endpoint-harness';
 import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';

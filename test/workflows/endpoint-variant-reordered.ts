@@ -11,13 +11,17 @@ import type {
   TeardownEndpointInput,
   UpdateEndpointInput,
 } from '../../contracts/endpoint-input';
-import type { EphemeralResult, ProvisionResult, TeardownResult } from '../../workflows/endpoint-definitions';
+import type {
+  EphemeralResult,
+  ProvisionResult,
+  TeardownResult,
+} from '../../workflows/endpoint/endpoint-definitions';
 import {
   ephemeralEndpointWorkflow as recordedEphemeral,
   provisionEndpointWorkflow as recordedProvision,
   teardownEndpointWorkflow as recordedTeardown,
   updateEndpointWorkflow as recordedUpdate,
-} from '../../workflows/endpoint-lifecycle';
+} from '../../workflows/endpoint/endpoint-lifecycle';
 
 export async function provisionEndpointWorkflow(input: ProvisionEndpointInput): Promise<ProvisionResult> {
   await sleep(1);

@@ -4,7 +4,7 @@
  * stand-in registered as `serverlessJob` so that a `jobs` input of the library's job type runs
  * (the recorded pre-engine history, test/fixtures/endpoint-ephemeral-jobs.history.json).
  */
-export { serverlessBatch } from '../../workflows/batch';
+export { serverlessBatch } from '../../workflows/batch/batch';
 export * from '../support/endpoint-workflows';
 
 import { type StubJobInput, stubJobWorkflow } from '../support/endpoint-workflows';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 describe('job workflow bundle', () => {
   it('bundles without undici, the API client or node built-ins', async () => {
     const { code } = await bundleWorkflowCode({
-      workflowsPath: require.resolve('../../workflows/job.ts'),
+      workflowsPath: require.resolve('../../workflows/job/job.ts'),
       logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
     });
     expect(code).toContain('serverlessJob');

@@ -10,7 +10,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
 import { beatBeforeSending } from '../../activities/submit-beat';
 import type { JobObservation, StreamResult, WaitResult } from '../../contracts/job-types';
-import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/definitions';
+import { type JobSnapshot, jobSnapshotQuery } from '../../workflows/job/job-definitions';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';
 import { waitFor } from './wait-for';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { FetchJobStatusInput } from '../../contracts/job-types';
 import { WEBHOOK_MARGIN_MS, WEBHOOK_RETRY_WINDOW_MS } from '../../contracts/submit-lease';
-import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
+import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/job/job-definitions';
 import {
   bundleJobWorkflow,
   DAY_MS,

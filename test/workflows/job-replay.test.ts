@@ -16,7 +16,7 @@ describe.each(histories)('replay of the recorded job workflow history $name', ({
   it('accepts the current job workflow code', async () => {
     await expect(
       Worker.runReplayHistory(
-        { workflowsPath: require.resolve('../../workflows/job.ts') },
+        { workflowsPath: require.resolve('../../workflows/job/job.ts') },
         history,
         'job-recorded',
       ),
@@ -44,7 +44,7 @@ describe('replay of a recorded job workflow history under a submit lease', () =>
   it('accepts the job workflow code that produced it', async () => {
     await expect(
       Worker.runReplayHistory(
-        { workflowsPath: require.resolve('../../workflows/job.ts') },
+        { workflowsPath: require.resolve('../../workflows/job/job.ts') },
         leaseHistory,
         'job-lease-recorded',
       ),

@@ -8,7 +8,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobWorkflowInput } from '../../contracts/job-input';
-import { jobSnapshotQuery } from '../../workflows/definitions';
+import { jobSnapshotQuery } from '../../workflows/job/job-definitions';
 import { historyText } from '../support/history';
 import {
   bundleJobWorkflow,

@@ -12,8 +12,8 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobStatusValue } from '../../api/schemas/job';
 import type { JobWorkflowInput } from '../../contracts/job-input';
-import { extendJobTtlSignal, jobSnapshotQuery } from '../../workflows/definitions';
-import { jobIdKey } from '../../workflows/search-attributes';
+import { extendJobTtlSignal, jobSnapshotQuery } from '../../workflows/job/job-definitions';
+import { jobIdKey } from '../../workflows/shared/search-attributes';
 import {
   bundleJobWorkflow,
   DAY_MS,

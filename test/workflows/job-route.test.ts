@@ -18,7 +18,7 @@ import type { JobSnapshot } from '../../contracts/job-snapshot';
 import type { WaitForJobChangeInput } from '../../contracts/job-types';
 import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
 import type { EndpointCapacity } from '../../contracts/route';
-import { jobSnapshotQuery } from '../../workflows/definitions';
+import { jobSnapshotQuery } from '../../workflows/job/job-definitions';
 import {
   bundleJobWorkflow,
   fakeJob,

@@ -11,7 +11,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beatBeforeSending } from '../../activities/submit-beat';
 import type { JobWorkflowInput } from '../../contracts/job-input';
-import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
+import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/job/job-definitions';
 import {
   bundleJobWorkflow,
   failureOf,

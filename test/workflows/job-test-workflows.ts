@@ -5,9 +5,9 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { JobResult } from '../../contracts/job-snapshot';
-import { serverlessJob } from '../../workflows/job';
+import { serverlessJob } from '../../workflows/job/job';
 
-export { serverlessJob } from '../../workflows/job';
+export { serverlessJob } from '../../workflows/job/job';
 
 export async function jobParent(input: JobWorkflowInput): Promise<JobResult> {
   return executeChild(serverlessJob, { args: [input], workflowId: `${workflowInfo().workflowId}-child` });

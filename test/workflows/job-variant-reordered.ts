@@ -6,7 +6,7 @@
 import { sleep } from '@temporalio/workflow';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { JobResult } from '../../contracts/job-snapshot';
-import { serverlessJob as recorded } from '../../workflows/job';
+import { serverlessJob as recorded } from '../../workflows/job/job';
 
 export async function serverlessJob(input: JobWorkflowInput): Promise<JobResult> {
   await sleep(1);

@@ -12,9 +12,9 @@ import { createJobActivities } from '../../activities/job';
 import type { ServiceClient } from '../../api/client';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import { signWebhookToken, webhookUrlFactory } from '../../worker/webhook-token';
-import type { JobResult } from '../../workflows/definitions';
-import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/definitions';
-import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/search-attributes';
+import type { JobResult } from '../../workflows/job/job-definitions';
+import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/job/job-definitions';
+import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/shared/search-attributes';
 import { historyText } from '../support/history';
 import { tempDir } from '../support/temp-dir';
 import {

@@ -1,8 +1,9 @@
 /**
- * The worker shares zod and the schemas between every workflow it runs (workflows/
- * shared-modules.ts). A module outside workflows/ that workflow code imports but that list
- * misses is evaluated again for each cached workflow; one the SDK froze deeply would break the
- * first parse of its schemas.
+ * The worker shares zod and the schemas between every workflow it runs (workflows/shared/
+ * shared-modules.ts). A module outside workflows/ and engine/ that workflow code imports but that
+ * list misses is evaluated again for each cached workflow; one the SDK froze deeply would break
+ * the first parse of its schemas. engine/ is workflow code that lives beside workflows/ (pure
+ * functions and small constants): each workflow evaluates it, as it does workflows/.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,15 +12,19 @@ import { LIBRARY_WORKFLOWS, workflowBundleFile } from '../support/workflow-bundl
 
 const ROOT = path.resolve(__dirname, '../..');
 
-/** The project's modules in a bundle, outside workflows/ (webpack names them ./dir/file.ts). */
+/** The project's modules in a bundle, outside workflows/ and engine/ (webpack names them ./dir/file.ts). */
 function bundledLibraryModules(code: string): string[] {
   const ids = [...code.matchAll(/^\/\*\*\*\/ "\.\/([^"]+)"/gm)].map((match) => match[1] ?? '');
-  return ids.filter((id) => !id.startsWith('node_modules/') && !id.startsWith('workflows/')).sort();
+  return ids
+    .filter(
+      (id) => !id.startsWith('node_modules/') && !id.startsWith('workflows/') && !id.startsWith('engine/'),
+    )
+    .sort();
 }
 
 function sharedModules(): string[] {
-  const source = readFileSync(path.join(ROOT, 'workflows/shared-modules.ts'), 'utf8');
-  return [...source.matchAll(/^import \* as \w+ from '\.\.\/([^']+)';$/gm)]
+  const source = readFileSync(path.join(ROOT, 'workflows/shared/shared-modules.ts'), 'utf8');
+  return [...source.matchAll(/^import \* as \w+ from '\.\.\/\.\.\/([^']+)';$/gm)]
     .map((match) => `${match[1]}.ts`)
     .sort();
 }
@@ -32,7 +37,7 @@ describe('modules shared between workflows', () => {
     expect(sharedModules()).toEqual(bundled);
     // The bundler's preload hook requires the list, so the worker evaluates it before any workflow.
     expect(code).toMatch(
-      /exports\.preloadModules = function preloadModules\(\) \{\s*__webpack_require__\([^)]*"\.\/workflows\/shared-modules\.ts"\)/,
+      /exports\.preloadModules = function preloadModules\(\) \{\s*__webpack_require__\([^)]*"\.\/workflows\/shared\/shared-modules\.ts"\)/,
     );
   });
 });

@@ -1,7 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stackCheck } from '../../workflows/stack-check';
+import { stackCheck } from '../../workflows/shared/stack-check';
 import { timeSkippingEnv, uniqueTaskQueue } from '../support/temporal';
 
 const TWO_DAYS_MS = 2 * 24 * 60 * 60 * 1000;
@@ -20,7 +20,7 @@ describe('time-skipping test server (Java, from Maven Central)', () => {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
-      workflowsPath: require.resolve('../../workflows/stack-check.ts'),
+      workflowsPath: require.resolve('../../workflows/shared/stack-check.ts'),
       activities: { describeWorker: async (name: string) => `mock worker for ${name}` },
     });
     const before = await env.currentTimeMs();

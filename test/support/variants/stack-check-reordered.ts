@@ -5,7 +5,7 @@
  */
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { StackCheckActivities } from '../../../activities/stack-check';
-import type { StackCheckInput } from '../../../workflows/stack-check';
+import type { StackCheckInput } from '../../../workflows/shared/stack-check';
 
 const { describeWorker } = proxyActivities<StackCheckActivities>({ startToCloseTimeout: '10 seconds' });
 

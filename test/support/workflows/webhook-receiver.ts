@@ -3,7 +3,7 @@
  * jobWebhookSignal it gets, shows them through a query, and returns them once it has `count`.
  */
 import { condition, defineQuery, setHandler } from '@temporalio/workflow';
-import { jobWebhookSignal } from '../../../workflows/definitions';
+import { jobWebhookSignal } from '../../../workflows/job/job-definitions';
 
 export type ReceivedWebhook = { jobId: string; status: string };
 

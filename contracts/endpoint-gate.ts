@@ -1,0 +1,125 @@
+/**
+ * The endpoint's gate: one workflow per endpoint (its id from the endpoint's) that holds the
+ * endpoint's /run window for every workload on it, in every worker process. Submits ask it for
+ * room (an update, from their activity) and send only what it grants, within SEND_SLACK_MS of the
+ * grant. The rule of who goes first is engine/endpoint-grants.ts; this file holds the shapes that
+ * cross the boundary (the asks, the grants, the operator's controls, the gate's view) and the
+ * scheduling options every workload takes (priority, fairness key and weight).
+ */
+import type { Priority } from '@temporalio/common';
+import { z } from 'zod';
+import { pathSegmentSchema } from '../api/schemas/path-segment';
+
+/** The service counts an endpoint's requests of one operation in any window this long. */
+export const RUN_WINDOW_MS = 10_000;
+/**
+ * How late a granted request may go out after its grant: the time an answer takes to reach the
+ * activity that sends, with room to spare. A request later than that is not sent (its caller asks
+ * again), so a grant's requests all fall in the window the gate counted them in.
+ */
+export const SEND_SLACK_MS = 500;
+/** How long an ask waits at the gate for room before it is answered with none: one window and slack. */
+export const ASK_WAIT_MS = RUN_WINDOW_MS + SEND_SLACK_MS;
+
+/** The gate's workflow type. */
+export const ENDPOINT_GATE_WORKFLOW = 'endpointGate';
+/** The update a submit asks room with. */
+export const ASK_TO_SEND_UPDATE = 'askToSend';
+
+/** The gate's workflow id: one per endpoint. */
+export function endpointGateId(endpointId: string): string {
+  return `endpoint-gate/${endpointId}`;
+}
+
+/** Temporal's priority scale: 1 goes first, 5 last. */
+export const DEFAULT_PRIORITY = 3;
+/** The fairness key of work that names none. */
+export const DEFAULT_FAIRNESS_KEY = '';
+const FAIRNESS_KEY_MAX_BYTES = 64;
+
+const prioritySchema = z
+  .number({ error: 'must be an integer from 1 (first) to 5 (last)' })
+  .int({ error: 'must be an integer from 1 (first) to 5 (last)' })
+  .min(1, { error: 'must be an integer from 1 (first) to 5 (last)' })
+  .max(5, { error: 'must be an integer from 1 (first) to 5 (last)' });
+const fairnessKeySchema = z
+  .string({ error: 'must be a string of at most 64 bytes' })
+  .refine((key) => new TextEncoder().encode(key).length <= FAIRNESS_KEY_MAX_BYTES, {
+    error: 'must be a string of at most 64 bytes',
+  });
+const fairnessWeightSchema = z
+  .number({ error: 'must be a number above 0, at most 1000' })
+  .gt(0, { error: 'must be a number above 0, at most 1000' })
+  .max(1000, { error: 'must be a number above 0, at most 1000' });
+
+/**
+ * How a workload's submits share its endpoints with other workloads: `priority` (1 to 5, default 3:
+ * a higher priority submits first, in the worker's task queue and at the endpoint's gate), and a
+ * `fairnessKey` (a tenant) with its `fairnessWeight` (default 1): while several keys wait on one
+ * endpoint, each gets its weighted share of the endpoint's submits.
+ */
+export const schedulingSchema = z.strictObject({
+  priority: prioritySchema.optional(),
+  fairnessKey: fairnessKeySchema.optional(),
+  fairnessWeight: fairnessWeightSchema.optional(),
+});
+export type Scheduling = z.infer<typeof schedulingSchema>;
+
+/**
+ * A workload's task priority in Temporal: its workflow's, which its activities and child workflows
+ * inherit, so that its tasks wait in the worker's queue by the same priority as its submits wait at
+ * the gate. None when the workload names none (the default, 3).
+ */
+export function taskPriorityOf(scheduling: Scheduling): { priority: Priority } | Record<string, never> {
+  return scheduling.priority === undefined ? {} : { priority: { priorityKey: scheduling.priority } };
+}
+
+/** A submit's ask for room in its endpoint's window. */
+export const sendAskSchema = z.strictObject({
+  endpointId: pathSegmentSchema,
+  /** Requests it would send now. */
+  count: z.number().int().min(1),
+  /** The /run limit of the asking worker's configuration (per 10 s). */
+  limit: z.number().int().min(1),
+  priority: prioritySchema.default(DEFAULT_PRIORITY),
+  fairnessKey: fairnessKeySchema.default(DEFAULT_FAIRNESS_KEY),
+  fairnessWeight: fairnessWeightSchema.default(1),
+});
+export type SendAsk = z.input<typeof sendAskSchema>;
+
+/** What the gate granted: `count` requests (0: none, ask again later), sent by `sendBy` or not at all. */
+export const sendGrantSchema = z.strictObject({
+  count: z.number().int().min(0),
+  at: z.number(),
+  sendBy: z.number(),
+});
+export type SendGrant = z.infer<typeof sendGrantSchema>;
+
+/** The operator's controls of a gate, each optional: what is absent stays as it is. */
+export const gateControlsSchema = z.strictObject({
+  paused: z.boolean().optional(),
+  /** The endpoint's /run limit per 10 s, over the workloads' own; null: theirs again. */
+  runLimit: z.number().int().min(1).max(1_000_000).nullable().optional(),
+  /** Weights per fairness key over the asks' own; a key set to null takes the asks' again. */
+  weights: z.record(fairnessKeySchema, fairnessWeightSchema.nullable()).optional(),
+});
+export type GateControls = z.input<typeof gateControlsSchema>;
+
+/** What a gate shows: its controls, its window and each fairness key's waiting and granted requests. */
+export interface GateView {
+  endpointId: string;
+  paused: boolean;
+  /** The limit it keeps to now (the operator's, or the last asker's). */
+  runLimit: number | undefined;
+  runLimitOverride: number | undefined;
+  /** Requests granted in the current window. */
+  inWindow: number;
+  keys: Array<{ fairnessKey: string; weight: number | undefined; waiting: number; granted: number }>;
+}
+
+/** The gate's input: the endpoint, and what a previous run carried. */
+export interface EndpointGateInput {
+  endpointId: string;
+  /** The state of the run before continue-as-new (engine/endpoint-grants.ts carriedGrants). */
+  carried?: unknown;
+}

@@ -1,0 +1,146 @@
+/**
+ * Who may send to an endpoint now: the rule of the endpoint's gate (workflows/endpoint/gate.ts),
+ * which holds the endpoint's /run window for every workload on it, in every worker process.
+ *
+ * A workload asks for room for `count` requests. The gate grants room that the window has now
+ * (never a time to come: a grant is sent within SEND_SLACK_MS of being made or given back), to the
+ * waiting asks in order: a higher priority first (Temporal's scale, 1 before 5), then, within a
+ * priority, the fairness key that has had the least of the window for its weight (start-time fair
+ * queueing: each key's `served` counts its grants divided by its weight), then the oldest ask. An ask
+ * may get less than it asked for: its caller sends what it got and asks again for the rest.
+ *
+ * Pure: no Temporal, no clock of its own; the gate passes the time in.
+ */
+import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-window';
+
+/** A workload's ask for room in the endpoint's window, as the gate holds it while it waits. */
+export interface WaitingAsk {
+  /** The gate's name for the ask (its update's id). */
+  id: string;
+  /** Requests it would send now: at least 1. */
+  count: number;
+  /** Temporal's priority scale: 1 goes first, 5 last; 3 by default. */
+  priority: number;
+  /** The tenant (or any group) whose share this ask draws on; '' for the default key. */
+  fairnessKey: string;
+  /** The key's weight: a key of weight 2 gets twice the share of a key of weight 1. */
+  weight: number;
+  /** When the gate took it (ms since the epoch), for the order within a key. */
+  arrivedAt: number;
+  /** When it stops waiting with nothing (its caller then plans it again). */
+  giveUpAt: number;
+}
+
+/** What the gate keeps between asks (and carries across continue-as-new). */
+export interface GrantsState {
+  /** The grants still in the window and slack: [time, requests], oldest first. */
+  log: SendLog;
+  /** Per fairness key: requests granted divided by the key's weight, since the key last joined. */
+  served: Record<string, number>;
+  /** Per fairness key: requests granted in all (for the gate's view and metrics). */
+  granted: Record<string, number>;
+  /** No grants while paused: asks wait, then give up and are planned again. */
+  paused: boolean;
+  /** The operator's /run limit for the endpoint, over the workloads' own. */
+  limitOverride?: number;
+  /** The operator's weights per fairness key, over the asks' own. */
+  weights: Record<string, number>;
+}
+
+export interface Grant {
+  id: string;
+  /** Requests granted: 0 for an ask that gave up. */
+  count: number;
+  /** The time of the grant (ms since the epoch): its requests go out by `sendBy`. */
+  at: number;
+  sendBy: number;
+}
+
+export function initialGrants(): GrantsState {
+  return { log: [], served: {}, granted: {}, paused: false, weights: {} };
+}
+
+/** The weight an ask counts with: the operator's for its key, else its own. */
+function weightOf(state: GrantsState, ask: WaitingAsk): number {
+  return state.weights[ask.fairnessKey] ?? ask.weight;
+}
+
+/**
+ * Takes a key that has no ask waiting into the shares: it starts level with the least served of
+ * the keys waiting, so that a key that was idle cannot claim the window for what it did not use.
+ */
+export function joinKey(state: GrantsState, key: string, waiting: readonly WaitingAsk[]): void {
+  if (waiting.some((ask) => ask.fairnessKey === key)) return;
+  const others = waiting.map((ask) => state.served[ask.fairnessKey] ?? 0);
+  const floor = others.length === 0 ? 0 : Math.min(...others);
+  state.served[key] = Math.max(state.served[key] ?? 0, floor);
+}
+
+/** The waiting asks in the order they are served. */
+export function grantOrder(state: GrantsState, waiting: readonly WaitingAsk[]): WaitingAsk[] {
+  return [...waiting].sort(
+    (a, b) =>
+      a.priority - b.priority ||
+      (state.served[a.fairnessKey] ?? 0) - (state.served[b.fairnessKey] ?? 0) ||
+      a.arrivedAt - b.arrivedAt ||
+      (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
+}
+
+/** The first time after `now` at which the window has room again (the oldest grant leaves it). */
+export function roomAgainAt(log: SendLog, now: number): number {
+  const span = RUN_WINDOW_MS + SEND_SLACK_MS;
+  const oldest = log.find(([at]) => at > now - span);
+  return oldest === undefined ? now : oldest[0] + span;
+}
+
+/**
+ * Grants the room the window has now to the waiting asks, best first, and answers the asks whose
+ * wait is over with nothing. Returns the answers (the answered asks leave `waiting`) and the time
+ * at which to look again (undefined: nothing waits).
+ */
+export function grantNow(
+  state: GrantsState,
+  waiting: WaitingAsk[],
+  now: number,
+  limit: number,
+): { answers: Grant[]; nextAt: number | undefined } {
+  const span = RUN_WINDOW_MS + SEND_SLACK_MS;
+  while (state.log.length > 0 && (state.log[0]?.[0] ?? 0) <= now - span) state.log.shift();
+  const window = state.limitOverride ?? limit;
+  const answers: Grant[] = [];
+  const answer = (ask: WaitingAsk, count: number) => {
+    waiting.splice(waiting.indexOf(ask), 1);
+    answers.push({ id: ask.id, count, at: now, sendBy: now + SEND_SLACK_MS });
+  };
+  if (!state.paused) {
+    for (;;) {
+      const room = roomNow(state.log, now, window);
+      const next = grantOrder(state, waiting)[0];
+      if (room <= 0 || next === undefined) break;
+      const count = Math.min(room, next.count);
+      const last = state.log.at(-1);
+      if (last?.[0] === now) last[1] += count;
+      else state.log.push([now, count]);
+      state.served[next.fairnessKey] = (state.served[next.fairnessKey] ?? 0) + count / weightOf(state, next);
+      state.granted[next.fairnessKey] = (state.granted[next.fairnessKey] ?? 0) + count;
+      answer(next, count);
+    }
+  }
+  for (const ask of waiting.filter((waiter) => waiter.giveUpAt <= now)) answer(ask, 0);
+  if (waiting.length === 0) return { answers, nextAt: undefined };
+  const giveUp = Math.min(...waiting.map((ask) => ask.giveUpAt));
+  return { answers, nextAt: state.paused ? giveUp : Math.min(giveUp, roomAgainAt(state.log, now)) };
+}
+
+/**
+ * The state to carry across continue-as-new: the window, and the shares levelled so that the least
+ * served key is at 0 (only differences count) with keys at that level left out.
+ */
+export function carriedGrants(state: GrantsState): GrantsState {
+  const values = Object.values(state.served);
+  const least = values.length === 0 ? 0 : Math.min(...values);
+  const served: Record<string, number> = {};
+  for (const [key, value] of Object.entries(state.served)) if (value > least) served[key] = value - least;
+  return { ...state, log: state.log.map(([at, count]) => [at, count]), served };
+}

@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import {
+  carriedGrants,
+  type GrantsState,
+  grantNow,
+  initialGrants,
+  joinKey,
+  type WaitingAsk,
+} from '../../engine/endpoint-grants';
+import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../engine/send-window';
+
+const SPAN = RUN_WINDOW_MS + SEND_SLACK_MS;
+
+function ask(id: string, fields: Partial<WaitingAsk> = {}): WaitingAsk {
+  return {
+    id,
+    count: 10,
+    priority: 3,
+    fairnessKey: '',
+    weight: 1,
+    arrivedAt: 0,
+    giveUpAt: 60_000,
+    ...fields,
+  };
+}
+
+/** Joins each ask as the gate does when it takes it, then grants at `now`. */
+function take(state: GrantsState, waiting: WaitingAsk[], asks: WaitingAsk[]): void {
+  for (const next of asks) {
+    joinKey(state, next.fairnessKey, waiting);
+    waiting.push(next);
+  }
+}
+
+describe('grantNow', () => {
+  it('grants at once what the window holds, and the rest of an ask as a smaller grant', () => {
+    const state = initialGrants();
+    const waiting = [ask('a', { count: 30 }), ask('b', { count: 30, arrivedAt: 1 })];
+    const { answers, nextAt } = grantNow(state, waiting, 1_000, 40);
+    expect(answers).toEqual([
+      { id: 'a', count: 30, at: 1_000, sendBy: 1_000 + SEND_SLACK_MS },
+      { id: 'b', count: 10, at: 1_000, sendBy: 1_000 + SEND_SLACK_MS },
+    ]);
+    expect(waiting).toEqual([]);
+    expect(nextAt).toBeUndefined();
+    expect(state.log).toEqual([[1_000, 40]]);
+  });
+
+  it('holds an ask while the window is full and looks again when its oldest grant leaves', () => {
+    const state = initialGrants();
+    grantNow(state, [ask('first', { count: 40 })], 1_000, 40);
+    const waiting = [ask('second')];
+    const held = grantNow(state, waiting, 2_000, 40);
+    expect(held).toEqual({ answers: [], nextAt: 1_000 + SPAN });
+    expect(grantNow(state, waiting, 1_000 + SPAN, 40).answers).toEqual([
+      { id: 'second', count: 10, at: 1_000 + SPAN, sendBy: 1_000 + SPAN + SEND_SLACK_MS },
+    ]);
+  });
+
+  it('serves a higher priority first, whatever came before it', () => {
+    const state = initialGrants();
+    const waiting = [
+      ask('backfill', { priority: 5, arrivedAt: 0 }),
+      ask('default', { priority: 3, arrivedAt: 1 }),
+      ask('interactive', { priority: 1, arrivedAt: 2, count: 1 }),
+    ];
+    const { answers } = grantNow(state, waiting, 5, 11);
+    expect(answers.map(({ id, count }) => [id, count])).toEqual([
+      ['interactive', 1],
+      ['default', 10],
+    ]);
+    expect(waiting.map(({ id }) => id)).toEqual(['backfill']);
+  });
+
+  it('shares the window between fairness keys by weight', () => {
+    const state = initialGrants();
+    const waiting: WaitingAsk[] = [];
+    let now = 0;
+    const got: Record<string, number> = { light: 0, heavy: 0 };
+    // Each key always has asks waiting; the window holds 30 requests, asked 10 at a time.
+    for (let round = 0; round < 60; round++) {
+      for (const [key, weight] of [
+        ['light', 1],
+        ['heavy', 2],
+      ] as const) {
+        while (waiting.filter((waiter) => waiter.fairnessKey === key).length < 3) {
+          take(state, waiting, [
+            ask(`${key}-${round}-${waiting.length}`, { fairnessKey: key, weight, arrivedAt: now }),
+          ]);
+        }
+      }
+      const { answers } = grantNow(state, waiting, now, 30);
+      for (const answer of answers) {
+        const key = answer.id.split('-')[0] as string;
+        got[key] = (got[key] ?? 0) + answer.count;
+      }
+      now += SPAN;
+    }
+    const share = (got.heavy ?? 0) / ((got.heavy ?? 0) + (got.light ?? 0));
+    expect(share).toBeGreaterThan(0.6);
+    expect(share).toBeLessThan(0.73);
+  });
+
+  it('starts a key that was idle level with the keys waiting, not with what it did not use', () => {
+    const state = initialGrants();
+    const waiting: WaitingAsk[] = [];
+    take(state, waiting, [ask('a1', { fairnessKey: 'a', count: 30 })]);
+    grantNow(state, waiting, 0, 30);
+    take(state, waiting, [ask('a2', { fairnessKey: 'a', count: 30 })]);
+    state.served.a = 300;
+    // b comes late: it starts at a's level, so the two alternate instead of b taking 10 windows.
+    take(state, waiting, [ask('b1', { fairnessKey: 'b', count: 30, arrivedAt: 1 })]);
+    expect(state.served.b).toBe(300);
+  });
+
+  it('answers an ask that waited its time with nothing, and grants nothing while paused', () => {
+    const state = { ...initialGrants(), paused: true };
+    const waiting = [ask('a', { giveUpAt: 5_000 })];
+    expect(grantNow(state, waiting, 1_000, 40)).toEqual({ answers: [], nextAt: 5_000 });
+    expect(grantNow(state, waiting, 5_000, 40).answers).toEqual([
+      { id: 'a', count: 0, at: 5_000, sendBy: 5_000 + SEND_SLACK_MS },
+    ]);
+  });
+
+  it("keeps to the operator's limit over the workloads' own", () => {
+    const state = { ...initialGrants(), limitOverride: 5 };
+    const { answers } = grantNow(state, [ask('a')], 0, 40);
+    expect(answers[0]?.count).toBe(5);
+  });
+});
+
+describe('carriedGrants', () => {
+  it('keeps the window and the differences between the shares only', () => {
+    const state: GrantsState = {
+      ...initialGrants(),
+      log: [[5, 10]],
+      served: { a: 100, b: 130, c: 100 },
+    };
+    expect(carriedGrants(state)).toMatchObject({ log: [[5, 10]], served: { b: 30 } });
+  });
+});

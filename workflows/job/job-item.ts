@@ -1,0 +1,116 @@
+/**
+ * The job workflow's one item in the per-item engine (engine/item-engine.ts): every decision about the
+ * job (a submit's answer and its backoff, an uncertain submit, the lease, a terminal status, a
+ * retry, expiry, a move to another endpoint of its route) is a step of the engine, the same one the
+ * batch drives for each of its items. `advanceJob` steps it and keeps the workflow's snapshot
+ * (counts, job id, endpoint, moves, deadline) in step.
+ */
+import type { RouteEndpoint } from '../../contracts/route';
+import { stepItem } from '../../engine/item-engine';
+import {
+  deadlineOf,
+  endpointOf,
+  type ItemCount,
+  type ItemEvent,
+  type ItemRules,
+  type ItemState,
+  type ItemStep,
+} from '../../engine/item-state';
+import { hasNextEndpoint } from '../../engine/item-steps';
+import { type Run, setDeadline, submitKind, syncSearchAttributes } from './job-run';
+
+/** The engine's rules for this job: the caller's options, one item, no grouping of retries. */
+export function jobRules(run: Run): ItemRules {
+  const { route } = run.job.options;
+  return {
+    ...run.job.options,
+    submitKind: submitKind(run),
+    retryGridMs: 1,
+    waitGridMs: 1,
+    routeLength: route?.endpoints.length ?? 1,
+    capacityFailures: route?.capacityFailures ?? [],
+  };
+}
+
+/** The endpoint the item is on (or goes to next, when queued): a single endpoint is a route of one. */
+export function routeEndpoint(run: Run, item: ItemState = run.item): RouteEndpoint {
+  const { route, endpointId } = run.job.options;
+  return route?.endpoints[endpointOf(item)] ?? { endpointId };
+}
+
+const SNAPSHOT_COUNT: Partial<
+  Record<ItemCount, 'uncertainSubmits' | 'uncertainAdopted' | 'resubmittedAfterLease' | 'leaseLapses'>
+> = {
+  uncertainSubmit: 'uncertainSubmits',
+  uncertainAdopted: 'uncertainAdopted',
+  resubmittedAfterLease: 'resubmittedAfterLease',
+  leaseLapse: 'leaseLapses',
+};
+
+export function advanceJob(run: Run, event: ItemEvent): ItemStep {
+  const before = run.item;
+  const rules = jobRules(run);
+  const result = stepItem(before, event, rules);
+  run.item = result.item;
+  const { s } = run;
+  for (const count of result.counts) {
+    const field = SNAPSHOT_COUNT[count];
+    if (field) s[field] += 1;
+  }
+  const item = result.item;
+  s.attempts = item.attempts;
+  s.submissions = item.submissions;
+  s.retries = item.retries;
+  s.endpointId = routeEndpoint(run, item).endpointId;
+  if (result.counts.includes('hop')) noteHop(run, before, event);
+  // A move is counted once, by the submit the service accepts (an adopted orphan counts none).
+  if (event.kind === 'submitted' || event.kind === 'orphan-reported') delete run.hop;
+  if (item.phase === 'running' || item.phase === 'retry-due') {
+    if (s.jobId !== item.jobId) {
+      ownNewJob(run, item.jobId, item.submittedAt, item.adopted);
+      // On a route with an endpoint after this one, a job that waits too long here may move.
+      const limit = run.job.options.route?.queueDelayLimit;
+      if (limit !== undefined && hasNextEndpoint(item, rules)) run.queueCheckAt = item.submittedAt + limit;
+      else delete run.queueCheckAt;
+    }
+    if (item.phase === 'running' && item.lease) s.leaseTtlMs = item.lease.ttlMs;
+    else delete s.leaseTtlMs;
+    run.job = { ...run.job, ttlMs: item.ttlMs };
+    setDeadline(run, deadlineOf(item) - item.submittedAt);
+  }
+  return result;
+}
+
+/** The workflow now follows this job (submitted by it, or adopted from an uncertain submit). */
+function ownNewJob(run: Run, jobId: string, submittedAt: number, adopted: boolean): void {
+  const { s } = run;
+  s.jobId = jobId;
+  if (!s.jobIds.includes(jobId)) s.jobIds.push(jobId);
+  s.adopted = adopted;
+  s.timings.submittedAt = submittedAt;
+  delete s.timings.runningAt;
+  delete s.progress;
+  run.submittedAt = submittedAt;
+}
+
+/**
+ * The engine moved the job to the next endpoint of its route: the move is recorded (result,
+ * snapshot, the next submit's metric), and the job left behind is known to be over there.
+ */
+function noteHop(run: Run, before: ItemState, event: ItemEvent): void {
+  const { s } = run;
+  const reason = event.kind === 'withdrawn' ? 'starved' : 'capacity-failure';
+  const jobId = (before.phase === 'running' ? before.jobId : s.jobId) ?? '';
+  const at = 'now' in event ? event.now : Date.now();
+  s.hops = [
+    ...(s.hops ?? []),
+    { from: routeEndpoint(run, before).endpointId, to: s.endpointId, jobId, reason, at },
+  ];
+  run.hop = reason;
+  delete run.queueCheckAt;
+  // A withdrawn job ended CANCELLED without running (or stopped as it started).
+  if (reason === 'starved') s.status = 'CANCELLED';
+  // The runs so far keep their estimate; the next endpoint's runs are added to it.
+  if (s.cost) run.earlierCost = s.cost;
+  syncSearchAttributes(run);
+}
