@@ -11,6 +11,14 @@ export {
 export { type BatchActivities, type BatchActivityDeps, createBatchActivities } from './batch';
 export { type BatchJobReports, createBatchJobReports } from './batch-job-reports';
 export { type BatchStore, createLocalBatchStore } from './batch-store';
+export {
+  type BulkActivities,
+  type BulkActivityDeps,
+  type BulkRun,
+  type BulkRunActions,
+  type BulkRunOutcome,
+  createBulkActivities,
+} from './bulk';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
 export { createLocalResultStore, type ResultStore } from './result-store';

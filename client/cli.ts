@@ -18,6 +18,7 @@ import type {
 } from '../contracts/endpoint-input';
 import { jobExecutionTimeoutSchema, jobTtlSchema } from '../contracts/job-input';
 import { addBatchCommands } from './cli-batch';
+import { addBulkCommands } from './cli-bulk';
 import { addCostCommands } from './cli-cost';
 import { addDoctorCommand } from './cli-doctor';
 import { addEventCommands } from './cli-event';
@@ -394,6 +395,7 @@ export function buildProgram(
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addCostCommands(program, { out: io.out, connect });
   addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addBulkCommands(program, { out: io.out, connect, taskQueue });
   addDoctorCommand(program, {
     out: io.out,
     env,
