@@ -154,7 +154,9 @@ export async function startBulkAction(
   selection: BulkSelection = {},
   options: StartBulkActionOptions = {},
 ): Promise<BulkActionHandle> {
-  const query = bulkActionQuery(action, selection);
+  // Runs started before the action only: the runs it starts itself (a retry, a redrive's batch)
+  // are never in its own selection, however the pages fall.
+  const query = `${bulkActionQuery(action, selection)} AND StartTime < "${new Date().toISOString()}"`;
   const { workflowId, taskQueue, pageSize } = checked(startBulkActionOptionsSchema, options, 'options');
   return client.workflow.start('bulkAction', {
     taskQueue,

@@ -17,9 +17,10 @@ import {
 import { bulkProgressQuery } from './bulk-definitions';
 
 const { bulkPage } = proxyActivities<BulkActivities>({
-  // A page of a thousand cancels at the service's pace takes a while; heartbeats say it is alive.
+  // A page of a thousand runs takes a while; a heartbeat every few runs says it is alive, and a
+  // worker that died mid-page is noticed within the heartbeat timeout, and the page acted on again.
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
