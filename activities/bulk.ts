@@ -9,9 +9,9 @@ import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   BULK_WORKFLOW_TYPES,
-  type BulkActionName,
   type BulkPageRequest,
   type BulkPageResult,
+  type ReplayWindow,
 } from '../contracts/bulk-action';
 
 /** One run the query found. */
@@ -28,6 +28,7 @@ export type BulkRunOutcome = 'acted' | 'skipped';
 export interface BulkRunActions {
   retry(run: BulkRun, bulkId: string): Promise<BulkRunOutcome>;
   redrive(run: BulkRun, bulkId: string): Promise<BulkRunOutcome>;
+  replay(run: BulkRun, bulkId: string, window: ReplayWindow): Promise<BulkRunOutcome>;
 }
 
 export interface BulkActivityDeps {
@@ -60,13 +61,19 @@ export function createBulkActivities(deps: BulkActivityDeps) {
     }
   }
 
-  async function act(action: BulkActionName, run: BulkRun, bulkId: string): Promise<BulkRunOutcome> {
+  async function act(request: BulkPageRequest, run: BulkRun): Promise<BulkRunOutcome> {
+    const { action, bulkId } = request;
     const client = clientOf();
     // The query names the types already; this guards a hand-written one that does not.
     if (!BULK_WORKFLOW_TYPES[action].includes(run.workflowType)) return 'skipped';
     if (action === 'cancel') return cancel(client, run);
     if (!deps.bulkRunActions)
       throw ApplicationFailure.nonRetryable(`this worker cannot ${action} runs`, 'BulkSetup');
+    if (action === 'replay') {
+      if (!request.window)
+        throw ApplicationFailure.nonRetryable('a replay needs its time range', 'BulkInput');
+      return deps.bulkRunActions.replay(run, bulkId, request.window);
+    }
     return deps.bulkRunActions[action](run, bulkId);
   }
 
@@ -87,7 +94,7 @@ export function createBulkActivities(deps: BulkActivityDeps) {
       const result: BulkPageResult = { seen: runs.length, acted: 0, skipped: 0, failed: 0, failures: [] };
       for (let start = 0; start < runs.length; start += AT_ONCE) {
         const outcomes = await Promise.allSettled(
-          runs.slice(start, start + AT_ONCE).map((run) => act(request.action, run, request.bulkId)),
+          runs.slice(start, start + AT_ONCE).map((run) => act(request, run)),
         );
         outcomes.forEach((outcome, offset) => {
           if (outcome.status === 'fulfilled') result[outcome.value] += 1;

@@ -22,11 +22,12 @@ import {
   bulkActions,
   DEFAULT_BULK_PAGE_SIZE,
   MAX_BULK_PAGE_SIZE,
+  replayWindowSchema,
 } from '../contracts/bulk-action';
 import { firstIssue } from '../contracts/input-rules';
 import { tagSchema } from '../contracts/tags';
 import { bulkProgressQuery } from '../workflows/bulk/bulk-definitions';
-import { endpointIdKey } from '../workflows/shared/search-attributes';
+import { automationKeyKey, automationNameKey, endpointIdKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { queryLiteral, tagClause } from './visibility-queries';
 
@@ -49,6 +50,9 @@ export const bulkSelectionSchema = z.strictObject({
   scheduleId: z.string().min(1).optional(),
   /** Runs an automation, batch or ephemeral run started (their parent's workflow id). */
   startedBy: z.string().min(1).optional(),
+  /** Automations of this name (replay), and of this key. */
+  automation: z.string().min(1).optional(),
+  automationKey: z.string().min(1).optional(),
 });
 export type BulkSelection = z.input<typeof bulkSelectionSchema>;
 
@@ -68,13 +72,24 @@ function checked<T>(schema: z.ZodType<T>, value: unknown, root: string): T {
  */
 export function bulkActionQuery(action: BulkActionName, selection: BulkSelection = {}): string {
   checked(actionSchema, action, 'action');
-  const { query, endpointId, startedAfter, startedBefore, tags, scheduleId, startedBy } = checked(
-    bulkSelectionSchema,
-    selection,
-    'selection',
-  );
+  const {
+    query,
+    endpointId,
+    startedAfter,
+    startedBefore,
+    tags,
+    scheduleId,
+    startedBy,
+    automation,
+    automationKey,
+  } = checked(bulkSelectionSchema, selection, 'selection');
   const types = BULK_WORKFLOW_TYPES[action].map((type) => `"${type}"`).join(', ');
-  const clauses = [`WorkflowType IN (${types})`, BULK_STATUS_CLAUSE[action]];
+  const status = BULK_STATUS_CLAUSE[action];
+  const clauses = [`WorkflowType IN (${types})`, ...(status ? [status] : [])];
+  if (automation !== undefined)
+    clauses.push(`${automationNameKey.name} = ${queryLiteral('selection.automation', automation)}`);
+  if (automationKey !== undefined)
+    clauses.push(`${automationKeyKey.name} = ${queryLiteral('selection.automationKey', automationKey)}`);
   if (endpointId !== undefined)
     clauses.push(`${endpointIdKey.name} = ${queryLiteral('selection.endpointId', endpointId)}`);
   if (startedAfter !== undefined) clauses.push(`StartTime >= "${new Date(startedAfter).toISOString()}"`);
@@ -142,6 +157,8 @@ export const startBulkActionOptionsSchema = z.strictObject({
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
   /** Runs listed, and acted on, a page at a time. */
   pageSize: z.number().int().min(1).max(MAX_BULK_PAGE_SIZE).default(DEFAULT_BULK_PAGE_SIZE),
+  /** replay (required there): the events the automation received in this range are sent again. */
+  window: replayWindowSchema.optional(),
 });
 export type StartBulkActionOptions = z.input<typeof startBulkActionOptionsSchema>;
 
@@ -157,11 +174,17 @@ export async function startBulkAction(
   // Runs started before the action only: the runs it starts itself (a retry, a redrive's batch)
   // are never in its own selection, however the pages fall.
   const query = `${bulkActionQuery(action, selection)} AND StartTime < "${new Date().toISOString()}"`;
-  const { workflowId, taskQueue, pageSize } = checked(startBulkActionOptionsSchema, options, 'options');
+  const { workflowId, taskQueue, pageSize, window } = checked(
+    startBulkActionOptionsSchema,
+    options,
+    'options',
+  );
+  if (action === 'replay' && !window) throw new ValidationError('options.window', 'is required for a replay');
+  if (action !== 'replay' && window) throw new ValidationError('options.window', 'is for a replay only');
   return client.workflow.start('bulkAction', {
     taskQueue,
     workflowId: workflowId ?? `bulk-${action}-${randomUUID()}`,
-    args: [{ action, query, pageSize }],
+    args: [{ action, query, pageSize, ...(window ? { window } : {}) }],
     staticSummary: `bulk ${action}`,
     staticDetails: `bulk ${action} over: ${query}`,
     workflowIdConflictPolicy: 'USE_EXISTING',

@@ -11,6 +11,8 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
+import { ValidationError } from '../api/errors';
+import { replayWindowSchema } from '../contracts/bulk-action';
 import {
   awaitBulkAction,
   type BulkActionName,
@@ -37,6 +39,10 @@ interface BulkFlags {
   tag?: string;
   schedule?: string;
   startedBy?: string;
+  automation?: string;
+  key?: string;
+  from?: string;
+  to?: string;
   dryRun?: boolean;
   wait?: boolean;
   id?: string;
@@ -48,6 +54,7 @@ const WHAT: Record<BulkActionName, string> = {
   cancel: 'cancel running jobs and batches (their remote jobs are cancelled first)',
   retry: 'start failed jobs again, under their own workflow ids',
   redrive: 'a new batch of the failed items of each finished batch',
+  replay: 'send again the events automations received in --from..--to, each under a new id',
 };
 
 function selectionOf(flags: BulkFlags): BulkSelection {
@@ -59,7 +66,17 @@ function selectionOf(flags: BulkFlags): BulkSelection {
     ...(flags.tag !== undefined ? { tags: parseTags('--tag', flags.tag) } : {}),
     ...(flags.schedule !== undefined ? { scheduleId: flags.schedule } : {}),
     ...(flags.startedBy !== undefined ? { startedBy: flags.startedBy } : {}),
+    ...(flags.automation !== undefined ? { automation: flags.automation } : {}),
+    ...(flags.key !== undefined ? { automationKey: flags.key } : {}),
   };
+}
+
+function checkReplayWindow(from: string, to: string): void {
+  const parsed = replayWindowSchema.safeParse({ from, to });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ValidationError(`--${String(issue?.path[0] ?? 'from')}`, issue?.message ?? 'is invalid');
+  }
 }
 
 export function addBulkCommands(program: Command, ctx: BulkCliContext): void {
@@ -69,8 +86,15 @@ export function addBulkCommands(program: Command, ctx: BulkCliContext): void {
     .description('act on many runs by a selection: cancel, retry, redrive (durable; --dry-run first)');
 
   for (const action of bulkActions) {
-    bulk
-      .command(action)
+    const command = bulk.command(action);
+    if (action === 'replay') {
+      command
+        .requiredOption('--from <iso>', 'the events received at or after this time')
+        .requiredOption('--to <iso>', 'and before this time')
+        .option('--automation <name>', 'the automation (its name)')
+        .option('--key <key>', 'and its key');
+    }
+    command
       .description(WHAT[action])
       .option('--query <query>', 'a visibility query of your own, ANDed with the flags below')
       .option('--endpoint <id>', 'runs on this endpoint')
@@ -88,6 +112,7 @@ export function addBulkCommands(program: Command, ctx: BulkCliContext): void {
         const selection = selectionOf(flags);
         // Checked before connecting: a bad selection never waits for Temporal.
         bulkActionQuery(action, selection);
+        if (action === 'replay') checkReplayWindow(String(flags.from), String(flags.to));
         const client = await ctx.connect();
         if (flags.dryRun) {
           const sampleSize = flags.sample === undefined ? 10 : parseInteger('--sample', flags.sample);
@@ -95,6 +120,7 @@ export function addBulkCommands(program: Command, ctx: BulkCliContext): void {
         }
         const handle = await startBulkAction(client, action, selection, {
           taskQueue: ctx.taskQueue(),
+          ...(action === 'replay' ? { window: { from: String(flags.from), to: String(flags.to) } } : {}),
           ...(flags.id !== undefined ? { workflowId: flags.id } : {}),
           ...(flags.pageSize !== undefined ? { pageSize: parseInteger('--page-size', flags.pageSize) } : {}),
         });

@@ -1,11 +1,12 @@
 /**
  * Bulk actions: one durable workflow pages through a visibility query and acts on each run it
- * finds (cancel, retry a failed job, redrive a batch's failed items). What the workflow, its
- * activity and the client share: the actions, the input, the progress and its query.
+ * finds (cancel, retry a failed job, redrive a batch's failed items, replay an automation's
+ * events). What the workflow, its activity and the client share: the actions, the input and the
+ * progress.
  */
 import { z } from 'zod';
 
-export const bulkActions = ['cancel', 'retry', 'redrive'] as const;
+export const bulkActions = ['cancel', 'retry', 'redrive', 'replay'] as const;
 export type BulkActionName = (typeof bulkActions)[number];
 
 /** The workflow types each action applies to: the query is narrowed to them, whatever it selects. */
@@ -14,16 +15,32 @@ export const BULK_WORKFLOW_TYPES: Record<BulkActionName, readonly string[]> = {
   cancel: ['serverlessJob', 'serverlessBatch'],
   retry: ['serverlessJob'],
   redrive: ['serverlessBatch'],
+  // Every run of the automation's chain (each continue-as-new is one): its history holds the events.
+  replay: ['automationWorkflow'],
 };
 
 /** The run state each action needs, ANDed to the query: only what it can act on is paged through. */
-export const BULK_STATUS_CLAUSE: Record<BulkActionName, string> = {
+export const BULK_STATUS_CLAUSE: Record<BulkActionName, string | undefined> = {
   cancel: 'ExecutionStatus = "Running"',
   retry: 'ExecutionStatus = "Failed"',
   // A batch over its tolerance fails; one within it completes with failed items; a cancelled one
   // keeps the items it did not run.
   redrive: 'ExecutionStatus != "Running"',
+  // Running or not: a run that continued as new received events too.
+  replay: undefined,
 };
+
+/** A replay's time range: the events the automation received in it, [from, to). */
+export const replayWindowSchema = z
+  .strictObject({
+    from: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with a zone' }),
+    to: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with a zone' }),
+  })
+  .refine((window) => Date.parse(window.from) < Date.parse(window.to), {
+    error: 'from must be before to',
+    path: ['to'],
+  });
+export type ReplayWindow = z.infer<typeof replayWindowSchema>;
 
 export const DEFAULT_BULK_PAGE_SIZE = 100;
 export const MAX_BULK_PAGE_SIZE = 1_000;
@@ -33,7 +50,7 @@ export const MAX_BULK_FAILURES_KEPT = 20;
 export const bulkCountsSchema = z.object({
   /** Runs the query returned. */
   seen: z.number().int().nonnegative(),
-  /** Runs acted on: cancel requested, job started again, batch redriven. */
+  /** Runs acted on: cancel requested, job started again, batch redriven, events replayed. */
   acted: z.number().int().nonnegative(),
   /** Runs there was nothing to do for (closed already, retried already, no failed items). */
   skipped: z.number().int().nonnegative(),
@@ -61,6 +78,8 @@ export const bulkActionInputSchema = z.strictObject({
   /** The whole visibility query, narrowed to the action's workflow types and states already. */
   query: z.string().min(1, { error: 'must not be empty' }),
   pageSize: z.number().int().min(1).max(MAX_BULK_PAGE_SIZE).default(DEFAULT_BULK_PAGE_SIZE),
+  /** replay: the events received in this range are sent again. */
+  window: replayWindowSchema.optional(),
   /** Carried through continue-as-new. */
   progress: bulkProgressSchema.optional(),
 });
@@ -74,6 +93,7 @@ export interface BulkPageRequest {
   nextPageToken?: string;
   /** The bulk action's workflow id: the new runs it starts are named after it, so a repeat starts none. */
   bulkId: string;
+  window?: ReplayWindow;
 }
 
 export interface BulkPageResult extends BulkCounts {

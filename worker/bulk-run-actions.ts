@@ -1,17 +1,23 @@
 /**
- * The new runs of a bulk retry or redrive (activities/bulk.ts calls these), started by the client's
- * own functions: startJob and redriveBatch, so a bulk action starts exactly what a person would.
- * Each is idempotent for one bulk action: a repeat after a crash finds the run it started and
- * starts nothing.
+ * The new runs of a bulk retry, redrive or replay (activities/bulk.ts calls these), started by the
+ * client's own functions: startJob, redriveBatch and sendEvent, so a bulk action starts exactly
+ * what a person would. Each is idempotent for one bulk action: a repeat after a crash finds the run
+ * it started (or, for a replayed event, the automation drops the repeat) and starts nothing.
  */
+import { createHash } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { tsToMs } from '@temporalio/common/lib/time';
 import type { BulkRun, BulkRunActions, BulkRunOutcome } from '../activities/bulk';
 import { ValidationError } from '../api/errors';
+import { sendEvent } from '../client/automations';
 import { redriveBatch } from '../client/batches';
 import { startJob } from '../client/jobs';
+import type { AutomationEvent } from '../contracts/automation-input';
+import type { ReplayWindow } from '../contracts/bulk-action';
 import type { JobWorkflowInput } from '../contracts/job-input';
-import { tagsKey } from '../contracts/search-attributes';
+import { automationKeyKey, automationNameKey, tagsKey } from '../contracts/search-attributes';
+import { SIGNAL_NAMES } from '../contracts/signal-names';
 
 /** The input a workflow chain was started with: the first event of its first run. */
 async function firstInput(client: Client, workflowId: string, firstRunId: string): Promise<unknown> {
@@ -27,6 +33,18 @@ async function firstInput(client: Client, workflowId: string, firstRunId: string
 
 /** The id of the batch a bulk action redrives a batch into: one per batch and bulk action. */
 export const redriveWorkflowId = (batchId: string, bulkId: string) => `${batchId}-redrive-${bulkId}`;
+
+const shortHash = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
+
+/**
+ * A replayed event's id: new to the automation (its de-duplication would drop the original id), the
+ * same for every attempt of one bulk action (so a page acted on twice replays nothing twice), and
+ * within the 256 characters an id may have.
+ */
+export function replayEventId(eventId: string, bulkId: string): string {
+  const suffix = `:replay:${shortHash(bulkId)}`;
+  return eventId.length + suffix.length <= 256 ? `${eventId}${suffix}` : `${shortHash(eventId)}${suffix}`;
+}
 
 export function createBulkRunActions(client: Client): BulkRunActions {
   return {
@@ -73,6 +91,45 @@ export function createBulkRunActions(client: Client): BulkRunActions {
         if (error instanceof ValidationError && error.field === 'batch') return 'skipped'; // nothing failed
         throw error;
       }
+    },
+
+    /**
+     * Every event this run of the automation received in the window (its signals, as Temporal
+     * stamped them), sent again to the automation of the same name and key, each under a new id.
+     */
+    async replay(run: BulkRun, bulkId: string, window: ReplayWindow): Promise<BulkRunOutcome> {
+      const description = await client.workflow.getHandle(run.workflowId, run.runId).describe();
+      const name = description.typedSearchAttributes.get(automationNameKey);
+      const key = description.typedSearchAttributes.get(automationKeyKey);
+      if (!name || !key) return 'skipped';
+      const from = Date.parse(window.from);
+      const to = Date.parse(window.to);
+      let replayed = 0;
+      let nextPageToken: Uint8Array | undefined;
+      do {
+        const page = await client.workflowService.getWorkflowExecutionHistory({
+          namespace: client.options.namespace,
+          execution: { workflowId: run.workflowId, runId: run.runId },
+          ...(nextPageToken ? { nextPageToken } : {}),
+        });
+        for (const event of page.history?.events ?? []) {
+          const signal = event.workflowExecutionSignaledEventAttributes;
+          if (signal?.signalName !== SIGNAL_NAMES.automationEvent) continue;
+          const at = tsToMs(event.eventTime);
+          if (at < from || at >= to) continue;
+          const payload = signal.input?.payloads?.[0];
+          if (!payload) continue;
+          const original = defaultPayloadConverter.fromPayload(payload) as AutomationEvent;
+          await sendEvent(
+            client,
+            { ...original, id: replayEventId(original.id, bulkId) },
+            { automation: name, key, taskQueue: description.taskQueue },
+          );
+          replayed += 1;
+        }
+        nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+      } while (nextPageToken);
+      return replayed > 0 ? 'acted' : 'skipped';
     },
   };
 }

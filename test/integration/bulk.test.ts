@@ -3,10 +3,13 @@
  * a cancel by tag over three batches and single jobs leaves no job running at the service and no
  * workflow open, and nothing outside the selection touched; a dry run counts and samples and acts
  * on nothing; a retry starts each failed job exactly once more; a redrive runs the failed items of
- * each selected batch once, in one new batch per batch.
+ * each selected batch once, in one new batch per batch; a replay sends again exactly the events an
+ * automation received in a time range.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineAutomation } from '../../activities/automation';
+import { getAutomationState, sendEvent } from '../../client/automations';
 import { awaitBatch, batchFailureOf, startBatch } from '../../client/batches';
 import { awaitBulkAction, dryRunBulkAction, startBulkAction } from '../../client/bulk';
 import { runCli } from '../../client/cli';
@@ -25,9 +28,24 @@ const BATCHES = 3;
 const ITEMS_PER_BATCH = 50;
 const SINGLE_JOBS = 50;
 
+/** The endpoint the replayed automation's jobs run on, known once the stack runs. */
+let replayEndpoint = '';
+const replayed = defineAutomation({
+  name: 'bulk-replayed',
+  run: (events) => ({
+    kind: 'job',
+    input: {
+      endpointId: replayEndpoint,
+      request: { input: { output: events[0]?.data ?? null } },
+      ...NO_LEASE,
+    },
+  }),
+});
+
 let stack: JobStack;
 beforeAll(async () => {
-  stack = await startJobStack({ name: 'bulk', timeScale: 1 });
+  stack = await startJobStack({ name: 'bulk', timeScale: 1, automations: [replayed] });
+  replayEndpoint = stack.endpoint({ workersMin: 0, workersMax: 20 });
 }, 300_000);
 afterAll(async () => {
   await stack?.close();
@@ -226,5 +244,44 @@ describe('bulk actions', () => {
     }
     // Exactly the failed items ran again, once each.
     expect(stack.control.submissions(endpointId)).toBe(before + 2 + 3 + 4);
+  }, 300_000);
+
+  it('replay: the events an automation received in a time range, sent again once each, and no others', async () => {
+    const key = uniqueTag('key');
+    const target = { automation: 'bulk-replayed', key, taskQueue: stack.taskQueue };
+    const received = async (count: number) =>
+      eventually(async () => {
+        const state = await getAutomationState(stack.client, { automation: 'bulk-replayed', key }).catch(
+          () => undefined,
+        );
+        return state && state.counters.received === count && state.counters.runsStarted === count
+          ? state
+          : undefined;
+      }, 60_000);
+    const from = new Date().toISOString();
+    for (const id of ['a', 'b', 'c']) await sendEvent(stack.client, { id, data: { id } }, target);
+    await received(3);
+    const to = new Date().toISOString();
+    for (const id of ['d', 'e']) await sendEvent(stack.client, { id, data: { id } }, target);
+    await received(5);
+    await eventually(() => (stack.control.submissions(replayEndpoint) === 5 ? true : undefined), 60_000);
+
+    const handle = await startBulkAction(
+      stack.client,
+      'replay',
+      { automation: 'bulk-replayed', automationKey: key },
+      { taskQueue: stack.taskQueue, window: { from, to } },
+    );
+    const progress = await awaitBulkAction(stack.client, { workflowId: handle.workflowId });
+    expect(progress).toMatchObject({ seen: 1, acted: 1, failed: 0 });
+    const state = await received(8);
+    expect(state.counters.duplicates).toBe(0);
+    await eventually(() => (stack.control.submissions(replayEndpoint) === 8 ? true : undefined), 60_000);
+    // The three replayed, not the two after the range: their jobs answer with the events' data.
+    const outputs = stack.control
+      .jobs(replayEndpoint, { removed: true })
+      .map((job) => (job.input as { output?: { id?: string } }).output?.id)
+      .sort();
+    expect(outputs).toEqual(['a', 'a', 'b', 'b', 'c', 'c', 'd', 'e']);
   }, 300_000);
 });

@@ -51,6 +51,7 @@ export async function bulkAction(rawInput: BulkActionInput): Promise<BulkProgres
       query: input.query,
       pageSize: input.pageSize,
       bulkId,
+      ...(input.window ? { window: input.window } : {}),
       ...(progress.nextPageToken ? { nextPageToken: progress.nextPageToken } : {}),
     });
     progress.pages += 1;
