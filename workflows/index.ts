@@ -40,6 +40,7 @@ export {
   type BatchSummary,
   batchInputSchema,
 } from '../contracts/batch-input';
+export type { BulkActionInput, BulkProgress } from '../contracts/bulk-action';
 export {
   type EphemeralBatch,
   type EphemeralEndpointInput,
