@@ -14,6 +14,7 @@ import { awaitBatch, batchFailureOf, startBatch } from '../../client/batches';
 import { awaitBulkAction, dryRunBulkAction, startBulkAction } from '../../client/bulk';
 import { runCli } from '../../client/cli';
 import { startJob } from '../../client/jobs';
+import { tagsKey } from '../../workflows/shared/search-attributes';
 import {
   eventually,
   HOUR_MS,
@@ -248,7 +249,8 @@ describe('bulk actions', () => {
 
   it('replay: the events an automation received in a time range, sent again once each, and no others', async () => {
     const key = uniqueTag('key');
-    const target = { automation: 'bulk-replayed', key, taskQueue: stack.taskQueue };
+    // Tags on sendEvent land on the automation's workflow when an event starts it.
+    const target = { automation: 'bulk-replayed', key, taskQueue: stack.taskQueue, tags: [key] };
     const received = async (count: number) =>
       eventually(async () => {
         const state = await getAutomationState(stack.client, { automation: 'bulk-replayed', key }).catch(
@@ -262,6 +264,8 @@ describe('bulk actions', () => {
     for (const id of ['a', 'b', 'c']) await sendEvent(stack.client, { id, data: { id } }, target);
     await received(3);
     const to = new Date().toISOString();
+    const automationRun = await stack.client.workflow.getHandle(`automation:bulk-replayed:${key}`).describe();
+    expect(automationRun.typedSearchAttributes.get(tagsKey)).toEqual([key]);
     for (const id of ['d', 'e']) await sendEvent(stack.client, { id, data: { id } }, target);
     await received(5);
     await eventually(() => (stack.control.submissions(replayEndpoint) === 5 ? true : undefined), 60_000);
