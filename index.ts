@@ -14,11 +14,8 @@
  * @module durable-serverless
  */
 
-// Where outputs and batch results live.
-export { type BatchStore, createLocalBatchStore } from './activities/batch-store';
 export type { EstimateCost } from './activities/cost-estimator';
 export type { JobActivityDeps } from './activities/job';
-export { createLocalResultStore, type ResultStore } from './activities/result-store';
 export type { StreamSinkFunction } from './activities/stream-sink';
 // The service client's shapes, as the worker's options name them (the client is durable-serverless/api).
 export type { ServiceClient } from './api/client';
@@ -186,6 +183,12 @@ export {
   formatDoctorReport,
   runDoctor,
 } from './client/doctor';
+export {
+  type GateControls,
+  type GateView,
+  getEndpointLimits,
+  setEndpointLimits,
+} from './client/endpoint-limits';
 // Endpoints: provisioning, updates, teardown and ephemeral runs.
 export {
   DEFAULT_TASK_QUEUE,
@@ -324,6 +327,7 @@ export {
   batchInputSchema,
 } from './contracts/batch-input';
 export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } from './contracts/cost';
+export { type Scheduling, schedulingSchema } from './contracts/endpoint-gate';
 export {
   type EphemeralBatch,
   type EphemeralEndpointInput,
@@ -340,6 +344,19 @@ export { jobResultSchema, jobSnapshotSchema } from './contracts/job-snapshot';
 export { type ResultRef, resultRefSchema } from './contracts/job-types';
 export { type RouteHop, type RouteInput, routeSchema } from './contracts/route';
 export type { JobStreamBatch } from './contracts/signal-names';
+// Where outputs and batch results live.
+export { type BatchStore, createLocalBatchStore } from './stores/batch-store';
+export { createLocalResultStore, type ResultStore } from './stores/result-store';
+export type { S3StoreOptions } from './stores/s3-client';
+export { type S3Location, s3LocationSchema } from './stores/s3-location';
+// A store by its URL (a directory, file:///dir, s3://bucket/prefix): the AWS SDK loads only for a bucket.
+export {
+  type OpenedStores,
+  openStores,
+  type StoreLocation,
+  storeLocationFromUrl,
+} from './stores/store-location';
+export type { StreamStore } from './stores/stream-store';
 // The worker and its configuration.
 export {
   type AutomationsModuleConfig,

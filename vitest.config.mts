@@ -64,7 +64,7 @@ export default defineConfig({
           // per file): these files start no servers and keep no process state between them.
           isolate: false,
           include: [
-            'test/{api,activities,client,emulator,engine,foundation,observability,worker}/**/*.test.ts',
+            'test/{api,activities,client,emulator,engine,foundation,observability,stores,worker}/**/*.test.ts',
           ],
         },
       },

@@ -29,7 +29,7 @@ import { type BatchInput, parseBatchInput } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
 import { SIGNAL_NAMES } from '../contracts/signal-names';
-import { type BatchStore, batchKeyFor, createLocalBatchStore } from './batch-store';
+import { type BatchStore, batchKeyFor, createLocalBatchStore } from '../stores/batch-store';
 
 /** What an automation runs for a group of events: a job or a batch (or nothing: null). */
 export type RunPlan = { kind: 'job'; input: JobWorkflowInput } | { kind: 'batch'; input: BatchInput };

@@ -9,11 +9,11 @@ import type { ServiceClient } from '../api/client';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { terminalStatuses } from '../api/schemas/job';
 import type { EndpointLimit } from '../contracts/batch-input';
+import { type BatchStore, defaultBatchStore } from '../stores/batch-store';
+import { createLocalResultStore, type ResultStore } from '../stores/result-store';
 import type { BatchJobReports } from './batch-job-reports';
-import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { createInFlightTracker } from './in-flight';
-import { createLocalResultStore, type ResultStore } from './result-store';
 import type { AskToSend } from './send-grant';
 
 export interface BatchActivityDeps {

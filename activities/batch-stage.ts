@@ -4,9 +4,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { type BatchResultLine, type EndpointLimit, storeKeySchema } from '../contracts/batch-input';
+import { batchKeyFor } from '../stores/batch-store';
 import { badRequest, requestOf } from './batch-items';
 import { type BatchShared, batchContext } from './batch-shared';
-import { batchKeyFor } from './batch-store';
 
 export function stageActivities(shared: BatchShared) {
   const { store, limitInForce } = shared;
@@ -29,6 +29,8 @@ export function stageActivities(shared: BatchShared) {
       items: { inline: unknown[] } | { manifest: { key: string } } | { redrive: { key: string } };
     }): Promise<{
       batchKey: string;
+      /** The store's name, for the results reference. */
+      store?: string;
       manifestKey: string;
       total: number;
       runLimit?: EndpointLimit;
@@ -81,6 +83,7 @@ export function stageActivities(shared: BatchShared) {
       // The limits this worker's client keeps to: the batch holds them for all its workers.
       return {
         batchKey,
+        store: store.name,
         manifestKey,
         total,
         runLimit: limitInForce('run'),

@@ -4,11 +4,12 @@
  * Never retried by Temporal: per item it answers the job id, a certain failure or "uncertain".
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { ServiceError, ValidationError } from '../api/errors';
 import { createRateLimiter } from '../api/rate-limit';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import type { PageSend, SubmitItemResult } from '../contracts/batch-input';
-import type { SubmitBeat } from '../contracts/failures';
+import { SUBMIT_NOT_SENT, type SubmitBeat } from '../contracts/failures';
 import { requestFor } from '../contracts/route';
 import {
   leaseApplies,
@@ -44,16 +45,26 @@ export function submitPageActivities(shared: BatchShared) {
       send?: PageSend;
     }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
       const { workflowId } = batchContext();
-      const lines = await store.readLines(input.manifestKey, input.indexes);
+      let lines: string[];
+      try {
+        lines = await store.readLines(input.manifestKey, input.indexes);
+      } catch (error) {
+        // Nothing was sent: the workflow queues the page's items again (the stage has read every
+        // line once, so what fails here is the store, not the manifest).
+        throw ApplicationFailure.create({
+          type: SUBMIT_NOT_SENT,
+          message: `nothing was sent: the batch store could not be read (${(error as Error).message})`,
+          nonRetryable: false,
+        });
+      }
       const send = input.send;
       // The endpoint's gate grants room for some or all of the page now; the rest goes back to the
       // batch's queue, unsent, for a page of its own.
       const grant = await grantToSend(
-        client,
+        { client, askToSend: deps.askToSend, metrics },
         input.endpointId,
         input.indexes.length,
         send?.scheduling,
-        deps.askToSend,
       );
       const granted = new Set(input.indexes.slice(0, grant.count));
       const startedAt = Date.now();

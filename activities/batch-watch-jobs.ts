@@ -22,8 +22,8 @@ import {
 } from '../contracts/job-wait-policy';
 import { type LookLog, lookLogOf, lookTimes } from '../contracts/look-log';
 import { isCapacityFailure } from '../contracts/route';
+import { DEFAULT_INLINE_MAX_BYTES, inlineOrStore } from '../stores/result-store';
 import { type BatchShared, batchContext, TERMINAL } from './batch-shared';
-import { DEFAULT_INLINE_MAX_BYTES, inlineOrStore } from './result-store';
 
 /** Webhooks count as heard in this process while one reported an end within this. */
 const REPORTS_ACTIVE_MS = 10_000;

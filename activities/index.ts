@@ -1,5 +1,7 @@
 // Every activity factory the worker registers.
 
+export { type BatchStore, createLocalBatchStore } from '../stores/batch-store';
+export { createLocalResultStore, type ResultStore } from '../stores/result-store';
 export {
   type AutomationActivities,
   type AutomationActivityDeps,
@@ -10,7 +12,6 @@ export {
 } from './automation';
 export { type BatchActivities, type BatchActivityDeps, createBatchActivities } from './batch';
 export { type BatchJobReports, createBatchJobReports } from './batch-job-reports';
-export { type BatchStore, createLocalBatchStore } from './batch-store';
 export {
   type BulkActivities,
   type BulkActivityDeps,
@@ -21,6 +22,5 @@ export {
 } from './bulk';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
-export { createLocalResultStore, type ResultStore } from './result-store';
 export { createRouteActivities, type RouteActivities } from './route';
 export { createStackCheckActivities } from './stack-check';

@@ -5,7 +5,7 @@
 import { isTerminalStatus, type JobStatus } from '../api/schemas/job';
 import type { CostEstimate } from '../contracts/cost';
 import type { JobObservation } from '../contracts/job-types';
-import { inlineOrStore, jsonBytes, type ResultStore } from './result-store';
+import { inlineOrStore, jsonBytes, type ResultStore } from '../stores/result-store';
 
 export interface ObserveOptions {
   store: ResultStore;

@@ -27,6 +27,7 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
+import { SUBMIT_NOT_SENT } from '../contracts/failures';
 import {
   type FetchJobStatusInput,
   fetchJobStatusInputSchema,
@@ -50,8 +51,10 @@ import {
 } from '../contracts/job-types';
 import { type RouteEndpoint, requestFor } from '../contracts/route';
 import { leaseApplies } from '../contracts/submit-lease';
+import { type BatchStore, BatchStoreError, defaultBatchStore } from '../stores/batch-store';
+import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from '../stores/result-store';
+import type { StreamStore } from '../stores/stream-store';
 import { requestOf } from './batch-items';
-import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
 import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
@@ -61,7 +64,6 @@ import { retryJobOnService } from './job-retry';
 import { drainStream } from './job-stream';
 import { lookForChange } from './job-wait';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
-import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from './result-store';
 import { type AskToSend, grantToSend, windowFull } from './send-grant';
 import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
 import { beatBeforeSending, whileBeating } from './submit-beat';
@@ -85,6 +87,8 @@ export interface JobActivityDeps {
   resultStoreDir?: string;
   /** Where `file` stream sinks write; default `<resultStoreDir>/streams`. */
   streamDir?: string;
+  /** Where `file` stream sinks put their chunks instead of streamDir (a bucket). */
+  streamStore?: StreamStore;
   /** `function` stream sinks, by name. */
   streamSinks?: Record<string, StreamSinkFunction>;
   /** Outputs above this many JSON bytes go to the result store (a workflow input can lower it). */
@@ -170,6 +174,13 @@ export function createJobActivities(deps: JobActivityDeps) {
     try {
       [line] = await batchStore.readLines(ref.manifestKey, [ref.index]);
     } catch (error) {
+      // A store that is down for now: nothing was sent, and the request may be read later.
+      if (error instanceof BatchStoreError && error.retryable)
+        throw ApplicationFailure.create({
+          type: SUBMIT_NOT_SENT,
+          message: `nothing was sent: the batch store could not be read (${error.message})`,
+          nonRetryable: false,
+        });
       throw ApplicationFailure.create({
         type: 'BadRequest',
         message: `invalid activity input: requestRef: ${(error as Error).message}`,
@@ -276,7 +287,12 @@ export function createJobActivities(deps: JobActivityDeps) {
         ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
       };
       // Room in the endpoint's /run window, from its gate, before anything can be out.
-      const grant = await grantToSend(client, endpointId, 1, scheduling, deps.askToSend);
+      const grant = await grantToSend(
+        { client, askToSend: deps.askToSend, metrics },
+        endpointId,
+        1,
+        scheduling,
+      );
       if (grant.count === 0) throw windowFull(endpointId);
       await beatBeforeSending(beat);
       let submitted: JobSubmitted;
@@ -426,6 +442,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       try {
         deliver = createSinkDelivery(checked.sink, {
           streamDir,
+          ...(deps.streamStore ? { streamStore: deps.streamStore } : {}),
           ...(deps.streamSinks ? { streamSinks: deps.streamSinks } : {}),
         });
       } catch (error) {

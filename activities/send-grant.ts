@@ -8,9 +8,11 @@ import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api';
+import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import {
   ASK_TO_SEND_UPDATE,
   ASK_WAIT_MS,
+  DEFAULT_FAIRNESS_KEY,
   ENDPOINT_GATE_WORKFLOW,
   type EndpointGateInput,
   endpointGateId,
@@ -57,22 +59,40 @@ export async function askToSend(ask: SendAsk): Promise<SendGrant> {
   }
 }
 
+/** What a submit asks its endpoint's gate with. */
+export interface GateDeps {
+  /** Its /run limit (the gate holds it); without a finite one, nothing to hold. */
+  client: Partial<Pick<ServiceClient, 'rateLimit'>>;
+  /** The gate; default: askToSend above. */
+  askToSend?: AskToSend | undefined;
+  metrics?: LibraryMetrics | undefined;
+}
+
 /**
  * Room for `count` requests to the endpoint now: the gate's grant under the client's /run limit
  * (at most one window's worth is asked at once), or all of them, with no time to keep, when the
  * client keeps no rate for /run.
  */
 export async function grantToSend(
-  client: Partial<Pick<ServiceClient, 'rateLimit'>>,
+  deps: GateDeps,
   endpointId: string,
   count: number,
   scheduling: Scheduling = {},
-  ask: AskToSend = askToSend,
 ): Promise<{ count: number; sendBy?: number }> {
-  const limit = client.rateLimit?.('run')?.perTenSeconds;
+  const limit = deps.client.rateLimit?.('run')?.perTenSeconds;
   if (limit === undefined || !Number.isFinite(limit)) return { count };
-  const grant = await ask({ endpointId, count: Math.min(count, limit), limit, ...scheduling });
-  return { count: grant.count, sendBy: grant.sendBy };
+  const asked = Math.min(count, limit);
+  const key = scheduling.fairnessKey ?? DEFAULT_FAIRNESS_KEY;
+  const metrics = deps.metrics ?? noopMetrics;
+  metrics.sendWaiting(endpointId, key, asked);
+  try {
+    const grant = await (deps.askToSend ?? askToSend)({ endpointId, count: asked, limit, ...scheduling });
+    metrics.sendGrant(endpointId, key, 'granted', grant.count);
+    if (grant.count < asked) metrics.sendGrant(endpointId, key, 'refused', asked - grant.count);
+    return { count: grant.count, sendBy: grant.sendBy };
+  } finally {
+    metrics.sendWaiting(endpointId, key, -asked);
+  }
 }
 
 /** A submit that got no room at its endpoint's gate: nothing was sent, and the workflow submits again. */

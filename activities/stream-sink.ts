@@ -6,12 +6,11 @@
  * Chunks never go into the job workflow's history; a `signal` sink puts them into the history of
  * the workflow that asked for them, in batches small enough for a signal's payload.
  */
-import { appendFile, mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { StreamChunk } from '../api/schemas/job';
 import type { StreamSink } from '../contracts/job-types';
 import { type JobStreamBatch, SIGNAL_NAMES } from '../contracts/signal-names';
+import { createLocalStreamStore, type StreamStore } from '../stores/stream-store';
 
 export type { JobStreamBatch } from '../contracts/signal-names';
 
@@ -19,8 +18,10 @@ export type { JobStreamBatch } from '../contracts/signal-names';
 export type StreamSinkFunction = (batch: JobStreamBatch) => Promise<void>;
 
 export interface StreamSinkDeps {
-  /** Where `file` sinks write. */
+  /** Where `file` sinks write, when no streamStore is given. */
   streamDir: string;
+  /** Where `file` sinks put their chunks (a bucket); default: files in streamDir. */
+  streamStore?: StreamStore;
   /** The `function` sinks, by name. */
   streamSinks?: Record<string, StreamSinkFunction>;
 }
@@ -56,13 +57,12 @@ function splitForSignals(batch: JobStreamBatch): JobStreamBatch[] {
 export function createSinkDelivery(sink: StreamSink, deps: StreamSinkDeps): StreamSinkFunction {
   switch (sink.kind) {
     case 'file': {
-      const file = path.join(path.resolve(deps.streamDir), sink.name);
+      const store = deps.streamStore ?? createLocalStreamStore(deps.streamDir);
       return async (batch) => {
-        await mkdir(path.dirname(file), { recursive: true });
         const lines = batch.chunks.map((chunk, offset) =>
           JSON.stringify({ index: batch.firstIndex + offset, jobId: batch.jobId, ...chunk }),
         );
-        await appendFile(file, `${lines.join('\n')}\n`, 'utf8');
+        await store.write(sink.name, batch.firstIndex, lines);
       };
     }
     case 'signal': {

@@ -64,7 +64,16 @@ export interface LibraryMetrics {
   routeWithdrawal(outcome: RouteWithdrawalOutcome): void;
   /** A job submitted to another endpoint of its route, and why it moved. */
   routeHop(reason: RouteHopReason): void;
+  /**
+   * Requests a submit asked its endpoint's gate room for: `granted` (sent now) or `refused` (no
+   * room in time: planned again), by fairness key. The endpoint id is NOT a label (as above).
+   */
+  sendGrant(endpointId: string, fairnessKey: string, outcome: GrantOutcome, requests: number): void;
+  /** Requests of this process waiting at an endpoint's gate (+ when asked, - when answered), by fairness key. */
+  sendWaiting(endpointId: string, fairnessKey: string, delta: number): void;
 }
+
+export type GrantOutcome = 'granted' | 'refused';
 
 export type RouteWithdrawalOutcome = 'withdrawn' | 'stopped' | 'started';
 export type RouteHopReason = 'starved' | 'capacity-failure';
@@ -83,6 +92,8 @@ export const noopMetrics: LibraryMetrics = {
   jobsInFlight: nothing,
   routeWithdrawal: nothing,
   routeHop: nothing,
+  sendGrant: nothing,
+  sendWaiting: nothing,
 };
 
 export function callOutcome(status: number | undefined): CallOutcome {

@@ -30,6 +30,9 @@
  *                on this share of the items (the others finish the batch); the batch then runs
  *                under a 60 s submit lease with webhooks to a gateway in a process of its own, as
  *                the reliability suite's kills do (time scale 1 only)
+ * --store s3     the manifest and the results in a bucket of SeaweedFS (started here; `npm run
+ *                provision` builds it), each worker process with a RESULT_STORE_DIR of its own: workers
+ *                on several machines, sharing no directory
  * --max-minutes  a batch not done by then is reported with its progress (done, rate) and cancelled
  * --client-limits spec (default): the workers' client paces at the spec's rates in real time;
  *                scaled: at the spec's rates times the time scale (SERVERLESS_RATE_LIMITS), as the
@@ -62,6 +65,7 @@ import {
 } from '../client/batches';
 import { type Emulator, startEmulator } from '../emulator';
 import { type ManagedProcess, spawnEntry } from '../test/support/process-stack';
+import { type S3TestServer, startS3Server } from '../test/support/s3-server';
 import { METRIC_PREFIX } from '../worker/metrics';
 import {
   type BenchTemporal,
@@ -97,6 +101,12 @@ const KILL_ONE_AT = (() => {
   const share = Number(process.argv[index + 1]);
   if (!(share > 0 && share < 1)) throw new Error('--kill-one-at: must be a share between 0 and 1');
   return share;
+})();
+const STORE_KIND = (() => {
+  const index = process.argv.indexOf('--store');
+  const value = index >= 0 ? process.argv[index + 1] : 'local';
+  if (value !== 'local' && value !== 's3') throw new Error("--store: must be 'local' or 's3'");
+  return value;
 })();
 const CLIENT_LIMITS = (() => {
   const index = process.argv.indexOf('--client-limits');
@@ -187,6 +197,7 @@ async function runBatch(
   resultDir: string,
   manifestKey: string,
   processes: number,
+  storeVars: Record<string, string>,
 ): Promise<Row> {
   const { control } = emulator;
   const endpointId = control.createEndpoint(apiKey, {
@@ -232,7 +243,9 @@ async function runBatch(
           SERVERLESS_API_URL: emulator.apiUrl,
           SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
           SERVERLESS_REST_URL: emulator.restUrl,
-          RESULT_STORE_DIR: resultDir,
+          // A bucket: a directory of each worker's own, shared with no other.
+          RESULT_STORE_DIR: STORE_KIND === 's3' ? path.join(resultDir, `worker-${k}`) : resultDir,
+          ...storeVars,
           WORKER_METRICS_PORT: String(port),
           LOG_LEVEL: 'error',
           ...webhookVars,
@@ -422,6 +435,7 @@ async function main(): Promise<void> {
   const workdir = path.join(os.tmpdir(), `durable-serverless-bench-scale-${process.pid}-${Date.now()}`);
   let env: BenchTemporal | undefined;
   let emulator: Emulator | undefined;
+  let s3: S3TestServer | undefined;
   try {
     env = await startBenchTemporal();
     say(`Temporal: ${env.name}`);
@@ -433,10 +447,24 @@ async function main(): Promise<void> {
     });
     const resultDir = path.join(workdir, 'results');
     const manifestKey = `bench-scale-${ITEMS}.jsonl`;
+    let storeVars: Record<string, string> = {};
+    if (STORE_KIND === 's3') {
+      s3 = await startS3Server('bench-scale');
+      await s3.createBucket('bench');
+      storeVars = {
+        ...s3.env,
+        RESULT_STORE_URL: 's3://bench/scale',
+        RESULT_STORE_ENDPOINT: s3.endpoint,
+        RESULT_STORE_PATH_STYLE: 'true',
+      };
+      // This process writes the manifest as a client would: the same variables as the workers.
+      Object.assign(process.env, storeVars);
+      say(`store: s3://bench/scale on SeaweedFS at ${s3.endpoint}; each worker with a directory of its own`);
+    }
     const written = Date.now();
     await writeBatchManifest(
       Array.from({ length: ITEMS }, (_, i) => ({ input: { sleepMs: SERVICE_MS, output: { i } } })),
-      { store: resultDir, key: manifestKey },
+      { store: storeVars.RESULT_STORE_URL ?? resultDir, key: manifestKey },
     );
     const floorS = Math.max(0, ITEMS - 1_000) / 100 / (CLIENT_LIMITS === 'scaled' ? TIME_SCALE : 1);
     say(
@@ -452,7 +480,7 @@ async function main(): Promise<void> {
         `puts one worker's floor near ${floorS.toFixed(0)} s`,
     );
     for (const processes of PROCESSES) {
-      const row = await runBatch(env, emulator, apiKey, resultDir, manifestKey, processes);
+      const row = await runBatch(env, emulator, apiKey, resultDir, manifestKey, processes, storeVars);
       report(row);
     }
     say('');
@@ -463,6 +491,7 @@ async function main(): Promise<void> {
   } finally {
     await emulator?.close();
     await env?.teardown();
+    await s3?.close();
     await rm(workdir, { recursive: true, force: true });
   }
 }

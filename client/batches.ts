@@ -2,10 +2,9 @@
  * The facade of the batch workflow: start, await, watch, steer and read batches.
  *
  * The input is checked here before anything starts: a bad field (an inline item's too) throws
- * ValidationError naming it. A batch's results are JSONL lines in the batch store; with the local
- * store, pass the worker's RESULT_STORE_DIR as `store` to read them.
+ * ValidationError naming it. A batch's results are JSONL lines in the batch store; pass the
+ * worker's store (its RESULT_STORE_URL or RESULT_STORE_DIR) as `store` to read them.
  */
-import path from 'node:path';
 import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
@@ -19,8 +18,7 @@ import {
   type SearchAttributePair,
 } from '@temporalio/common';
 import { z } from 'zod';
-import { type BatchStore, createLocalBatchStore } from '../activities/batch-store';
-import { ValidationError } from '../api/errors';
+import { ConfigError, ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import {
@@ -38,6 +36,8 @@ import {
 import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
+import type { BatchStore } from '../stores/batch-store';
+import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import {
   batchProgressQuery,
   batchSummaryQuery,
@@ -269,11 +269,22 @@ async function resultsRefOf(
   return 'results' in batch ? batch.results : batch;
 }
 
-/** The worker's RESULT_STORE_DIR (the local store lives in its `batches` folder), or a store. */
+/**
+ * The worker's store: its RESULT_STORE_URL or RESULT_STORE_DIR (a directory, file:///dir or
+ * s3://bucket/prefix, with RESULT_STORE_ENDPOINT, _REGION and _PATH_STYLE read from this
+ * process's environment as the worker reads them), or a batch store.
+ */
 export type BatchStoreOption = string | BatchStore;
 
-const storeOf = (store: BatchStoreOption): BatchStore =>
-  typeof store === 'string' ? createLocalBatchStore(path.join(store, 'batches')) : store;
+async function storeOf(store: BatchStoreOption): Promise<BatchStore> {
+  if (typeof store !== 'string') return store;
+  try {
+    return (await openStores(storeLocationFromUrl(store, 'store'))).batchStore;
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ValidationError(error.variable, error.rule);
+    throw error;
+  }
+}
 
 export interface ReadBatchResultsOptions {
   /**
@@ -296,7 +307,12 @@ export async function* readBatchResults(
   options: ReadBatchResultsOptions,
 ): AsyncIterable<BatchResultLine> {
   const ref = await resultsRefOf(client, options.batch);
-  const store = storeOf(options.store);
+  const store = await storeOf(options.store);
+  if (ref.store !== store.name)
+    throw new ValidationError(
+      'store',
+      `the batch's results are in the store ${ref.store}, not in ${store.name}: read them with the worker's store`,
+    );
   const seen = new Set<number>();
   const folders = options.only === 'failures' ? ['failures'] : ['results', 'failures'];
   for (const folder of folders) {
@@ -343,6 +359,6 @@ export async function writeBatchManifest(
     }
     k += 1;
   }
-  await storeOf(store).writeLines(key, lines);
+  await (await storeOf(store)).writeLines(key, lines);
   return { key, count: lines.length };
 }

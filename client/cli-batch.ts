@@ -29,6 +29,7 @@ import {
 } from './batches';
 import { parseInteger, parseJsonObject, parseTags } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
+import { schedulingOf, schedulingOptions } from './cli-scheduling';
 import { createBatchProgressBar } from './progress-bar';
 import { watchBatch } from './watch';
 
@@ -110,7 +111,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     }
   }
 
-  routeOptions(
+  const batchStart = routeOptions(
     batch
       .command('start')
       .description('start a batch (the same id twice is one batch)')
@@ -124,12 +125,14 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .option('--tolerate <n|p%>', 'failures tolerated: a count (10) or a percentage (5%)')
     .option('--options <json>', 'further batch options (job, pageSize...), JSON inline or @file')
     .option('--tags <tags>', 'your tags, comma-separated (at most 10): select runs by them')
-    .option('--wait', 'show progress until the batch ends, then print its summary')
-    .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
+    .option('--wait', 'show progress until the batch ends, then print its summary');
+  schedulingOptions(batchStart).action(
+    async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
       if (Boolean(flags.items) === Boolean(flags.manifest))
         throw new ValidationError('--items', 'give either --items @file or --manifest <key>');
       const input: Record<string, unknown> = {
         ...targetOf(flags, { required: true }),
+        ...schedulingOf(flags),
         items:
           typeof flags.items === 'string'
             ? { inline: readItems('--items', flags.items) }
@@ -150,7 +153,8 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
       });
       if (!flags.wait) return print({ workflowId: handle.workflowId, started: true });
       print(await summaryOrFailure(handle.workflowId));
-    });
+    },
+  );
 
   batch
     .command('status')
@@ -166,7 +170,10 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .command('results')
     .description("a batch's result lines as JSONL on stdout (one per item)")
     .argument('<workflow-id>')
-    .requiredOption('--store <dir>', "the worker's RESULT_STORE_DIR")
+    .requiredOption(
+      '--store <store>',
+      "the worker's store: its RESULT_STORE_DIR, or its RESULT_STORE_URL (s3://bucket/prefix; RESULT_STORE_ENDPOINT, _REGION, _PATH_STYLE and the AWS credentials from the environment)",
+    )
     .option('--failures', 'only the items that did not complete')
     .action(async (workflowId: string, flags: { store: string; failures?: boolean }) => {
       const client = await ctx.connect();

@@ -21,6 +21,7 @@ import { addBatchCommands } from './cli-batch';
 import { addBulkCommands } from './cli-bulk';
 import { addCostCommands } from './cli-cost';
 import { addDoctorCommand } from './cli-doctor';
+import { addEndpointLimitsCommand } from './cli-endpoint-limits';
 import { addEventCommands } from './cli-event';
 import {
   parseChoice,
@@ -33,6 +34,7 @@ import {
 } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { addScheduleCommands } from './cli-schedule';
+import { schedulingOf, schedulingOptions } from './cli-scheduling';
 import {
   connectionOptions,
   DEFAULT_TEMPORAL_ADDRESS,
@@ -178,7 +180,7 @@ export function buildProgram(
 
   const job = program.command('job').description('start, watch and cancel durable jobs');
 
-  routeOptions(
+  const jobStart = routeOptions(
     job
       .command('start')
       .description('start a job workflow (the same id twice is one job)')
@@ -196,8 +198,9 @@ export function buildProgram(
     .option('--on-uncertain-submit <choice>', 'fail (default) or resubmit when a submit answer was lost')
     .option('--options <json>', 'further job workflow options (JSON inline or @file), merged last')
     .option('--tags <tags>', 'your tags, comma-separated (at most 10): select runs by them')
-    .option('--wait', 'wait for the result and print it')
-    .action(async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
+    .option('--wait', 'wait for the result and print it');
+  schedulingOptions(jobStart).action(
+    async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
       const policy: Record<string, unknown> = {};
       if (typeof flags.ttl === 'string') policy.ttl = parseDuration('--ttl', flags.ttl, jobTtlSchema);
       if (typeof flags.executionTimeout === 'string') {
@@ -210,6 +213,7 @@ export function buildProgram(
       if (flags.lowPriority) policy.lowPriority = true;
       const input: Record<string, unknown> = {
         ...targetOf(flags, { required: true }),
+        ...schedulingOf(flags),
         request: {
           input: parseJsonArgument('--input', String(flags.input)),
           ...(Object.keys(policy).length ? { policy } : {}),
@@ -242,13 +246,17 @@ export function buildProgram(
       });
       if (!flags.wait) return print(io, { workflowId: handle.workflowId, started: true });
       print(io, await awaitJob(temporal, { job: handle }));
-    });
+    },
+  );
 
   job
     .command('result')
     .description("wait for a job's result")
     .argument('<workflow-id>')
-    .option('--store <dir>', "read a large output from the worker's result store (its RESULT_STORE_DIR)")
+    .option(
+      '--store <store>',
+      "read a large output from the worker's result store (its RESULT_STORE_DIR or RESULT_STORE_URL)",
+    )
     .action(async (workflowId: string, flags: { store?: string }) => {
       const options = flags.store ? { store: flags.store } : {};
       print(io, await awaitJob(await connect(), { job: workflowId, ...options }));
@@ -390,6 +398,8 @@ export function buildProgram(
     .action(async (workflowId: string) =>
       print(io, await getLifecyclePhase(await connect(), { workflowId })),
     );
+
+  addEndpointLimitsCommand(endpoint, { out: io.out, connect, taskQueue });
 
   addBatchCommands(program, { out: io.out, err: io.err, errIsTTY: io.errIsTTY === true, connect, taskQueue });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });

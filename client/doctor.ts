@@ -18,6 +18,7 @@ import { request } from 'undici';
 import { createServiceClient } from '../api';
 import { redact, ServiceError } from '../api/errors';
 import { searchAttributeKeys } from '../contracts/search-attributes';
+import { openStores, type StoreLocation, storeName } from '../stores/store-location';
 import { loadWorkerConfig, secretValues, type WorkerConfig } from '../worker/config';
 import {
   connectionOptions,
@@ -463,6 +464,28 @@ async function checkWebhook(config: WorkerConfig): Promise<DoctorCheck> {
   }
 }
 
+/** An S3 store: the bucket checked as the worker checks it, then a probe written and read back. */
+async function checkS3Store(location: StoreLocation, secrets: readonly string[]): Promise<DoctorCheck> {
+  const name = storeName(location);
+  try {
+    const stores = await openStores(location);
+    await stores.check();
+    const probe = { doctor: randomUUID() };
+    // One fixed key: each doctor run overwrites the last one's probe instead of adding objects.
+    const ref = await stores.resultStore.put('durable-serverless-doctor/probe.json', probe);
+    const read = (await stores.resultStore.get(ref)) as typeof probe;
+    if (read.doctor !== probe.doctor) throw new Error('read back something else');
+    return { check: 'store', verdict: 'pass', detail: `${name} is readable and writable` };
+  } catch (error) {
+    return {
+      check: 'store',
+      verdict: 'fail',
+      detail: `${name} is not readable and writable: ${messageOf(error, secrets)}`,
+      fix: 'check RESULT_STORE_URL (the bucket and prefix), RESULT_STORE_ENDPOINT and REGION, and the AWS credentials the worker has',
+    };
+  }
+}
+
 function checkStore(dir: string): DoctorCheck {
   const probe = path.join(dir, `.doctor-${randomUUID()}`);
   const text = `durable-serverless doctor ${Date.now()}`;
@@ -476,7 +499,7 @@ function checkStore(dir: string): DoctorCheck {
       check: 'store',
       verdict: 'fail',
       detail: `${dir} is not readable and writable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-      fix: "set RESULT_STORE_DIR to a directory the worker's user can write (a volume shared by every worker)",
+      fix: "set RESULT_STORE_DIR (or RESULT_STORE_URL) to a directory the worker's user can write (a volume shared by every worker), or an s3:// store",
     };
   } finally {
     try {
@@ -537,7 +560,8 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
   if (workerConfig) {
     checks.push(...(await checkService(workerConfig, options.endpoints ?? [])));
     checks.push(await checkWebhook(workerConfig));
-    checks.push(checkStore(workerConfig.resultStoreDir));
+    const location = workerConfig.resultStore ?? { kind: 'local' as const, dir: workerConfig.resultStoreDir };
+    checks.push(location.kind === 'local' ? checkStore(location.dir) : await checkS3Store(location, secrets));
   }
   // Belt and braces: no check may carry a secret out, whatever an error said.
   const clean = checks.map((check) => ({

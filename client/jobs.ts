@@ -13,7 +13,6 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
-import { createLocalResultStore, type ResultStore, resultRefSchema } from '../activities/result-store';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
@@ -25,6 +24,8 @@ import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../c
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
 import { tagAttributes, tagSchema, tagsSchema } from '../contracts/tags';
+import { type ResultStore, resultRefSchema } from '../stores/result-store';
+import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import type { serverlessJob } from '../workflows/job/job';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/job/job-definitions';
 import { endpointIdKey, jobIdKey, jobStatusKey, tagsKey } from '../workflows/shared/search-attributes';
@@ -168,7 +169,9 @@ export async function awaitJob(client: Client, options: AwaitJobOptions): Promis
   const result = await waitForResult(handle);
   if (!result.outputRef || parsed.data.store === undefined) return result;
   const store =
-    typeof parsed.data.store === 'string' ? createLocalResultStore(parsed.data.store) : parsed.data.store;
+    typeof parsed.data.store === 'string'
+      ? (await openStores(storeLocationFromUrl(parsed.data.store, 'store'))).resultStore
+      : parsed.data.store;
   const { outputRef, ...rest } = result;
   return { ...rest, output: await store.get(resultRefSchema.parse(outputRef)) };
 }

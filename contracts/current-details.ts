@@ -7,6 +7,7 @@
  */
 import type { AutomationControls, AutomationState } from './automation-input';
 import type { BatchProgress } from './batch-input';
+import type { GateView } from './endpoint-gate';
 import type { JobSnapshot } from './job-snapshot';
 import { formatCount, formatDuration, formatInstant, formatMoney, markdownTable } from './progress-markdown';
 
@@ -144,5 +145,23 @@ export function automationCurrentDetails(state: AutomationState, controls: Autom
       ],
       ['Automation', 'Now'],
     ),
+  ].join('\n');
+}
+
+/** An endpoint's gate: its state, limit and window, and per fairness key the requests waiting and granted. */
+export function gateCurrentDetails(view: GateView): string {
+  const limit = view.runLimit === undefined ? 'not yet known' : `${formatCount(view.runLimit)} /run per 10 s`;
+  return [
+    `**Endpoint ${view.endpointId}: ${view.paused ? 'paused: no submits granted' : 'granting submits'}**`,
+    '',
+    markdownTable([
+      ['limit', view.runLimitOverride === undefined ? limit : `${limit} (set by an operator)`],
+      ['in the window now', formatCount(view.inWindow)],
+      ...view.keys.map((key): [string, string] => [
+        `key ${key.fairnessKey === '' ? '(none)' : key.fairnessKey}`,
+        `${formatCount(key.waiting)} waiting, ${formatCount(key.granted)} granted` +
+          (key.weight === undefined ? '' : `, weight ${key.weight}`),
+      ]),
+    ]),
   ].join('\n');
 }

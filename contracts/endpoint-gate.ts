@@ -115,6 +115,8 @@ export interface GateView {
   /** Requests granted in the current window. */
   inWindow: number;
   keys: Array<{ fairnessKey: string; weight: number | undefined; waiting: number; granted: number }>;
+  /** Requests waiting, by priority (1 to 5). */
+  waitingByPriority: Record<string, number>;
 }
 
 /** The gate's input: the endpoint, and what a previous run carried. */

@@ -2,6 +2,7 @@
  * The layer rule of the library (docs/architecture.md's folder table), checked on every import:
  *
  *   client, worker  ->  workflows  ->  engine  ->  contracts  <-  activities  ->  api
+ *   client, worker, activities  ->  stores  ->  contracts
  *
  * - contracts/ (schemas, types, failure names and pure rules that the layers share) imports only
  *   zod, @temporalio/common (the SDK's own shared layer), api/schemas and types of api/errors;
@@ -9,6 +10,9 @@
  *   node built-ins, nothing else of the library, so it runs the same in a workflow and a unit test;
  * - workflows/ imports @temporalio/workflow, @temporalio/common, zod, engine/, contracts/ and
  *   api/schemas; activities/ only as `import type` (the interfaces proxyActivities needs);
+ * - stores/ (the local and object-store stores) imports only contracts/, api/schemas, api/errors
+ *   and packages (their SDKs): the client, the activities and the worker share it; workflows/
+ *   never import it (a workflow never touches a store);
  * - activities/ never imports workflows/, client/ or worker/;
  * - client/ imports workflows/ only for workflow types (`import type`) and names: the signal, query
  *   and update definitions (workflows/<family>/*definitions.ts) and search attribute keys;
@@ -31,6 +35,7 @@ const LAYERS = [
   'api',
   'contracts',
   'engine',
+  'stores',
   'activities',
   'workflows',
   'client',
@@ -81,6 +86,15 @@ const RULES: Partial<Record<Layer, Rule>> = {
       if (target.kind === 'package') return target.name === 'zod';
       return target.layer === 'engine' || target.layer === 'contracts';
     },
+  },
+  stores: {
+    why: 'stores/ imports only contracts/, api/schemas, api/errors and packages',
+    allows: (target) =>
+      target.kind === 'package' ||
+      target.layer === 'stores' ||
+      target.layer === 'contracts' ||
+      target.repoPath.startsWith('api/schemas/') ||
+      target.repoPath === 'api/errors',
   },
   activities: {
     why: 'activities/ never imports workflows/, client/ or worker/ (shared shapes live in contracts/)',

@@ -16,6 +16,7 @@ import {
 } from '../client/connection';
 import { eventSecretRule, eventSecretSchema } from '../client/event-signature';
 import type { Pricing } from '../contracts/cost';
+import { parseStoreLocation, type StoreLocation } from '../stores/store-location';
 import {
   DEFAULT_EVENT_MAX_BODY_BYTES,
   DEFAULT_EVENT_MAX_DEPTH,
@@ -67,6 +68,15 @@ export const workerEnvSchema = z.object({
     1 << 30,
   ).default(DEFAULT_BODY_LIMIT_BYTES),
   RESULT_STORE_DIR: z.string().default('.results'),
+  // Manifests, results and large outputs in a bucket (s3://bucket/prefix) for workers on several
+  // machines, or a directory; the S3 settings beside it. Credentials: the AWS chain, never here.
+  RESULT_STORE_URL: z.string().optional(),
+  RESULT_STORE_ENDPOINT: z.string().optional(),
+  RESULT_STORE_REGION: z.string().optional(),
+  RESULT_STORE_PATH_STYLE: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((value) => value === 'true')
+    .optional(),
   WORKER_SHUTDOWN_GRACE_MS: integer(
     'must be an integer number of milliseconds from 0 to 3600000',
     0,
@@ -134,8 +144,13 @@ export interface WorkerConfig
   /** The client's per-endpoint limits over the spec's (SERVERLESS_RATE_LIMITS); absent: the spec's. */
   rateLimits?: RateLimits;
   slots?: WorkerSlots;
-  /** Absolute: the worker may be started from anywhere. */
+  /**
+   * Absolute: the worker may be started from anywhere. The local store's directory, and where
+   * `file` stream sinks write whatever the store.
+   */
   resultStoreDir: string;
+  /** Where manifests, results and large outputs live (RESULT_STORE_URL); absent: resultStoreDir. */
+  resultStore?: StoreLocation;
   shutdownGraceMs: number;
 }
 
@@ -231,10 +246,55 @@ export function loadWorkerConfig(
     ...loadAutomationsModuleConfig(env, cwd),
     service: loadServiceConfig(env),
     ...loadRateLimits(env),
-    resultStoreDir: path.resolve(cwd, parsed.RESULT_STORE_DIR),
+    ...resultStoreFrom(parsed, env, cwd),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
     slots: workerSlotsFrom(parsed),
   };
+}
+
+/** RESULT_STORE_URL (and its S3 settings) over RESULT_STORE_DIR; a directory in either, not both. */
+function resultStoreFrom(
+  parsed: WorkerEnv,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Pick<WorkerConfig, 'resultStoreDir' | 'resultStore'> {
+  const resultStoreDir = path.resolve(cwd, parsed.RESULT_STORE_DIR);
+  if (parsed.RESULT_STORE_URL === undefined) {
+    for (const variable of [
+      'RESULT_STORE_ENDPOINT',
+      'RESULT_STORE_REGION',
+      'RESULT_STORE_PATH_STYLE',
+    ] as const)
+      if (parsed[variable] !== undefined)
+        throw new ConfigError(variable, 'applies to an s3:// RESULT_STORE_URL only');
+    return { resultStoreDir, resultStore: { kind: 'local', dir: resultStoreDir } };
+  }
+  const resultStore = parseStoreLocation(
+    {
+      url: parsed.RESULT_STORE_URL,
+      ...(parsed.RESULT_STORE_ENDPOINT === undefined ? {} : { endpoint: parsed.RESULT_STORE_ENDPOINT }),
+      ...(parsed.RESULT_STORE_REGION === undefined ? {} : { region: parsed.RESULT_STORE_REGION }),
+      ...(parsed.RESULT_STORE_PATH_STYLE === undefined
+        ? {}
+        : { forcePathStyle: parsed.RESULT_STORE_PATH_STYLE }),
+    },
+    {
+      url: 'RESULT_STORE_URL',
+      endpoint: 'RESULT_STORE_ENDPOINT',
+      region: 'RESULT_STORE_REGION',
+      forcePathStyle: 'RESULT_STORE_PATH_STYLE',
+    },
+    cwd,
+  );
+  if (resultStore.kind === 'local') {
+    if (env.RESULT_STORE_DIR)
+      throw new ConfigError(
+        'RESULT_STORE_URL',
+        'names a directory: set RESULT_STORE_DIR or RESULT_STORE_URL, not both',
+      );
+    return { resultStoreDir: resultStore.dir, resultStore };
+  }
+  return { resultStoreDir, resultStore };
 }
 
 const RATE_LIMITS_RULE =

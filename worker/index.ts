@@ -4,10 +4,8 @@
 // The types and schemas the worker's options name, from the layers that define them.
 export type { AutomationDefinition, AutomationRunContext, RunPlan } from '../activities/automation';
 export type { BatchJobReports } from '../activities/batch-job-reports';
-export type { BatchStore } from '../activities/batch-store';
 export type { EstimateCost } from '../activities/cost-estimator';
 export type { JobActivityDeps } from '../activities/job';
-export type { ResultStore } from '../activities/result-store';
 export type { StreamSinkFunction } from '../activities/stream-sink';
 export type { ServiceClient } from '../api/client';
 export { type ServiceConfig, serviceConfigSchema } from '../api/config';
@@ -73,6 +71,11 @@ export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } fr
 export { type JobWorkflowInput, jobWorkflowInputSchema } from '../contracts/job-input';
 export { type ResultRef, resultRefSchema } from '../contracts/job-types';
 export type { JobStreamBatch } from '../contracts/signal-names';
+export type { BatchStore } from '../stores/batch-store';
+export type { ResultStore } from '../stores/result-store';
+export { type S3Location, s3LocationSchema } from '../stores/s3-location';
+export type { StoreLocation } from '../stores/store-location';
+export type { StreamStore } from '../stores/stream-store';
 export {
   type AutomationsModuleConfig,
   acceptedSecrets,

@@ -129,6 +129,21 @@ export function createPrometheusMetrics(
           labelNames: ['endpoint'] as const,
           registers: [registry],
         });
+  // The endpoint's gate: an alias for the endpoints WORKER_METRICS_ENDPOINT_LABELS names, `other` for
+  // the rest; the fairness key as the workloads name it ('' for none: a bounded set of tenants).
+  const endpointLabel = (endpointId: string) => aliases.get(endpointId) ?? 'other';
+  const grants = new Counter({
+    name: `${p}gate_requests_total`,
+    help: "Requests submits asked their endpoint's gate room for, by endpoint alias, fairness key and outcome (granted: sent now; refused: no room in time, planned again)",
+    labelNames: ['endpoint', 'fairness_key', 'outcome'] as const,
+    registers: [registry],
+  });
+  const waiting = new Gauge({
+    name: `${p}gate_requests_waiting`,
+    help: "Requests of this process waiting at their endpoint's gate, by endpoint alias and fairness key",
+    labelNames: ['endpoint', 'fairness_key'] as const,
+    registers: [registry],
+  });
   // Named endpoints show 0 from the start rather than nothing.
   for (const alias of aliases.values()) inFlightByEndpoint?.set({ endpoint: alias }, 0);
 
@@ -152,6 +167,12 @@ export function createPrometheusMetrics(
     batchItemFinished: (outcome) => batchItems.inc({ outcome }),
     routeWithdrawal: (outcome) => routeWithdrawals.inc({ outcome }),
     routeHop: (reason) => routeHops.inc({ reason }),
+    sendGrant(endpointId, fairnessKey, outcome, requests) {
+      grants.inc({ endpoint: endpointLabel(endpointId), fairness_key: fairnessKey, outcome }, requests);
+    },
+    sendWaiting(endpointId, fairnessKey, delta) {
+      waiting.inc({ endpoint: endpointLabel(endpointId), fairness_key: fairnessKey }, delta);
+    },
     jobsInFlight(endpointId, delta) {
       inFlight.inc(delta);
       const alias = aliases.get(endpointId);

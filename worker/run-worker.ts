@@ -24,6 +24,7 @@ import {
 import { createCostEstimator } from '../activities/cost-estimator';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
+import { openStores } from '../stores/store-location';
 import { createBulkRunActions } from './bulk-run-actions';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { eventIngressOptions } from './event-sink';
@@ -226,6 +227,11 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     const tracing = spanProcessor ? startTracing({ ...options.tracing, spanProcessor }) : undefined;
     if (tracing) cleanups.push({ what: 'tracing', close: () => tracing.shutdown() });
 
+    // Before anything connects: a bucket that is not there or credentials it refuses stop the
+    // worker here, with the store and the cause named, before it takes a single task.
+    const stores = await openStores(config.resultStore ?? { kind: 'local', dir: config.resultStoreDir });
+    await stores.check();
+
     const client = createServiceClient(config.service, {
       ...(metrics ? { metrics } : {}),
       ...(config.rateLimits === undefined ? {} : { rateLimits: config.rateLimits }),
@@ -262,6 +268,9 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
 
     const webhookUrlFor = webhookUrlForConfig(config, gateway?.url, options);
     const activities = createActivities({
+      batchStore: stores.batchStore,
+      resultStore: stores.resultStore,
+      ...(stores.streamStore ? { streamStore: stores.streamStore } : {}),
       ...options.activityOptions,
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),

@@ -9,11 +9,11 @@ import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createJobActivities } from '../../activities/job';
-import { createLocalResultStore } from '../../activities/result-store';
 import type { JobStreamBatch } from '../../activities/stream-sink';
 import { ValidationError } from '../../api/errors';
 import type { JobStatus } from '../../api/schemas/job';
 import type { WaitForJobChangeInput } from '../../contracts/job-types';
+import { createLocalResultStore } from '../../stores/result-store';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, rejection, type StubClient, serviceError, stubClient } from './job-stub';
 

@@ -6,8 +6,8 @@
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createLocalBatchStore } from '../../activities/batch-store';
 import { createJobActivities } from '../../activities/job';
+import { createLocalBatchStore } from '../../stores/batch-store';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, type StubClient, stubClient } from './job-stub';
 

@@ -9,9 +9,6 @@
  * At time scale 100 the default submit lease is too short to extend (see batch.test.ts): off here.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchKeyFor } from '../../activities/batch-store';
-import type { ResultRef } from '../../activities/result-store';
-import { createLocalResultStore } from '../../activities/result-store';
 import {
   awaitBatch,
   type BatchResultLine,
@@ -20,6 +17,9 @@ import {
   startBatch,
   writeBatchManifest,
 } from '../../client/batches';
+import { batchKeyFor } from '../../stores/batch-store';
+import type { ResultRef } from '../../stores/result-store';
+import { createLocalResultStore } from '../../stores/result-store';
 import { expectBatchSummaryAllCompleted } from '../support/batch-scenarios';
 import {
   FAST_POLLING,

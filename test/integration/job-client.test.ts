@@ -10,7 +10,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalResultStore } from '../../activities/result-store';
 import { ValidationError } from '../../api/errors';
 import {
   awaitJob,
@@ -24,6 +23,7 @@ import {
   runJob,
   startJob,
 } from '../../client/jobs';
+import { createLocalResultStore } from '../../stores/result-store';
 import { tempDir } from '../support/temp-dir';
 import { devServerEnv, uniqueTaskQueue } from '../support/temporal';
 import {

@@ -1,16 +1,20 @@
 /**
- * Many workloads on one endpoint share its limits and all finish: three batches and single jobs
- * started together, on one worker, with the worker's /run limit at 20 requests per 10 s so that
- * the three batches together offer three times what a window holds. Each batch alone would book
- * the whole window for itself; the endpoint's gate (workflows/endpoint/endpoint-gate.ts) holds one window for
- * all of them, so every item is submitted once and every workload ends.
- *
- * The emulator runs at time scale 1: the limits are counted in real seconds on both sides.
+ * Many workloads on one endpoint, one worker, the worker's /run limit at 20 requests per 10 s
+ * (the emulator at time scale 1: the limits are counted in real seconds on both sides). The
+ * endpoint's gate (workflows/endpoint/endpoint-gate.ts) holds one window for all of them:
+ * - three batches and single jobs started together, offering three times what a window holds, all
+ *   finish, each item submitted once (each batch booking the whole window for itself stalled);
+ * - a priority-1 job beside a priority-5 backfill of the same tenant goes in the next window, ahead
+ *   of the backfill's pages that asked before it;
+ * - two tenants of weights 1 and 3 share the window one to three.
+ * Each waits on the gate's own view (its query), never on time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitBatch, startBatch } from '../../client/batches';
+import { awaitBatch, cancelBatch, startBatch } from '../../client/batches';
+import { getEndpointLimits } from '../../client/endpoint-limits';
 import { awaitJob } from '../../client/jobs';
-import { type JobStack, startJobStack } from '../support/integration';
+import type { GateView } from '../../contracts/endpoint-gate';
+import { eventually, type JobStack, startJobStack } from '../support/integration';
 
 const RUN_LIMIT = 20;
 const BATCHES = 3;
@@ -24,7 +28,7 @@ describe('many workloads on one endpoint', () => {
       name: 'shared-endpoint',
       timeScale: 1,
       webhooks: true,
-      env: { SERVERLESS_RATE_LIMITS: JSON.stringify({ run: { perTenSeconds: RUN_LIMIT } }) },
+      workerEnv: { SERVERLESS_RATE_LIMITS: JSON.stringify({ run: { perTenSeconds: RUN_LIMIT } }) },
     });
   });
   afterAll(async () => {
@@ -68,5 +72,110 @@ describe('many workloads on one endpoint', () => {
       Array.from({ length: JOBS }, (_, job) => ({ job })),
     );
     expect(stack.control.submissions(endpointId)).toBe(BATCHES * ITEMS + JOBS);
+  }, 240_000);
+
+  /** The gate's view once `check` holds for it. */
+  const gateWhen = (endpointId: string, check: (view: GateView) => boolean, what: string) =>
+    eventually(
+      async () => {
+        const view = await getEndpointLimits(stack.client, endpointId);
+        return view !== undefined && check(view) ? view : undefined;
+      },
+      60_000,
+      what,
+    );
+  const keyOf = (view: GateView, key: string) => view.keys.find((entry) => entry.fairnessKey === key);
+
+  it("sends a priority-1 job in the next window, ahead of a backfill's pages that asked before it", async () => {
+    const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
+    const backfill = await startBatch(
+      stack.client,
+      {
+        endpointId,
+        items: {
+          inline: Array.from({ length: 3 * RUN_LIMIT }, (_, i) => ({
+            input: { sleepMs: 50, output: { i } },
+          })),
+        },
+        pageSize: RUN_LIMIT,
+        maxConcurrency: 3 * RUN_LIMIT,
+        priority: 5,
+        fairnessKey: 'tenant-a',
+      },
+      { workflowId: `shared-endpoint-backfill-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    // The first window is the backfill's; its next page waits for the next.
+    await gateWhen(
+      endpointId,
+      (view) =>
+        (keyOf(view, 'tenant-a')?.granted ?? 0) >= RUN_LIMIT && (view.waitingByPriority['5'] ?? 0) > 0,
+      'the backfill has the first window and waits for the next',
+    );
+    const job = await stack.start(
+      {
+        endpointId,
+        request: { input: { sleepMs: 50, output: { interactive: true } } },
+        priority: 1,
+        fairnessKey: 'tenant-a',
+      },
+      { label: 'interactive' },
+    );
+    await gateWhen(endpointId, (view) => (view.waitingByPriority['1'] ?? 0) > 0, 'the job waits at the gate');
+    await awaitJob(stack.client, { job });
+    await awaitBatch(stack.client, { batch: backfill });
+
+    const jobs = stack.control.jobs(endpointId);
+    const interactive = jobs.find(
+      (entry) =>
+        (entry.input as { output?: unknown }).output !== undefined &&
+        'interactive' in (entry.input as { output: object }).output,
+    );
+    expect(interactive).toBeDefined();
+    const before = jobs.filter(
+      (entry) => entry !== interactive && entry.submittedAt < (interactive?.submittedAt ?? 0),
+    );
+    // In the second window: behind the first window's 20, ahead of at least one of the second's
+    // page (first come, first served would have sent the whole page, then the job in the third).
+    expect(before.length).toBeGreaterThanOrEqual(RUN_LIMIT);
+    expect(before.length).toBeLessThan(2 * RUN_LIMIT);
+  }, 240_000);
+
+  it('shares the window between two tenants by their weights, one to three', async () => {
+    const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
+    const tenants = [
+      ['tenant-light', 1],
+      ['tenant-heavy', 3],
+    ] as const;
+    const batches = await Promise.all(
+      tenants.map(([fairnessKey, fairnessWeight]) =>
+        startBatch(
+          stack.client,
+          {
+            endpointId,
+            items: {
+              inline: Array.from({ length: 200 }, (_, i) => ({ input: { sleepMs: 50, output: { i } } })),
+            },
+            // Each tenant asks for more than a window holds (two pages of a window each), so that
+            // the gate, not the tenants' own pace, decides the shares.
+            pageSize: RUN_LIMIT,
+            maxConcurrency: 200,
+            fairnessKey,
+            fairnessWeight,
+          },
+          { workflowId: `shared-endpoint-${fairnessKey}-${Date.now()}`, taskQueue: stack.taskQueue },
+        ),
+      ),
+    );
+    const view = await gateWhen(
+      endpointId,
+      (gate) => gate.keys.reduce((sum, key) => sum + key.granted, 0) >= 4 * RUN_LIMIT,
+      'four windows granted',
+    );
+    await Promise.all(batches.map((batch) => cancelBatch(stack.client, { batch })));
+    const light = keyOf(view, 'tenant-light')?.granted ?? 0;
+    const heavy = keyOf(view, 'tenant-heavy')?.granted ?? 0;
+    // Within 10% of the weighted share (3 of 4).
+    expect(heavy / (light + heavy)).toBeGreaterThanOrEqual(0.675);
+    expect(heavy / (light + heavy)).toBeLessThanOrEqual(0.825);
   }, 240_000);
 });

@@ -6,10 +6,10 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
-import type { BatchStore } from '../../activities/batch-store';
 import type { EstimateCost } from '../../activities/cost-estimator';
 import { createInFlightTracker } from '../../activities/in-flight';
 import { createJobActivities } from '../../activities/job';
+import type { BatchStore } from '../../stores/batch-store';
 import { createPrometheusMetrics } from '../../worker/metrics';
 import { activityEnv, type StubClient, serviceError, stubClient } from '../activities/job-stub';
 import { tempDir } from '../support/temp-dir';

@@ -18,7 +18,13 @@ import { inject } from 'vitest';
 import { awaitJob, type JobFailure, type JobResult, jobFailureOf, startJob } from '../../client/jobs';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { ProdTemporalInstance } from '../../scripts/prod-temporal';
-import { type Stack, type StackOptions, startProcessStack, untilAnswered } from '../support/process-stack';
+import {
+  type ProcessStackOptions,
+  type Stack,
+  type StackOptions,
+  startProcessStack,
+  untilAnswered,
+} from '../support/process-stack';
 
 // The batch tally and the stack's plumbing live in test/support (the integration suite's kill and
 // restart cases share them); re-exported here so that the cases import one module.
@@ -51,7 +57,9 @@ export const instance = (): ProdTemporalInstance => inject('prodTemporal');
  * The stack on the production-shaped server of global-setup.ts, its gateway and workers run from
  * the built package (dist/, with the prebuilt workflow bundle).
  */
-export async function startStack(options: StackOptions): Promise<Stack> {
+export async function startStack(
+  options: StackOptions & Pick<ProcessStackOptions, 'workerVars' | 'ownDirs' | 'store'>,
+): Promise<Stack> {
   const temporal = instance();
   return startProcessStack({
     ...options,

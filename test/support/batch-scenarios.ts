@@ -13,6 +13,7 @@ import {
   type BatchSummary,
   finishedSummary,
   startBatch,
+  writeBatchManifest,
 } from '../../client/batches';
 import { type BatchTally, batchItemOutput, reportBatch, tallyBatch } from './batch-tally';
 import { type ManagedProcess, type Stack, until, untilAnswered } from './process-stack';
@@ -32,6 +33,8 @@ export interface ScriptedBatchOptions {
   /** Item i sleeps `sleepMs + (i % 5) * 250` ms at the service. */
   sleepMs: number;
   job: ScenarioJobOptions;
+  /** The items as a manifest written to this store (a directory or a store URL) first, instead of inline. */
+  manifestStore?: string;
 }
 
 export interface ScriptedBatch {
@@ -49,15 +52,20 @@ export async function startScriptedBatch(
 ): Promise<ScriptedBatch> {
   const { items, workers, sleepMs } = options;
   const endpointId = stack.endpoint({ workersMin: workers, workersMax: workers });
+  const inline = Array.from({ length: items }, (_, i) => ({
+    input: { sleepMs: sleepMs + (i % 5) * 250, output: batchItemOutput(i) },
+  }));
+  const manifest = options.manifestStore
+    ? await writeBatchManifest(inline, {
+        store: options.manifestStore,
+        key: `inputs/${options.name}-${randomUUID()}.jsonl`,
+      })
+    : undefined;
   const handle = await startBatch(
     stack.client,
     {
       endpointId,
-      items: {
-        inline: Array.from({ length: items }, (_, i) => ({
-          input: { sleepMs: sleepMs + (i % 5) * 250, output: batchItemOutput(i) },
-        })),
-      },
+      items: manifest ? { manifest: { key: manifest.key } } : { inline },
       job: { polling: SCENARIO_POLLING, ...options.job },
       maxConcurrency: workers,
     },

@@ -11,12 +11,14 @@ import type { Client } from '@temporalio/client';
 import { type BatchResultLine, type BatchSummary, readBatchResults } from '../../client/batches';
 import type { EmulatorControl, JobState } from '../../emulator';
 
-/** What a tally reads: the emulator's jobs, and the workers' RESULT_STORE_DIR. */
+/** What a tally reads: the emulator's jobs, and the workers' store (their RESULT_STORE_DIR or _URL). */
 export interface TallySource {
   /** The Temporal client the batch's results are read through. */
   client: Client;
   control: EmulatorControl;
   resultDir: string;
+  /** Where the results are, when not in resultDir (a store URL). */
+  store?: string;
 }
 
 /** A batch item's scripted input: its output names the item, so the service's jobs say whose they are. */
@@ -105,7 +107,10 @@ export async function tallyBatch(
     jobsOf.set(item, list);
   }
   const lines = new Map<number, BatchResultLine>();
-  for await (const line of readBatchResults(stack.client, { batch: summary, store: stack.resultDir }))
+  for await (const line of readBatchResults(stack.client, {
+    batch: summary,
+    store: stack.store ?? stack.resultDir,
+  }))
     lines.set(line.index, line);
 
   const statuses: Record<string, number> = {};

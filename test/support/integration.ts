@@ -141,8 +141,8 @@ export interface JobStackOptions {
   automations?: AutomationDefinition[];
   /** A Temporal server of the file's own (host:port) instead of the shared dev server. */
   temporalAddress?: string;
-  /** More of the worker's environment (a deployment's settings, such as SERVERLESS_RATE_LIMITS). */
-  env?: Record<string, string>;
+  /** More worker variables (e.g. RESULT_STORE_URL), over the stack's own. */
+  workerEnv?: Record<string, string>;
 }
 
 export interface JobStack {
@@ -268,7 +268,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
     RESULT_STORE_DIR: resultDir,
     // Pollers of jobs that never change (a hung job whose workflow ended) are cut short at the end.
     WORKER_SHUTDOWN_GRACE_MS: '500',
-    ...options.env,
+    ...options.workerEnv,
   };
   if (options.webhooks) {
     // The gateway takes any free port (0) and the worker hands out URLs on the port it got.

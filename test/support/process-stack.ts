@@ -139,6 +139,15 @@ export interface ProcessStackOptions extends StackOptions {
   entries: EntryRunner;
   /** Prefix of the workers' RESULT_STORE_DIR (a temporary folder). */
   dirPrefix: string;
+  /**
+   * More variables of every worker (e.g. RESULT_STORE_URL and the AWS credentials). With
+   * `ownDirs`, each worker also gets a RESULT_STORE_DIR of its own: workers on several machines,
+   * sharing no directory.
+   */
+  workerVars?: Record<string, string>;
+  ownDirs?: boolean;
+  /** Where readers find the batches' results (`store` of readBatchResults); default: resultDir. */
+  store?: string;
 }
 
 export interface Stack {
@@ -154,6 +163,8 @@ export interface Stack {
   endpoint(fields?: { workersMin?: number; workersMax?: number }): string;
   /** The workers' RESULT_STORE_DIR (a batch's results live in its `batches` folder). */
   resultDir: string;
+  /** Where readers find the batches' results: the workers' store (their directory by default). */
+  store: string;
   /** /run requests the service acted on, over all of this stack's endpoints (the emulator's count). */
   submissions(): number;
   /** Jobs the service has and has not finished: queued or running there. */
@@ -199,7 +210,9 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<S
     WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
     RESULT_STORE_DIR: resultDir,
     WORKER_SHUTDOWN_GRACE_MS: '500',
+    ...options.workerVars,
   };
+  const ownDirs: string[] = [];
   const workers: ManagedProcess[] = [];
   const endpointIds: string[] = [];
   return {
@@ -209,11 +222,19 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<S
     taskQueue,
     gateway,
     startWorker() {
-      const worker = spawnEntry(entryArgs('worker/main', options.entries), 'worker running', workerVars);
+      const own = options.ownDirs
+        ? mkdtempSync(path.join(tmpdir(), `${options.dirPrefix}-${options.name}-own-`))
+        : undefined;
+      if (own) ownDirs.push(own);
+      const worker = spawnEntry(entryArgs('worker/main', options.entries), 'worker running', {
+        ...workerVars,
+        ...(own ? { RESULT_STORE_DIR: own } : {}),
+      });
       workers.push(worker);
       return worker;
     },
     resultDir,
+    store: options.store ?? resultDir,
     endpoint(fields = {}) {
       const { id } = emulator.control.createEndpoint(apiKey, {
         name: `${options.name}-${endpointIds.length + 1}`,
@@ -233,7 +254,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<S
       } finally {
         await connection.close();
         await emulator.close();
-        rmSync(resultDir, { recursive: true, force: true });
+        for (const dir of [resultDir, ...ownDirs]) rmSync(dir, { recursive: true, force: true });
       }
     },
   };

@@ -189,6 +189,79 @@ describe('worker configuration', () => {
   });
 });
 
+describe('RESULT_STORE_URL', () => {
+  const load = (env: Record<string, string>) => loadWorkerConfig({ ...service, ...env }, '/srv/app');
+
+  it('is the local directory by default, or names a directory (plain or file://) or a bucket', () => {
+    expect(load({}).resultStore).toEqual({ kind: 'local', dir: '/srv/app/.results' });
+    expect(load({ RESULT_STORE_URL: 'data/out' }).resultStore).toEqual({
+      kind: 'local',
+      dir: '/srv/app/data/out',
+    });
+    expect(load({ RESULT_STORE_URL: 'file:///data/out' })).toMatchObject({
+      resultStore: { kind: 'local', dir: '/data/out' },
+      resultStoreDir: '/data/out',
+    });
+    const s3 = load({
+      RESULT_STORE_URL: 's3://gpu-jobs/prod/batches-v1/',
+      RESULT_STORE_ENDPOINT: 'http://seaweedfs:8333',
+      RESULT_STORE_REGION: 'eu-west-1',
+      RESULT_STORE_PATH_STYLE: 'true',
+    });
+    expect(s3.resultStore).toEqual({
+      kind: 's3',
+      bucket: 'gpu-jobs',
+      prefix: 'prod/batches-v1',
+      endpoint: 'http://seaweedfs:8333',
+      region: 'eu-west-1',
+      forcePathStyle: true,
+    });
+    // Stream files stay in the local directory.
+    expect(s3.resultStoreDir).toBe('/srv/app/.results');
+    expect(load({ RESULT_STORE_URL: 's3://gpu-jobs' }).resultStore).toEqual({
+      kind: 's3',
+      bucket: 'gpu-jobs',
+      prefix: '',
+    });
+  });
+
+  it('names the variable and the rule of a bad setting, and never repeats the value', () => {
+    const cases: Array<[Record<string, string>, string, RegExp]> = [
+      [
+        { RESULT_STORE_URL: 'gs://bucket/x' },
+        'RESULT_STORE_URL',
+        /directory, file:\/\/\/dir or s3:\/\/bucket/,
+      ],
+      [{ RESULT_STORE_URL: 's3://Bad_Bucket/x' }, 'RESULT_STORE_URL (bucket)', /bucket name/],
+      [{ RESULT_STORE_URL: 's3://key:secret-value@bucket/x' }, 'RESULT_STORE_URL', /no credentials/],
+      [{ RESULT_STORE_URL: 's3://bucket/.hidden/x' }, 'RESULT_STORE_URL (prefix)', /segments/],
+      [
+        { RESULT_STORE_URL: 's3://bucket/x', RESULT_STORE_ENDPOINT: 'seaweedfs:8333' },
+        'RESULT_STORE_ENDPOINT',
+        /http:\/\/ or https:\/\/ URL/,
+      ],
+      [
+        { RESULT_STORE_URL: 's3://bucket/x', RESULT_STORE_PATH_STYLE: 'yes' },
+        'RESULT_STORE_PATH_STYLE',
+        /true or false/,
+      ],
+      [
+        { RESULT_STORE_URL: '/data', RESULT_STORE_REGION: 'us-east-1' },
+        'RESULT_STORE_REGION',
+        /s3:\/\/ store only/,
+      ],
+      [{ RESULT_STORE_ENDPOINT: 'http://x:1' }, 'RESULT_STORE_ENDPOINT', /s3:\/\/ RESULT_STORE_URL only/],
+      [{ RESULT_STORE_URL: '/data', RESULT_STORE_DIR: '/other' }, 'RESULT_STORE_URL', /not both/],
+    ];
+    for (const [env, variable, rule] of cases) {
+      const error = configError(() => load(env));
+      expect(error.variable).toBe(variable);
+      expect(error.rule).toMatch(rule);
+      expect(error.message).not.toContain('secret-value');
+    }
+  });
+});
+
 describe('SERVERLESS_RATE_LIMITS', () => {
   const load = (value: string) => loadWorkerConfig({ ...service, SERVERLESS_RATE_LIMITS: value }, '/srv');
 

@@ -13,13 +13,13 @@ import {
   defineAutomation,
   type RunPlan,
 } from '../../activities/automation';
-import type { BatchStore } from '../../activities/batch-store';
 import { sendEvent } from '../../client/automations';
 import {
   type AutomationEvent,
   type AutomationState,
   automationWorkflowId,
 } from '../../contracts/automation-input';
+import type { BatchStore } from '../../stores/batch-store';
 import { automationStateQuery } from '../../workflows/automation/automation-definitions';
 import { bundleWorkflows, withWorker } from '../support/workflow-harness';
 import { waitFor } from './wait-for';

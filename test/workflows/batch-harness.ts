@@ -9,7 +9,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
 import { type BatchActivities, createBatchActivities } from '../../activities/batch';
-import type { BatchStore } from '../../activities/batch-store';
 import type {
   BatchInput,
   BatchResultLine,
@@ -17,6 +16,7 @@ import type {
   SubmitItemResult,
   WatchedItem,
 } from '../../contracts/batch-input';
+import type { BatchStore } from '../../stores/batch-store';
 import type { serverlessBatch } from '../../workflows/batch/batch';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLocalBatchStore } from '../../activities/batch-store';
 import { redriveBatch } from '../../client/batches';
 import type { BatchInput, BatchSummary } from '../../contracts/batch-input';
+import { createLocalBatchStore } from '../../stores/batch-store';
 import {
   batchProgressQuery,
   pauseBatchSignal,

@@ -74,6 +74,7 @@ export async function runChildBatch(
     if (!carried) {
       const staged = await stageActivities.stageBatchItems({ items: input.items });
       batch.state.batchKey = staged.batchKey;
+      if (staged.store !== undefined) batch.state.store = staged.store;
       batch.state.manifestKey = staged.manifestKey;
       batch.state.total = staged.total;
     }

@@ -112,8 +112,14 @@ export function endWith(summary: BatchSummary): BatchSummary {
   return summary;
 }
 
-/** Where a batch's results are (the summary's two references to the same store key). */
-export function resultsRefs(batchKey: string): Pick<BatchSummary, 'results' | 'failuresRef'> {
-  const ref = { kind: 'serverless-batch-results' as const, store: 'local', key: batchKey };
+/**
+ * Where a batch's results are (the summary's two references to the same store key), in the store
+ * the stage named (`local` for a run staged before stores had names).
+ */
+export function resultsRefs(
+  batchKey: string,
+  store = 'local',
+): Pick<BatchSummary, 'results' | 'failuresRef'> {
+  const ref = { kind: 'serverless-batch-results' as const, store, key: batchKey };
   return { results: ref, failuresRef: { ...ref, only: 'failures' } };
 }

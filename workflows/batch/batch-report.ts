@@ -30,6 +30,8 @@ import { type BatchTally, failureCount, resultsRefs, toleranceExceeded } from '.
 /** The state both modes carry that the summary, the progress and the controls read. */
 export interface BatchControlState {
   batchKey: string;
+  /** The batch store's name (`local`, `s3://bucket/prefix`), as the results reference gives it. */
+  store?: string;
   manifestKey: string;
   total: number;
   /** Items below the cursor have been taken from the manifest. */
@@ -118,7 +120,7 @@ export function batchSummary(view: BatchView): BatchSummary {
     ...(stopped ? { stoppedBecause: stopped } : {}),
     cost: { ...state.cost },
     cancelled: view.cancelled,
-    ...resultsRefs(state.batchKey),
+    ...resultsRefs(state.batchKey, state.store),
     manifestKey: state.manifestKey,
     startedAt: state.startedAt,
     elapsedMs: Date.now() - state.startedAt,

@@ -39,6 +39,8 @@ export type { BatchTally } from './batch-outcomes';
 /** Everything a run hands to the next one. */
 export interface BatchState {
   batchKey: string;
+  /** The batch store's name (`local`, `s3://bucket/prefix`), as the results reference gives it. */
+  store?: string;
   manifestKey: string;
   total: number;
   /** Items below the cursor have been taken from the manifest. */

@@ -30,6 +30,7 @@ const PARALLEL_SUBMITS = 2;
 export async function stage(run: BatchRun): Promise<void> {
   const staged = await stageActivities.stageBatchItems({ items: run.input.items });
   run.state.batchKey = staged.batchKey;
+  if (staged.store !== undefined) run.state.store = staged.store;
   run.state.manifestKey = staged.manifestKey;
   run.state.total = staged.total;
   if (staged.runLimit !== undefined) run.state.runLimit = staged.runLimit;

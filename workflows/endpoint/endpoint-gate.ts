@@ -14,9 +14,11 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import { gateCurrentDetails } from '../../contracts/current-details';
 import {
   ASK_WAIT_MS,
   type EndpointGateInput,
@@ -48,6 +50,11 @@ function carriedOf(input: EndpointGateInput): Carried {
   return { grants: carried?.grants ?? initialGrants(), runLimit: carried?.runLimit };
 }
 
+/** No pause, limit or weight of an operator's in force. */
+function controlsCleared(grants: GrantsState): boolean {
+  return !grants.paused && grants.limitOverride === undefined && Object.keys(grants.weights).length === 0;
+}
+
 export async function endpointGate(input: EndpointGateInput): Promise<void> {
   const { grants, ...limits } = carriedOf(input);
   let runLimit = limits.runLimit;
@@ -74,6 +81,14 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
           .reduce((sum, ask) => sum + ask.count, 0),
         granted: grants.granted[fairnessKey] ?? 0,
       })),
+      waitingByPriority: Object.fromEntries(
+        [1, 2, 3, 4, 5]
+          .map((priority) => [
+            String(priority),
+            waiting.filter((ask) => ask.priority === priority).reduce((sum, ask) => sum + ask.count, 0),
+          ])
+          .filter(([, count]) => count !== 0),
+      ),
     };
   };
 
@@ -136,6 +151,8 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
       answers.set(answer.id, { count: answer.count, at: answer.at, sendBy: answer.sendBy });
     }
     changed = false;
+    // Shown in the UI; costs no history event.
+    setCurrentDetails(gateCurrentDetails(view()));
     if (waiting.length > 0) {
       await condition(() => changed, Math.max(1, (decided.nextAt ?? now + ASK_WAIT_MS) - now));
       continue;
@@ -150,7 +167,8 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
       }
       continue;
     }
-    if (!(await condition(() => changed, IDLE_MS))) {
+    // An idle gate ends (the next ask starts it again), unless an operator's controls are set.
+    if (!(await condition(() => changed, IDLE_MS)) && controlsCleared(grants)) {
       await condition(allHandlersFinished);
       if (waiting.length === 0 && !changed) return;
     }

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { batchKeyFor, createLocalBatchStore } from '../../activities/batch-store';
+import { batchKeyFor, createLocalBatchStore } from '../../stores/batch-store';
 import { tempDir } from '../support/temp-dir';
 
 describe('local batch store', () => {

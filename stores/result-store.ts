@@ -28,14 +28,42 @@ export class ResultStoreError extends Error {
   override readonly name = 'ResultStoreError';
 }
 
-function sha256(text: string): string {
+export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
 // Readable and collision-free: the key with unsafe characters replaced, plus a hash of the real key.
-function fileNameFor(key: string): string {
+export function fileNameFor(key: string): string {
   const readable = key.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 120);
   return `${readable}.${sha256(key).slice(0, 16)}.json`;
+}
+
+/** The name local stores give their references: the directory is the reader's to say. */
+export const LOCAL_STORE_NAME = 'local';
+
+/** A reference to `text` stored under `key` in the store named `store`. */
+export function refTo(store: string, key: string, text: string): ResultRef {
+  return { kind: 'serverless-result-ref', store, key, bytes: Buffer.byteLength(text), sha256: sha256(text) };
+}
+
+/**
+ * The reference, checked to be one of this store's: a reader configured for another store gets an
+ * error naming both, never another store's file of the same key.
+ */
+export function refIn(store: string, ref: ResultRef): ResultRef {
+  const parsed = resultRefSchema.parse(ref);
+  if (parsed.store !== store)
+    throw new ResultStoreError(
+      `result ${parsed.key} is in the store ${parsed.store}, not in this reader's store ${store}: read it with that store`,
+    );
+  return parsed;
+}
+
+/** The stored value, once its text matches the reference's checksum. */
+export function checkedValue(ref: ResultRef, text: string): unknown {
+  if (sha256(text) !== ref.sha256)
+    throw new ResultStoreError(`result ${ref.key} does not match its checksum`);
+  return JSON.parse(text);
 }
 
 /** A store in a local directory: one JSON file per key, written atomically (temp file, then rename). */
@@ -49,27 +77,17 @@ export function createLocalResultStore(dir: string): ResultStore {
       const temp = `${target}.${randomUUID()}.tmp`;
       await writeFile(temp, text, 'utf8');
       await rename(temp, target);
-      return {
-        kind: 'serverless-result-ref',
-        store: 'local',
-        key,
-        bytes: Buffer.byteLength(text),
-        sha256: sha256(text),
-      };
+      return refTo(LOCAL_STORE_NAME, key, text);
     },
     async get(ref) {
-      const parsed = resultRefSchema.parse(ref);
-      if (parsed.store !== 'local')
-        throw new ResultStoreError(`not a local result reference (store ${parsed.store})`);
+      const parsed = refIn(LOCAL_STORE_NAME, ref);
       let text: string;
       try {
         text = await readFile(path.join(root, fileNameFor(parsed.key)), 'utf8');
       } catch (error) {
         throw new ResultStoreError(`result ${parsed.key} is not in ${root}: ${(error as Error).message}`);
       }
-      if (sha256(text) !== parsed.sha256)
-        throw new ResultStoreError(`result ${parsed.key} does not match its checksum`);
-      return JSON.parse(text);
+      return checkedValue(parsed, text);
     },
   };
 }

@@ -11,6 +11,7 @@ import { mkdir, open, readdir, rename, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { storeKeySchema } from '../contracts/batch-input';
+import { contiguousRuns, createLineScanner, type LineOffsets, linesOf } from './line-index';
 
 export interface BatchStore {
   /** Which store this is, as result references name it (`local`). */
@@ -27,6 +28,16 @@ export interface BatchStore {
 
 export class BatchStoreError extends Error {
   override readonly name = 'BatchStoreError';
+  /**
+   * The store could not be reached or answered with a passing fault (a server stopped, throttling
+   * beyond the client's retries): the same call may succeed later. False for a key that is not
+   * there, a bad key or a store refused by its configuration.
+   */
+  readonly retryable: boolean;
+  constructor(message: string, options: { retryable?: boolean } = {}) {
+    super(message);
+    this.retryable = options.retryable ?? false;
+  }
 }
 
 /** The store key of a batch's own files: stable per workflow id, whatever characters it holds. */
@@ -39,12 +50,9 @@ export function defaultBatchStore(resultStoreDir: string): BatchStore {
   return createLocalBatchStore(path.join(resultStoreDir, 'batches'));
 }
 
-interface LineIndex {
+interface LineIndex extends LineOffsets {
   size: number;
   mtimeMs: number;
-  /** Start offset of each non-blank line, plus the end of the file. */
-  starts: number[];
-  ends: number[];
 }
 
 /** Line indexes a store keeps (its manifests, and the files read lately). */
@@ -53,39 +61,22 @@ const INDEXES_KEPT = 64;
 const INDEX_CHUNK_BYTES = 1 << 20;
 
 /** The start and end offsets of a file's non-blank lines, read a chunk at a time. */
-async function lineOffsets(file: string): Promise<{ starts: number[]; ends: number[] }> {
-  const starts: number[] = [];
-  const ends: number[] = [];
+async function lineOffsets(file: string): Promise<LineOffsets> {
+  const scanner = createLineScanner();
   const handle = await open(file, 'r');
   try {
     const chunk = Buffer.alloc(INDEX_CHUNK_BYTES);
     let offset = 0;
-    let start = 0;
-    let blank = true;
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
       if (bytesRead === 0) break;
-      for (let k = 0; k < bytesRead; k++) {
-        const b = chunk[k];
-        if (b === 0x0a) {
-          if (!blank) {
-            starts.push(start);
-            ends.push(offset + k);
-          }
-          start = offset + k + 1;
-          blank = true;
-        } else if (b !== 0x20 && b !== 0x09 && b !== 0x0d) blank = false;
-      }
+      scanner.feed(chunk, bytesRead);
       offset += bytesRead;
-    }
-    if (!blank) {
-      starts.push(start);
-      ends.push(offset);
     }
   } finally {
     await handle.close();
   }
-  return { starts, ends };
+  return scanner.finish();
 }
 
 /** A store in a local directory: a key is a relative path under `root`. */
@@ -128,24 +119,13 @@ export function createLocalBatchStore(root: string): BatchStore {
       try {
         const out: string[] = [];
         // Contiguous runs are read in one go (a page of a manifest usually is one run).
-        let k = 0;
-        while (k < wanted.length) {
-          let last = k;
-          while (last + 1 < wanted.length && wanted[last + 1] === (wanted[last] as number) + 1) last++;
-          const first = wanted[k] as number;
-          const end = wanted[last] as number;
-          if (first < 0 || end >= index.starts.length)
-            throw new BatchStoreError(`${key} has no item ${first < 0 ? first : end}`);
+        for (const { first, last } of contiguousRuns(wanted)) {
+          if (first < 0 || last >= index.starts.length)
+            throw new BatchStoreError(`${key} has no item ${first < 0 ? first : last}`);
           const from = index.starts[first] as number;
-          const to = index.ends[end] as number;
-          const buffer = Buffer.alloc(to - from);
+          const buffer = Buffer.alloc((index.ends[last] as number) - from);
           await handle.read(buffer, 0, buffer.length, from);
-          for (let n = first; n <= end; n++) {
-            out.push(
-              buffer.toString('utf8', (index.starts[n] as number) - from, (index.ends[n] as number) - from),
-            );
-          }
-          k = last + 1;
+          out.push(...linesOf(buffer, from, index, first, last));
         }
         return out;
       } finally {

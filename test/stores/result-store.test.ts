@@ -1,7 +1,7 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLocalResultStore, inlineOrStore, ResultStoreError } from '../../activities/result-store';
+import { createLocalResultStore, inlineOrStore, ResultStoreError } from '../../stores/result-store';
 import { tempDir } from '../support/temp-dir';
 
 const storeDir = () => tempDir('result-store');

@@ -1,0 +1,197 @@
+/**
+ * Many workloads on one endpoint, against the same work alone. On one emulator (time scale 1, its
+ * rate limits on) and one worker process (as `npm run worker` runs, webhooks on), each scenario on
+ * a warm endpoint of its own with --workers workers:
+ *
+ * 1. idle: single jobs one after another on an idle endpoint (the gate's price: with its /run limit
+ *    the job asks the endpoint's gate; a worker with no /run rate does not ask);
+ * 2. alone: one batch of --batches x --items items;
+ * 3. shared: --batches batches of --items items started together, plus a single job started every
+ *    second while they run (priority 3, the default, then priority 1);
+ * 4. tenants: --tenants batches with fairness weights 1..N on one endpoint, granted shares per tenant
+ *    over the first minute against the weights.
+ *
+ * Prints times, the ratio shared/alone, 429s by operation at the emulator, single-job latencies
+ * (median, max) against idle, and the tenants' shares. Asserts nothing.
+ *
+ *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
+ *                                  [--tenants 10] [--tenant-items 2000]
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { awaitBatch, type BatchInput, cancelBatch, startBatch } from '../client/batches';
+import { getEndpointLimits } from '../client/endpoint-limits';
+import { awaitJob, startJob } from '../client/jobs';
+import { startEmulator } from '../emulator';
+import { loadWorkerConfig } from '../worker/config';
+import { createLogger } from '../worker/logger';
+import { runWorker } from '../worker/run-worker';
+import { median, numberArg, quietRuntime, say, seconds, sleep, startDevServer } from './support';
+
+const ITEMS = Math.round(numberArg('items', 1_000));
+const BATCHES = Math.round(numberArg('batches', 3));
+const WORKERS = Math.round(numberArg('workers', 100));
+const JOB_MS = Math.round(numberArg('job-ms', 1_000));
+const TENANTS = Math.round(numberArg('tenants', 10));
+const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
+const IDLE_JOBS = 10;
+
+async function main() {
+  quietRuntime();
+  const apiKey = `sk-bench-${randomUUID()}`;
+  const emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }] });
+  const env: TestWorkflowEnvironment = await startDevServer();
+  const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-shared-endpoint-'));
+  const taskQueue = `bench-shared-endpoint-${randomUUID()}`;
+  const client = env.client;
+  const config = loadWorkerConfig(
+    {
+      TEMPORAL_ADDRESS: env.address,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      SERVERLESS_API_KEY: apiKey,
+      SERVERLESS_API_URL: emulator.apiUrl,
+      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
+      SERVERLESS_REST_URL: emulator.restUrl,
+      RESULT_STORE_DIR: resultDir,
+      WEBHOOK_SECRET: randomUUID(),
+      WEBHOOK_PORT: '0',
+      WORKER_SHUTDOWN_GRACE_MS: '500',
+    },
+    process.cwd(),
+  );
+  const stop = new AbortController();
+  let worker: Promise<void> = Promise.resolve();
+  await new Promise<void>((resolve, reject) => {
+    worker = runWorker(config, {
+      signal: stop.signal,
+      logger: createLogger({ level: 'error', secrets: [apiKey] }),
+      publicUrlFromGateway: true,
+      onReady: () => resolve(),
+    });
+    worker.catch(reject);
+  });
+
+  async function warmEndpoint(): Promise<string> {
+    const { id } = emulator.control.createEndpoint(apiKey, {
+      name: `bench-${randomUUID().slice(0, 8)}`,
+      templateId: 'scripted',
+      workersMin: WORKERS,
+      workersMax: WORKERS,
+    });
+    while (emulator.control.health(id).workers.idle < WORKERS) await sleep(200);
+    return id;
+  }
+
+  const items = (count: number, tag: string) =>
+    Array.from({ length: count }, (_, i) => ({ input: { sleepMs: JOB_MS, output: { tag, i } } }));
+
+  /** One job, start to result, in ms. */
+  async function singleJob(endpointId: string, priority?: number): Promise<number> {
+    const started = performance.now();
+    const job = await startJob(
+      client,
+      {
+        endpointId,
+        request: { input: { sleepMs: JOB_MS, output: { single: true } } },
+        ...(priority === undefined ? {} : { priority }),
+      },
+      { workflowId: `bench-single-${randomUUID()}`, taskQueue },
+    );
+    await awaitJob(client, { job });
+    return performance.now() - started;
+  }
+
+  function batch(endpointId: string, count: number, tag: string, extra: Partial<BatchInput> = {}) {
+    return startBatch(
+      client,
+      { endpointId, items: { inline: items(count, tag) }, maxConcurrency: 400, ...extra },
+      { workflowId: `bench-${tag}-${randomUUID()}`, taskQueue },
+    );
+  }
+
+  const refused = (endpointId: string) => JSON.stringify(emulator.control.throttled(endpointId));
+
+  // 1. idle
+  const idleEndpoint = await warmEndpoint();
+  const idle: number[] = [];
+  for (let k = 0; k < IDLE_JOBS; k++) idle.push(await singleJob(idleEndpoint));
+  say(
+    `idle endpoint: ${IDLE_JOBS} single jobs of ${JOB_MS} ms, median ${seconds(median(idle))}, max ${seconds(Math.max(...idle))}`,
+  );
+
+  // 2. alone
+  const aloneEndpoint = await warmEndpoint();
+  let started = performance.now();
+  await awaitBatch(client, { batch: await batch(aloneEndpoint, BATCHES * ITEMS, 'alone') });
+  const alone = performance.now() - started;
+  say(`one batch of ${BATCHES * ITEMS}: ${seconds(alone)}; 429s ${refused(aloneEndpoint)}`);
+
+  // 3. shared, with single jobs of priority 3 and 1 beside it
+  for (const priority of [3, 1]) {
+    const sharedEndpoint = await warmEndpoint();
+    started = performance.now();
+    const handles = await Promise.all(
+      Array.from({ length: BATCHES }, (_, k) => batch(sharedEndpoint, ITEMS, `shared-${k}`, { priority: 5 })),
+    );
+    const done = Promise.all(handles.map((handle) => awaitBatch(client, { batch: handle })));
+    let finished = false;
+    void done.then(() => {
+      finished = true;
+    });
+    const singles: Promise<number>[] = [];
+    while (!finished) {
+      singles.push(singleJob(sharedEndpoint, priority));
+      await sleep(1_000);
+    }
+    await done;
+    const shared = performance.now() - started;
+    const latencies = await Promise.all(singles);
+    say(
+      `${BATCHES} batches of ${ITEMS} together (priority 5), single jobs at priority ${priority}: ` +
+        `${seconds(shared)}, ${(shared / alone).toFixed(2)}x one batch alone; 429s ${refused(sharedEndpoint)}; ` +
+        `${latencies.length} single jobs: median ${seconds(median(latencies))} (idle ${seconds(median(idle))}), ` +
+        `max ${seconds(Math.max(...latencies))}`,
+    );
+  }
+
+  // 4. tenants
+  if (TENANTS > 0) {
+    const tenantEndpoint = await warmEndpoint();
+    const tenants = await Promise.all(
+      Array.from({ length: TENANTS }, (_, k) =>
+        batch(tenantEndpoint, TENANT_ITEMS, `tenant-${k + 1}`, {
+          fairnessKey: `tenant-${k + 1}`,
+          fairnessWeight: k + 1,
+          pageSize: 100,
+        }),
+      ),
+    );
+    await sleep(60_000);
+    const view = await getEndpointLimits(client, tenantEndpoint);
+    await Promise.all(tenants.map((handle) => cancelBatch(client, { batch: handle })));
+    const total = (view?.keys ?? []).reduce((sum, key) => sum + key.granted, 0);
+    const weights = (TENANTS * (TENANTS + 1)) / 2;
+    say(`${TENANTS} tenants, weights 1..${TENANTS}, first 60 s: ${total} submits granted`);
+    for (let k = 1; k <= TENANTS; k++) {
+      const granted = view?.keys.find((key) => key.fairnessKey === `tenant-${k}`)?.granted ?? 0;
+      const share = total === 0 ? 0 : granted / total;
+      say(
+        `  tenant-${k} (weight ${k}): ${granted} (${(share * 100).toFixed(1)}%, weighted share ${((k / weights) * 100).toFixed(1)}%)`,
+      );
+    }
+  }
+
+  stop.abort();
+  await worker.catch(() => undefined);
+  await env.teardown();
+  await emulator.close();
+  rmSync(resultDir, { recursive: true, force: true });
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
