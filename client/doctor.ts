@@ -18,6 +18,7 @@ import { request } from 'undici';
 import { createServiceClient } from '../api';
 import { redact, ServiceError } from '../api/errors';
 import { searchAttributeKeys } from '../contracts/search-attributes';
+import type { S3StoreOptions } from '../stores/s3-client';
 import { openStores, type StoreLocation, storeName } from '../stores/store-location';
 import { loadWorkerConfig, secretValues, type WorkerConfig } from '../worker/config';
 import {
@@ -64,6 +65,8 @@ export interface DoctorOptions {
   maxClockSkewMs?: number;
   /** How long the worker may take to run the doctor's workflow (default 15 s). */
   workflowTimeoutMs?: number;
+  /** An S3 result store's client settings, as the worker is given them; default: the AWS SDK's own chain. */
+  storeOptions?: S3StoreOptions;
 }
 
 const { IndexedValueType } = temporal.api.enums.v1;
@@ -465,10 +468,14 @@ async function checkWebhook(config: WorkerConfig): Promise<DoctorCheck> {
 }
 
 /** An S3 store: the bucket checked as the worker checks it, then a probe written and read back. */
-async function checkS3Store(location: StoreLocation, secrets: readonly string[]): Promise<DoctorCheck> {
+async function checkS3Store(
+  location: StoreLocation,
+  options: S3StoreOptions,
+  secrets: readonly string[],
+): Promise<DoctorCheck> {
   const name = storeName(location);
   try {
-    const stores = await openStores(location);
+    const stores = await openStores(location, options);
     await stores.check();
     const probe = { doctor: randomUUID() };
     // One fixed key: each doctor run overwrites the last one's probe instead of adding objects.
@@ -561,7 +568,11 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
     checks.push(...(await checkService(workerConfig, options.endpoints ?? [])));
     checks.push(await checkWebhook(workerConfig));
     const location = workerConfig.resultStore ?? { kind: 'local' as const, dir: workerConfig.resultStoreDir };
-    checks.push(location.kind === 'local' ? checkStore(location.dir) : await checkS3Store(location, secrets));
+    checks.push(
+      location.kind === 'local'
+        ? checkStore(location.dir)
+        : await checkS3Store(location, options.storeOptions ?? {}, secrets),
+    );
   }
   // Belt and braces: no check may carry a secret out, whatever an error said.
   const clean = checks.map((check) => ({

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../client/cli';
 import { type DoctorReport, runDoctor } from '../../client/doctor';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
+import { provisionedSeaweedfs, startS3Server } from '../support/s3-server';
 import { suiteTempDir } from '../support/temp-dir';
 import { uniqueTaskQueue } from '../support/temporal';
 
@@ -146,4 +147,38 @@ describe('doctor', () => {
       store: 'pass',
     });
   });
+
+  it.skipIf(provisionedSeaweedfs() === undefined)(
+    'an S3 result store: a bucket it can write passes, a missing bucket is named',
+    async () => {
+      const server = await startS3Server('doctor');
+      try {
+        await server.createBucket('doctor-results');
+        const { RESULT_STORE_DIR: _dir, ...rest } = goodEnv;
+        const s3Env = (bucket: string) => ({
+          ...rest,
+          RESULT_STORE_URL: `s3://${bucket}/runs`,
+          RESULT_STORE_ENDPOINT: server.endpoint,
+          RESULT_STORE_REGION: 'us-east-1',
+          RESULT_STORE_PATH_STYLE: 'true',
+        });
+        const storeOptions = { clientConfig: server.clientConfig() };
+        const good = await runDoctor({ env: s3Env('doctor-results'), storeOptions });
+        expect(good.checks.find((check) => check.check === 'store')).toMatchObject({
+          verdict: 'pass',
+          detail: 's3://doctor-results/runs is readable and writable',
+        });
+        const missing = await runDoctor({ env: s3Env('no-such-bucket'), storeOptions });
+        const store = missing.checks.find((check) => check.check === 'store')!;
+        expect(store.verdict).toBe('fail');
+        expect(store.detail).toMatch(
+          /^s3:\/\/no-such-bucket\/runs is not readable and writable: .*no-such-bucket/,
+        );
+        expect(JSON.stringify(missing)).not.toContain(server.secretAccessKey);
+      } finally {
+        await server.close();
+      }
+    },
+    120_000,
+  );
 });
