@@ -573,6 +573,15 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
         ? checkStore(location.dir)
         : await checkS3Store(location, options.storeOptions ?? {}, secrets),
     );
+  } else {
+    const skipped = [
+      'service-api-key',
+      ...(options.endpoints ?? []).map((id) => `endpoint ${id}`),
+      'webhook',
+      'store',
+    ];
+    for (const check of skipped)
+      checks.push({ check, verdict: 'skip', detail: "the worker's settings did not load (above)" });
   }
   // Belt and braces: no check may carry a secret out, whatever an error said.
   const clean = checks.map((check) => ({

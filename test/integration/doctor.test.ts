@@ -137,6 +137,22 @@ describe('doctor', () => {
     expect(verdicts(report).worker).toBe('fail');
   });
 
+  it("without the worker's settings: that is named, and what needs them is skipped, not left out", async () => {
+    const { SERVERLESS_API_KEY: _key, ...withoutKey } = goodEnv;
+    const report = await runDoctor({ env: withoutKey, endpoints: [endpointId] });
+    expect(report.checks.find((check) => check.check === 'worker-settings')).toMatchObject({
+      verdict: 'fail',
+      detail: expect.stringMatching(/^SERVERLESS_API_KEY: /),
+    });
+    expect(verdicts(report)).toMatchObject({
+      temporal: 'pass',
+      'service-api-key': 'skip',
+      [`endpoint ${endpointId}`]: 'skip',
+      webhook: 'skip',
+      store: 'skip',
+    });
+  });
+
   it('Temporal unreachable: the Temporal checks say so, the others still run', async () => {
     const report = await runDoctor({ env: { ...goodEnv, TEMPORAL_ADDRESS: '127.0.0.1:9' } });
     expect(verdicts(report)).toMatchObject({
