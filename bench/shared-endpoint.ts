@@ -8,23 +8,26 @@
  * 2. alone: one batch of --batches x --items items;
  * 3. shared: --batches batches of --items items started together, plus a single job started every
  *    second while they run (priority 3, the default, then priority 1);
- * 4. tenants: --tenants batches with fairness weights 1..N on one endpoint, granted shares per tenant
- *    over the first minute against the weights.
+ * 4. tenants: --tenants batches with fairness weights 1..N on one endpoint, their items short
+ *    (--tenant-job-ms) so that the /run window is what they share, granted shares per tenant over
+ *    the first minute against the weights.
  *
  * Prints times, the ratio shared/alone, 429s by operation at the emulator, single-job latencies
  * (median, max) against idle, and the tenants' shares. Asserts nothing.
  *
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
- *                                  [--tenants 10] [--tenant-items 2000]
+ *                                  [--tenants 10] [--tenant-items 2000] [--tenant-job-ms 100]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { awaitBatch, type BatchInput, cancelBatch, startBatch } from '../client/batches';
 import { getEndpointLimits } from '../client/endpoint-limits';
 import { awaitJob, startJob } from '../client/jobs';
+import { ASK_TO_SEND_UPDATE, ENDPOINT_GATE_WORKFLOW, endpointGateId } from '../contracts/endpoint-gate';
 import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
@@ -37,6 +40,8 @@ const WORKERS = Math.round(numberArg('workers', 100));
 const JOB_MS = Math.round(numberArg('job-ms', 1_000));
 const TENANTS = Math.round(numberArg('tenants', 10));
 const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
+// Short enough that the /run window, not the endpoint's workers, is what the tenants share.
+const TENANT_JOB_MS = Math.round(numberArg('tenant-job-ms', 100));
 const IDLE_JOBS = 10;
 
 async function main() {
@@ -85,8 +90,8 @@ async function main() {
     return id;
   }
 
-  const items = (count: number, tag: string) =>
-    Array.from({ length: count }, (_, i) => ({ input: { sleepMs: JOB_MS, output: { tag, i } } }));
+  const items = (count: number, tag: string, sleepMs = JOB_MS) =>
+    Array.from({ length: count }, (_, i) => ({ input: { sleepMs, output: { tag, i } } }));
 
   /** One job, start to result, in ms. */
   async function singleJob(endpointId: string, priority?: number): Promise<number> {
@@ -104,10 +109,16 @@ async function main() {
     return performance.now() - started;
   }
 
-  function batch(endpointId: string, count: number, tag: string, extra: Partial<BatchInput> = {}) {
+  function batch(
+    endpointId: string,
+    count: number,
+    tag: string,
+    extra: Partial<BatchInput> = {},
+    sleepMs = JOB_MS,
+  ) {
     return startBatch(
       client,
-      { endpointId, items: { inline: items(count, tag) }, maxConcurrency: 400, ...extra },
+      { endpointId, items: { inline: items(count, tag, sleepMs) }, maxConcurrency: 400, ...extra },
       { workflowId: `bench-${tag}-${randomUUID()}`, taskQueue },
     );
   }
@@ -120,6 +131,31 @@ async function main() {
   for (let k = 0; k < IDLE_JOBS; k++) idle.push(await singleJob(idleEndpoint));
   say(
     `idle endpoint: ${IDLE_JOBS} single jobs of ${JOB_MS} ms, median ${seconds(median(idle))}, max ${seconds(Math.max(...idle))}`,
+  );
+
+  // The gate's own price: asks for one request on an idle endpoint's gate, from a client as a
+  // submit's activity asks, and the gate's history events per ask.
+  const gateId = endpointGateId(idleEndpoint);
+  const asks: number[] = [];
+  for (let k = 0; k < IDLE_JOBS * 2; k++) {
+    const askedAt = performance.now();
+    await client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
+      args: [{ endpointId: idleEndpoint, count: 1, limit: 1_000 }],
+      startWorkflowOperation: new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
+        workflowId: gateId,
+        taskQueue,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        args: [{ endpointId: idleEndpoint }],
+      }),
+    });
+    asks.push(performance.now() - askedAt);
+  }
+  const before = (await client.workflow.getHandle(gateId).fetchHistory()).events?.length ?? 0;
+  for (let k = 0; k < IDLE_JOBS; k++) await singleJob(idleEndpoint);
+  const after = (await client.workflow.getHandle(gateId).fetchHistory()).events?.length ?? 0;
+  say(
+    `the gate on an idle endpoint: an ask answered in median ${median(asks).toFixed(1)} ms ` +
+      `(max ${Math.max(...asks).toFixed(1)} ms); ${((after - before) / IDLE_JOBS).toFixed(1)} gate history events per single job`,
   );
 
   // 2. alone
@@ -162,11 +198,13 @@ async function main() {
     const tenantEndpoint = await warmEndpoint();
     const tenants = await Promise.all(
       Array.from({ length: TENANTS }, (_, k) =>
-        batch(tenantEndpoint, TENANT_ITEMS, `tenant-${k + 1}`, {
-          fairnessKey: `tenant-${k + 1}`,
-          fairnessWeight: k + 1,
-          pageSize: 100,
-        }),
+        batch(
+          tenantEndpoint,
+          TENANT_ITEMS,
+          `tenant-${k + 1}`,
+          { fairnessKey: `tenant-${k + 1}`, fairnessWeight: k + 1, pageSize: 100 },
+          TENANT_JOB_MS,
+        ),
       ),
     );
     await sleep(60_000);
@@ -174,7 +212,10 @@ async function main() {
     await Promise.all(tenants.map((handle) => cancelBatch(client, { batch: handle })));
     const total = (view?.keys ?? []).reduce((sum, key) => sum + key.granted, 0);
     const weights = (TENANTS * (TENANTS + 1)) / 2;
-    say(`${TENANTS} tenants, weights 1..${TENANTS}, first 60 s: ${total} submits granted`);
+    say(
+      `${TENANTS} tenants of ${TENANT_ITEMS} items of ${TENANT_JOB_MS} ms, weights 1..${TENANTS}, ` +
+        `first 60 s: ${total} submits granted`,
+    );
     for (let k = 1; k <= TENANTS; k++) {
       const granted = view?.keys.find((key) => key.fairnessKey === `tenant-${k}`)?.granted ?? 0;
       const share = total === 0 ? 0 : granted / total;

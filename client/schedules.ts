@@ -19,6 +19,7 @@ import type { SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import type { BatchInput } from '../contracts/batch-input';
+import { type Scheduling, taskPriorityOf } from '../contracts/endpoint-gate';
 import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../contracts/endpoint-input';
 import { firstIssue } from '../contracts/input-rules';
 import type { JobWorkflowInput } from '../contracts/job-input';
@@ -193,6 +194,8 @@ async function createSchedule(
       taskQueue: options.taskQueue,
       args,
       ...actionDescription(kind, args, options.tags),
+      // Each run's task priority, as a job's or batch's started by hand (its submits' at the gate).
+      ...(kind === 'ephemeral' ? {} : taskPriorityOf(options.input as Scheduling)),
     },
     ...(options.policies ? { policies: options.policies } : {}),
     memo: { ...options.memo, durableServerlessKind: kind },
