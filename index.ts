@@ -130,17 +130,36 @@ export {
   type WriteBatchManifestOptions,
   writeBatchManifest,
 } from './client/batches';
+// Bulk actions over a selection of runs.
+export {
+  awaitBulkAction,
+  type BulkActionHandle,
+  type BulkActionName,
+  type BulkDryRun,
+  type BulkProgress,
+  type BulkSampleRun,
+  type BulkSelection,
+  bulkActionQuery,
+  bulkActions,
+  bulkSelectionSchema,
+  dryRunBulkAction,
+  getBulkProgress,
+  type StartBulkActionOptions,
+  startBulkAction,
+} from './client/bulk';
 // Connecting to Temporal.
 export {
   connectTemporalClient,
   DEFAULT_TEMPORAL_ADDRESS,
   DEFAULT_TEMPORAL_NAMESPACE,
   loadTemporalConnection,
+  loadTemporalConnectionWithOrigin,
   type Pem,
   parseTemporalConnection,
   TEMPORAL_CONNECTION_ENV,
   type TemporalConnectionConfig,
   type TemporalConnectionInput,
+  type TemporalConnectionOrigin,
 } from './client/connection';
 // Costs.
 export {
@@ -155,6 +174,15 @@ export {
   jobCost,
   rangeCost,
 } from './client/costs';
+// Checking a deployment.
+export {
+  type DoctorCheck,
+  type DoctorOptions,
+  type DoctorReport,
+  type DoctorVerdict,
+  formatDoctorReport,
+  runDoctor,
+} from './client/doctor';
 export {
   type GateControls,
   type GateView,

@@ -12,6 +12,14 @@ export {
 } from './automation';
 export { type BatchActivities, type BatchActivityDeps, createBatchActivities } from './batch';
 export { type BatchJobReports, createBatchJobReports } from './batch-job-reports';
+export {
+  type BulkActivities,
+  type BulkActivityDeps,
+  type BulkRun,
+  type BulkRunActions,
+  type BulkRunOutcome,
+  createBulkActivities,
+} from './bulk';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
 export { createRouteActivities, type RouteActivities } from './route';

@@ -16,6 +16,7 @@ import {
 } from '../contracts/automation-input';
 import { automationStartOptions } from '../contracts/automation-start';
 import { firstIssue } from '../contracts/input-rules';
+import { tagAttributes, tagsSchema } from '../contracts/tags';
 import type { automationWorkflow } from '../workflows/automation/automation';
 import { automationEventSignal, automationStateQuery } from '../workflows/automation/automation-definitions';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
@@ -40,6 +41,8 @@ export const sendEventOptionsSchema = z.strictObject({
   /** Which of its instances: events of one key are batched and run together. */
   key: automationKeySchema,
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
+  /** Set on the automation's workflow when this event starts it (a running one keeps its own). */
+  tags: tagsSchema.optional(),
 });
 export type SendEventOptions = z.input<typeof sendEventOptionsSchema>;
 
@@ -56,10 +59,12 @@ export async function sendEvent(
   event: AutomationEventInput,
   options: SendEventOptions,
 ): Promise<{ workflowId: string; runId?: string }> {
-  const { automation: name, key: checkedKey, taskQueue } = check(sendEventOptionsSchema, options, '');
+  const { automation: name, key: checkedKey, taskQueue, tags } = check(sendEventOptionsSchema, options, '');
   const parsed = parseAutomationEvent(event);
   if (!parsed.ok) throw new ValidationError(parsed.field, parsed.rule);
   const workflowId = automationWorkflowId(name, checkedKey);
+  const startOptions = automationStartOptions(name, checkedKey);
+  startOptions.typedSearchAttributes.push(...tagAttributes(tags));
   const handle = await client.workflow.signalWithStart<typeof automationWorkflow, [typeof parsed.event]>(
     'automationWorkflow',
     {
@@ -67,7 +72,7 @@ export async function sendEvent(
       taskQueue,
       args: [{ name, key: checkedKey }],
       // Summary, details, and the name and key for list queries (automationListQuery).
-      ...automationStartOptions(name, checkedKey),
+      ...startOptions,
       signal: automationEventSignal,
       signalArgs: [parsed.event],
     },

@@ -35,6 +35,7 @@ import {
 } from '../contracts/batch-input';
 import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
+import { tagAttributes, tagsSchema } from '../contracts/tags';
 import type { BatchStore } from '../stores/batch-store';
 import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import {
@@ -73,6 +74,8 @@ export const MAX_BATCH_INPUT_BYTES = 1_900_000;
 export const startBatchOptionsSchema = z.strictObject({
   workflowId: z.string({ error: 'is required' }).min(1, { error: 'must not be empty' }).max(1000),
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
+  /** A few short strings of yours, to select runs by (`batch list --tag`, bulk actions, the UI). */
+  tags: tagsSchema.optional(),
 });
 export type StartBatchOptions = z.input<typeof startBatchOptionsSchema>;
 
@@ -129,14 +132,14 @@ export async function startBatch(
     const { field, rule } = firstIssue(parsed.error, 'options');
     throw new ValidationError(field, rule);
   }
-  const { workflowId, taskQueue } = parsed.data;
+  const { workflowId, taskQueue, tags } = parsed.data;
   try {
     return await client.workflow.start<BatchWorkflow>('serverlessBatch', {
       taskQueue,
       workflowId,
       args: [input],
       ...describeBatch(input),
-      typedSearchAttributes: batchSearchAttributes(input),
+      typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
       ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',

@@ -27,7 +27,7 @@ import {
   startBatch,
   validateBatchInput,
 } from './batches';
-import { parseInteger, parseJsonObject } from './cli-input';
+import { parseInteger, parseJsonObject, parseTags } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { schedulingOf, schedulingOptions } from './cli-scheduling';
 import { createBatchProgressBar } from './progress-bar';
@@ -124,6 +124,7 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
     .option('--max-concurrency <n>', 'jobs in flight at once (default 100)')
     .option('--tolerate <n|p%>', 'failures tolerated: a count (10) or a percentage (5%)')
     .option('--options <json>', 'further batch options (job, pageSize...), JSON inline or @file')
+    .option('--tags <tags>', 'your tags, comma-separated (at most 10): select runs by them')
     .option('--wait', 'show progress until the batch ends, then print its summary');
   schedulingOptions(batchStart).action(
     async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
@@ -144,9 +145,11 @@ export function addBatchCommands(program: Command, ctx: BatchCliContext): void {
         Object.assign(input, parseJsonObject('--options', flags.options));
       // Checked before connecting: bad input never waits for Temporal.
       validateBatchInput(input as BatchInput);
+      const tags = typeof flags.tags === 'string' ? parseTags('--tags', flags.tags) : undefined;
       const handle = await startBatch(await ctx.connect(), input as BatchInput, {
         workflowId,
         taskQueue: ctx.taskQueue(),
+        ...(tags ? { tags } : {}),
       });
       if (!flags.wait) return print({ workflowId: handle.workflowId, started: true });
       print(await summaryOrFailure(handle.workflowId));

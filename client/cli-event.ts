@@ -26,7 +26,7 @@ import { ValidationError } from '../api/errors';
 import { parseAutomationEvent } from '../contracts/automation-input';
 import { firstIssue } from '../contracts/input-rules';
 import { automationKeySchema, automationNameSchema, sendEvent } from './automations';
-import { parseJsonArgument, parseJsonObject } from './cli-input';
+import { parseJsonArgument, parseJsonObject, parseTags } from './cli-input';
 import { eventSchemeSchema, hmacSpecSchema, type SigningScheme, signAs } from './event-signature';
 
 function check<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
@@ -50,6 +50,7 @@ export interface EventCliContext {
 
 interface SendFlags {
   key?: string;
+  tags?: string;
   id?: string;
   type?: string;
   data?: string;
@@ -167,6 +168,7 @@ export function addEventCommands(program: Command, ctx: EventCliContext): void {
     .option('--type <type>', 'the event type')
     .option('--data <json>', 'the event data: JSON inline or @file.json (default null)')
     .option('--time <iso>', 'when the event happened (ISO 8601; default: not set)')
+    .option('--tags <tags>', "tags of the automation's workflow, if this event starts it (comma-separated)")
     .option('--to <url>', 'send over HTTP to this gateway, signed by --scheme, instead of through Temporal')
     .option('--source <name>', 'with --to: the event source (default: the source named default)')
     .option(
@@ -203,10 +205,12 @@ export function addEventCommands(program: Command, ctx: EventCliContext): void {
       check(automationKeySchema, flags.key, '--key');
       const parsed = parseAutomationEvent(event);
       if (!parsed.ok) throw new ValidationError(flagOf(parsed.field), parsed.rule);
+      const tags = flags.tags === undefined ? undefined : parseTags('--tags', flags.tags);
       const sent = await sendEvent(await ctx.connect(), parsed.event, {
         automation,
         key: flags.key,
         taskQueue: ctx.taskQueue(),
+        ...(tags ? { tags } : {}),
       });
       ctx.out(`${JSON.stringify(sent, null, 2)}\n`);
     });

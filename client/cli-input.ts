@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { ValidationError } from '../api/errors';
+import { tagSchema, tagsSchema } from '../contracts/tags';
 
 /** `--input '{"prompt":"hi"}'` or `--input @request.json`. */
 export function parseJsonArgument(flag: string, raw: string): unknown {
@@ -52,4 +53,18 @@ export function parseChoice<T extends string>(flag: string, raw: string, choices
     throw new ValidationError(flag, `must be one of ${choices.join(', ')}`);
   }
   return raw as T;
+}
+
+/** `--tags nightly,team:vision`: the start's tags, checked by the library's rule. */
+export function parseTags(flag: string, raw: string): string[] {
+  const parsed = tagsSchema.safeParse(raw.split(',').map((tag) => tag.trim()));
+  if (!parsed.success) throw new ValidationError(flag, parsed.error.issues[0]?.message ?? 'is invalid');
+  return parsed.data;
+}
+
+/** `--tag nightly`: one tag, to select runs by. */
+export function parseTag(flag: string, raw: string): string {
+  const parsed = tagSchema.safeParse(raw);
+  if (!parsed.success) throw new ValidationError(flag, parsed.error.issues[0]?.message ?? 'is invalid');
+  return parsed.data;
 }

@@ -15,7 +15,7 @@ import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { ValidationError } from '../api/errors';
 import { parseTolerance, readItems } from './cli-batch';
-import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject, parseTags } from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { OVERLAP_POLICIES, type OverlapPolicy, type ScheduleSpecInput } from './schedule-spec';
 import {
@@ -177,6 +177,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       .option('--options <json>', 'further workflow input fields, merged last'),
   )
     .option('--paused', 'create it paused')
+    .option('--tags <tags>', 'tags of every run it starts, comma-separated (at most 10)')
     .addHelpText('after', ROUTE_HELP)
     .action(async (scheduleId: string, flags: Flags) => {
       const kind = parseChoice('--kind', String(flags.kind), kinds);
@@ -191,6 +192,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
         paused: flags.paused === true,
         ...(Object.keys(policies).length > 0 ? { policies } : {}),
         ...(typeof flags.note === 'string' ? { note: flags.note } : {}),
+        ...(typeof flags.tags === 'string' ? { tags: parseTags('--tags', flags.tags) } : {}),
       };
       const create = { job: scheduleJob, batch: scheduleBatch, ephemeral: scheduleEphemeralRun }[kind];
       // Checked before connecting: a bad spec never reaches Temporal (nor waits for it).

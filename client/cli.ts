@@ -18,19 +18,30 @@ import type {
 } from '../contracts/endpoint-input';
 import { jobExecutionTimeoutSchema, jobTtlSchema } from '../contracts/job-input';
 import { addBatchCommands } from './cli-batch';
+import { addBulkCommands } from './cli-bulk';
 import { addCostCommands } from './cli-cost';
+import { addDoctorCommand } from './cli-doctor';
 import { addEndpointLimitsCommand } from './cli-endpoint-limits';
 import { addEventCommands } from './cli-event';
-import { parseChoice, parseDuration, parseInteger, parseJsonArgument, parseJsonObject } from './cli-input';
+import {
+  parseChoice,
+  parseDuration,
+  parseInteger,
+  parseJsonArgument,
+  parseJsonObject,
+  parseTag,
+  parseTags,
+} from './cli-input';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { addScheduleCommands } from './cli-schedule';
 import { schedulingOf, schedulingOptions } from './cli-scheduling';
 import {
   connectionOptions,
   DEFAULT_TEMPORAL_ADDRESS,
-  loadTemporalConnection,
+  loadTemporalConnectionWithOrigin,
   type TemporalConnectionConfig,
   type TemporalConnectionInput,
+  type TemporalConnectionOrigin,
 } from './connection';
 import {
   DEFAULT_TASK_QUEUE,
@@ -91,6 +102,14 @@ const CONNECTION_FLAGS: Record<string, string> = {
 
 /** Flags win over TEMPORAL_* variables; a bad value is a ValidationError naming its flag. */
 export function cliConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): TemporalConnectionConfig {
+  return cliConnectionWithOrigin(flags, env).config;
+}
+
+/** cliConnection, and where each setting came from (a flag, a variable or the TOML profile). */
+export function cliConnectionWithOrigin(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv,
+): { config: TemporalConnectionConfig; origin: TemporalConnectionOrigin } {
   const tlsFiles = {
     ...(flags.tlsServerCaCert ? { serverCaCertPath: flags.tlsServerCaCert } : {}),
     ...(flags.tlsServerName ? { serverName: flags.tlsServerName } : {}),
@@ -103,7 +122,11 @@ export function cliConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): T
     ...(Object.keys(tlsFiles).length > 0 ? { tls: tlsFiles } : flags.tls ? { tls: true } : {}),
   };
   try {
-    return loadTemporalConnection(env, overrides);
+    const { config, origin } = loadTemporalConnectionWithOrigin(env, overrides);
+    const sources = Object.fromEntries(
+      Object.entries(origin.sources).map(([setting, from]) => [setting, CONNECTION_FLAGS[from] ?? from]),
+    );
+    return { config, origin: { ...origin, sources } };
   } catch (error) {
     if (error instanceof ConfigError && CONNECTION_FLAGS[error.variable]) {
       throw new ValidationError(CONNECTION_FLAGS[error.variable]!, error.rule);
@@ -135,7 +158,9 @@ export function buildProgram(
       'after',
       '\nAn API key comes from TEMPORAL_API_KEY only (a flag would show in the process list); it turns\n' +
         'TLS on. Inline PEM: TEMPORAL_TLS_SERVER_CA_CERT_DATA, TEMPORAL_TLS_CLIENT_CERT_DATA,\n' +
-        'TEMPORAL_TLS_CLIENT_KEY_DATA.\n',
+        "TEMPORAL_TLS_CLIENT_KEY_DATA. Under the variables, a profile of Temporal's TOML file, as the\n" +
+        'Temporal CLI reads it: TEMPORAL_CONFIG_FILE (default ~/.config/temporalio/temporal.toml),\n' +
+        'TEMPORAL_PROFILE (default: default).\n',
     )
     .addOption(
       new Option('--task-queue <name>', 'task queue of the worker')
@@ -172,6 +197,7 @@ export function buildProgram(
     .option('--on-expired <choice>', 'fail (default) or resubmit when the job is gone')
     .option('--on-uncertain-submit <choice>', 'fail (default) or resubmit when a submit answer was lost')
     .option('--options <json>', 'further job workflow options (JSON inline or @file), merged last')
+    .option('--tags <tags>', 'your tags, comma-separated (at most 10): select runs by them')
     .option('--wait', 'wait for the result and print it');
   schedulingOptions(jobStart).action(
     async (workflowId: string, flags: Record<string, string | boolean | undefined>) => {
@@ -211,10 +237,12 @@ export function buildProgram(
         Object.assign(input, parseJsonObject('--options', flags.options));
       // Checked before connecting: bad input never waits for Temporal.
       validateJobInput(input as JobWorkflowInput);
+      const tags = typeof flags.tags === 'string' ? parseTags('--tags', flags.tags) : undefined;
       const temporal = await connect();
       const handle = await startJob(temporal, input as JobWorkflowInput, {
         workflowId,
         taskQueue: taskQueue(),
+        ...(tags ? { tags } : {}),
       });
       if (!flags.wait) return print(io, { workflowId: handle.workflowId, started: true });
       print(io, await awaitJob(temporal, { job: handle }));
@@ -267,21 +295,25 @@ export function buildProgram(
     .option('--endpoint <id>')
     .option('--job-id <id>')
     .option('--status <status>', 'the remote job status the workflow recorded, e.g. FAILED')
+    .option('--tag <tag>', 'only those started with this tag')
     .option('--limit <n>', 'at most this many', '50')
-    .action(async (flags: { endpoint?: string; jobId?: string; status?: string; limit: string }) => {
-      const limit = parseInteger('--limit', flags.limit);
-      const listings = [];
-      const filter = {
-        ...(flags.endpoint ? { endpointId: flags.endpoint } : {}),
-        ...(flags.jobId ? { jobId: flags.jobId } : {}),
-        ...(flags.status ? { status: flags.status } : {}),
-      };
-      for await (const listing of listJobs(await connect(), filter)) {
-        listings.push(listing);
-        if (listings.length >= limit) break;
-      }
-      print(io, listings);
-    });
+    .action(
+      async (flags: { endpoint?: string; jobId?: string; status?: string; tag?: string; limit: string }) => {
+        const limit = parseInteger('--limit', flags.limit);
+        const listings = [];
+        const filter = {
+          ...(flags.tag ? { tag: parseTag('--tag', flags.tag) } : {}),
+          ...(flags.endpoint ? { endpointId: flags.endpoint } : {}),
+          ...(flags.jobId ? { jobId: flags.jobId } : {}),
+          ...(flags.status ? { status: flags.status } : {}),
+        };
+        for await (const listing of listJobs(await connect(), filter)) {
+          listings.push(listing);
+          if (listings.length >= limit) break;
+        }
+        print(io, listings);
+      },
+    );
 
   const endpoint = program.command('endpoint').description('provision, change and tear down endpoints');
 
@@ -373,6 +405,17 @@ export function buildProgram(
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addCostCommands(program, { out: io.out, connect });
   addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });
+  addBulkCommands(program, { out: io.out, connect, taskQueue });
+  addDoctorCommand(program, {
+    out: io.out,
+    env,
+    connection: () => cliConnectionWithOrigin(program.opts<ConnectionFlags>(), env),
+    // The worker's own variable when no flag says otherwise: doctor checks the worker's queue.
+    taskQueue: () =>
+      program.getOptionValueSource('taskQueue') === 'default' && env.TEMPORAL_TASK_QUEUE
+        ? env.TEMPORAL_TASK_QUEUE
+        : taskQueue(),
+  });
 
   return program;
 }

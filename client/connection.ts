@@ -4,8 +4,11 @@
  * certificate and key, from files or inline PEM) and an API key (Temporal Cloud's, or any
  * cluster's that checks `Authorization: Bearer`).
  *
- * The environment variables are Temporal's own (its client environment configuration), so a
- * deployment configured for the Temporal CLI or another SDK works here as it is:
+ * The settings are Temporal's own client environment configuration, read with Temporal's package
+ * (@temporalio/envconfig), so a deployment configured for the Temporal CLI or another SDK works here
+ * as it is: a profile of the TOML file (`TEMPORAL_CONFIG_FILE`, else
+ * `~/.config/temporalio/temporal.toml`; `TEMPORAL_PROFILE`, else `default`), then the `TEMPORAL_*`
+ * variables over it, then a program's options over both:
  * https://docs.temporal.io/references/client-environment-configuration
  *
  * Every value is checked with zod before anything connects. An error names the variable (or the
@@ -13,7 +16,14 @@
  * one rule for every field is easier to keep than two.
  */
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import {
+  type ClientConfigProfile,
+  type ConfigDataSource,
+  loadClientConfigProfile,
+} from '@temporalio/envconfig';
 import { z } from 'zod';
 import { ConfigError } from '../api/errors';
 
@@ -161,6 +171,158 @@ function readEnv(env: NodeJS.ProcessEnv): { given: Given; source: Source } {
   return { given: given as Given, source };
 }
 
+/** The profile's TOML key for each setting, to name it in an error. */
+const PROFILE_KEYS: Record<Setting, string> = {
+  address: 'address',
+  namespace: 'namespace',
+  tls: 'tls.disabled',
+  serverCaCert: 'tls.server_ca_cert_data',
+  serverCaCertPath: 'tls.server_ca_cert_path',
+  serverName: 'tls.server_name',
+  clientCert: 'tls.client_cert_data',
+  clientCertPath: 'tls.client_cert_path',
+  clientKey: 'tls.client_key_data',
+  clientKeyPath: 'tls.client_key_path',
+  apiKey: 'api_key',
+};
+
+/** Where the connection's settings came from, for `doctor` and a start-up log line. */
+export interface TemporalConnectionOrigin {
+  /** The TOML file looked at (it may not exist), or absent when there is no home directory. */
+  configFile?: string;
+  /** Whether that file exists. */
+  configFileFound: boolean;
+  /** The profile used, or asked for. */
+  profile: string;
+  /** Each setting given, and where from: a variable, `<file> profile.<name>.<key>`, or an option. */
+  sources: Partial<Record<Setting, string>>;
+}
+
+/** Temporal's rule for the file: TEMPORAL_CONFIG_FILE, else the user's config directory. */
+function configFilePath(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.TEMPORAL_CONFIG_FILE) return env.TEMPORAL_CONFIG_FILE;
+  if (os.platform() === 'win32')
+    return env.APPDATA ? path.join(env.APPDATA, 'temporalio', 'temporal.toml') : undefined;
+  const base =
+    os.platform() === 'darwin'
+      ? env.HOME && path.join(env.HOME, 'Library', 'Application Support')
+      : env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME)
+        ? env.XDG_CONFIG_HOME
+        : env.HOME && path.join(env.HOME, '.config');
+  return base ? path.join(base, 'temporalio', 'temporal.toml') : undefined;
+}
+
+const dataOrPath = (
+  source: ConfigDataSource | undefined,
+  inline: Setting,
+  file: Setting,
+): Partial<Record<Setting, unknown>> =>
+  !source
+    ? {}
+    : 'path' in source
+      ? { [file]: source.path }
+      : {
+          [inline]: typeof source.data === 'string' ? source.data : Buffer.from(source.data).toString('utf8'),
+        };
+
+/**
+ * The profile of Temporal's TOML file, read by Temporal's package (the variables are read by
+ * readEnv, which names each one in its errors). An error names the file and the key, never a value.
+ */
+function readProfile(env: NodeJS.ProcessEnv): {
+  given: Given;
+  source: Source;
+  origin: TemporalConnectionOrigin;
+} {
+  const configFile = configFilePath(env);
+  const profileName = env.TEMPORAL_PROFILE || 'default';
+  const origin: TemporalConnectionOrigin = {
+    ...(configFile ? { configFile } : {}),
+    configFileFound: false,
+    profile: profileName,
+    sources: {},
+  };
+  if (!configFile) return { given: {}, source: {}, origin };
+  let text: string;
+  try {
+    text = readFileSync(configFile, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // No file is Temporal's rule for "no profile", unless one was named.
+    if (code === 'ENOENT' && !env.TEMPORAL_CONFIG_FILE) {
+      if (env.TEMPORAL_PROFILE)
+        throw new ConfigError('TEMPORAL_PROFILE', `names a profile, but ${configFile} does not exist`);
+      return { given: {}, source: {}, origin };
+    }
+    throw new ConfigError('TEMPORAL_CONFIG_FILE', `cannot read the file (${code ?? 'error'})`);
+  }
+  origin.configFileFound = true;
+  let profile: ClientConfigProfile;
+  try {
+    profile = loadClientConfigProfile({
+      configSource: { data: text },
+      disableEnv: true,
+      ...(env.TEMPORAL_PROFILE ? { profile: env.TEMPORAL_PROFILE } : {}),
+    });
+  } catch (error) {
+    // The package's messages name keys and profiles (TOML syntax errors quote a line: not kept).
+    const message = (error as Error).message;
+    const rule = /not found/.test(message)
+      ? `names profile "${profileName}", which ${configFile} does not have`
+      : /Cannot specify both/.test(message)
+        ? message.replace(/^Cannot specify both/, 'sets both')
+        : 'is not valid TOML';
+    throw new ConfigError(/not found/.test(message) ? 'TEMPORAL_PROFILE' : configFile, rule);
+  }
+  const raw: Partial<Record<Setting, unknown>> = {
+    ...(profile.address !== undefined ? { address: profile.address } : {}),
+    ...(profile.namespace !== undefined ? { namespace: profile.namespace } : {}),
+    ...(profile.apiKey !== undefined ? { apiKey: profile.apiKey } : {}),
+    ...(profile.tls?.disabled !== undefined ? { tls: !profile.tls.disabled } : {}),
+    ...(profile.tls?.serverName !== undefined ? { serverName: profile.tls.serverName } : {}),
+    ...dataOrPath(profile.tls?.serverCACert, 'serverCaCert', 'serverCaCertPath'),
+    ...dataOrPath(profile.tls?.clientCert, 'clientCert', 'clientCertPath'),
+    ...dataOrPath(profile.tls?.clientKey, 'clientKey', 'clientKeyPath'),
+  };
+  // A [profile.x.tls] table with nothing in it still asks for TLS, as Temporal reads it.
+  if (profile.tls && raw.tls === undefined) raw.tls = true;
+  const given: Record<string, unknown> = {};
+  const source: Source = {};
+  for (const [setting, value] of Object.entries(raw) as Array<[Setting, unknown]>) {
+    const name = `${configFile} profile.${profileName}.${PROFILE_KEYS[setting]}`;
+    const parsed = settingSchemas[setting].safeParse(value);
+    if (!parsed.success) throw new ConfigError(name, parsed.error.issues[0]?.message ?? 'is invalid');
+    given[setting] = parsed.data;
+    source[setting] = name;
+  }
+  return { given: given as Given, source, origin };
+}
+
+/** Two layers of settings, the upper winning setting by setting; an inline PEM and its file go together. */
+function layer(lower: { given: Given; source: Source }, upper: { given: Given; source: Source }) {
+  const given: Given = { ...lower.given };
+  const source: Source = { ...lower.source };
+  const pairs: Array<[Setting, Setting]> = [
+    ['serverCaCert', 'serverCaCertPath'],
+    ['clientCert', 'clientCertPath'],
+    ['clientKey', 'clientKeyPath'],
+  ];
+  for (const [inline, file] of pairs) {
+    if (upper.given[inline] !== undefined || upper.given[file] !== undefined) {
+      delete given[inline];
+      delete given[file];
+      delete source[inline];
+      delete source[file];
+    }
+  }
+  for (const key of Object.keys(upper.given) as Setting[]) {
+    (given as Record<string, unknown>)[key] = upper.given[key];
+    if (upper.source[key]) source[key] = upper.source[key];
+    else delete source[key];
+  }
+  return { given, source };
+}
+
 function readInput(input: TemporalConnectionInput): Given {
   const parsed = temporalConnectionInputSchema.safeParse(input);
   if (!parsed.success) {
@@ -263,34 +425,30 @@ function resolve(given: Given, source: Source): TemporalConnectionConfig {
 }
 
 /**
- * The connection from Temporal's environment variables (TEMPORAL_ADDRESS, TEMPORAL_TLS_*,
- * TEMPORAL_API_KEY, ...), with `overrides` winning over them setting by setting. An error names
- * the variable when the bad value came from the environment, the option otherwise.
+ * The connection from Temporal's TOML profile and environment variables (TEMPORAL_ADDRESS,
+ * TEMPORAL_TLS_*, TEMPORAL_API_KEY, ...), with `overrides` winning over them setting by setting.
+ * An error names the variable, the file's key or the option that held the bad value.
  */
 export function loadTemporalConnection(
   env: NodeJS.ProcessEnv = process.env,
   overrides: TemporalConnectionInput = {},
 ): TemporalConnectionConfig {
+  return loadTemporalConnectionWithOrigin(env, overrides).config;
+}
+
+/** loadTemporalConnection, and where each setting came from (never a value). */
+export function loadTemporalConnectionWithOrigin(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: TemporalConnectionInput = {},
+): { config: TemporalConnectionConfig; origin: TemporalConnectionOrigin } {
   const fromEnv = readEnv(env);
-  const fromOptions = readInput(overrides);
-  const source: Source = { ...fromEnv.source };
-  for (const key of Object.keys(fromOptions) as Setting[]) delete source[key];
-  // An inline PEM and a file for the same thing from two places: the option wins, wholly.
-  const given: Given = { ...fromEnv.given };
-  const pairs: Array<[Setting, Setting]> = [
-    ['serverCaCert', 'serverCaCertPath'],
-    ['clientCert', 'clientCertPath'],
-    ['clientKey', 'clientKeyPath'],
-  ];
-  for (const [inline, file] of pairs) {
-    if (fromOptions[inline] !== undefined || fromOptions[file] !== undefined) {
-      delete given[inline];
-      delete given[file];
-      delete source[inline];
-      delete source[file];
-    }
-  }
-  return resolve({ ...given, ...fromOptions } as Given, source);
+  const fromProfile = readProfile(env);
+  const fromOptions = { given: readInput(overrides), source: {} };
+  const { given, source } = layer(layer(fromProfile, fromEnv), fromOptions);
+  const config = resolve(given, source);
+  const sources: Partial<Record<Setting, string>> = {};
+  for (const key of Object.keys(given) as Setting[]) sources[key] = source[key] ?? optionName(key);
+  return { config, origin: { ...fromProfile.origin, sources } };
 }
 
 /** An explicit connection, ignoring the environment; errors name the option (`tls.clientKeyPath`). */

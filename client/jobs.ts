@@ -23,13 +23,14 @@ import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
+import { tagAttributes, tagSchema, tagsSchema } from '../contracts/tags';
 import { type ResultStore, resultRefSchema } from '../stores/result-store';
 import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import type { serverlessJob } from '../workflows/job/job';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/job/job-definitions';
-import { endpointIdKey, jobIdKey, jobStatusKey } from '../workflows/shared/search-attributes';
+import { endpointIdKey, jobIdKey, jobStatusKey, tagsKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
-import { queryLiteral, runningClause, startedByClause } from './visibility-queries';
+import { queryLiteral, runningClause, startedByClause, tagClause } from './visibility-queries';
 import { describeJob } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import { type WorkflowTarget, workflowHandleOf, workflowIdOf } from './workflow-target';
@@ -56,6 +57,8 @@ export const startJobOptionsSchema = z.strictObject({
    * cancelled or terminated job of this id may be started again (a completed one never is).
    */
   idReuse: z.enum(['never', 'after-failure']).default('never'),
+  /** A few short strings of yours, to select runs by (`job list --tag`, bulk actions, the UI). */
+  tags: tagsSchema.optional(),
 });
 
 export type StartJobOptions = z.input<typeof startJobOptionsSchema>;
@@ -112,7 +115,7 @@ export async function startJob(
   validateJobInput(input);
   const parsed = startJobOptionsSchema.safeParse(options);
   if (!parsed.success) throw validationError(parsed.error, 'options');
-  const { workflowId, taskQueue, idReuse } = parsed.data;
+  const { workflowId, taskQueue, idReuse, tags } = parsed.data;
   try {
     return await client.workflow.start<typeof serverlessJob>('serverlessJob', {
       taskQueue,
@@ -121,7 +124,7 @@ export async function startJob(
       // unchanged (filled-in policy defaults would override the endpoint's own settings).
       args: [input],
       ...describeJob(input),
-      typedSearchAttributes: jobSearchAttributes(input),
+      typedSearchAttributes: [...jobSearchAttributes(input), ...tagAttributes(tags)],
       ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
@@ -288,6 +291,8 @@ export const jobFilterSchema = z.strictObject({
     .optional(),
   /** Only running (or only closed) workflows. */
   running: z.boolean().optional(),
+  /** Only those started with this tag. */
+  tag: tagSchema.optional(),
   /** The workflow id of the batch (mode 'children'), automation or ephemeral run that started the jobs. */
   startedBy: z.string().min(1).optional(),
 });
@@ -300,13 +305,14 @@ const literal = queryLiteral;
 export function jobListQuery(filter: JobFilter = {}): string {
   const parsed = jobFilterSchema.safeParse(filter);
   if (!parsed.success) throw validationError(parsed.error, 'filter');
-  const { endpointId, jobId, status, running, startedBy } = parsed.data;
+  const { endpointId, jobId, status, running, startedBy, tag } = parsed.data;
   const clauses = [`WorkflowType = "serverlessJob"`];
   if (endpointId !== undefined)
     clauses.push(`${endpointIdKey.name} = ${literal('filter.endpointId', endpointId)}`);
   if (jobId !== undefined) clauses.push(`${jobIdKey.name} = ${literal('filter.jobId', jobId)}`);
   if (status !== undefined) clauses.push(`${jobStatusKey.name} = ${literal('filter.status', status)}`);
   if (startedBy !== undefined) clauses.push(startedByClause(startedBy));
+  if (tag !== undefined) clauses.push(tagClause(tag));
   return [...clauses, ...runningClause(running)].join(' AND ');
 }
 
@@ -318,6 +324,8 @@ export interface JobListing {
   endpointId?: string;
   jobIds: string[];
   jobStatus?: string;
+  /** The tags it was started with. */
+  tags: string[];
   startTime: Date;
   closeTime?: Date;
 }
@@ -335,6 +343,7 @@ export async function* listJobs(client: Client, filter: JobFilter = {}): AsyncIt
       ...(endpointId !== undefined ? { endpointId } : {}),
       jobIds: attributes.get(jobIdKey) ?? [],
       ...(jobStatus !== undefined ? { jobStatus } : {}),
+      tags: attributes.get(tagsKey) ?? [],
       startTime: info.startTime,
       ...(info.closeTime ? { closeTime: info.closeTime } : {}),
     };

@@ -23,6 +23,8 @@ import { type Scheduling, taskPriorityOf } from '../contracts/endpoint-gate';
 import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../contracts/endpoint-input';
 import { firstIssue } from '../contracts/input-rules';
 import type { JobWorkflowInput } from '../contracts/job-input';
+import { tagAttributes, tagsSchema } from '../contracts/tags';
+import { tagsKey } from '../workflows/shared/search-attributes';
 import {
   existingRunTimes,
   rangesWithTimes,
@@ -79,6 +81,8 @@ export const scheduleOptionsSchema = z.strictObject({
   note: z.string({ error: 'must be a string' }).max(1000).optional(),
   /** Yours, kept on the schedule (not on its runs). */
   memo: z.record(z.string(), z.unknown(), { error: 'must be an object' }).optional(),
+  /** Set on every run it starts (not on the schedule itself): select the runs by them. */
+  tags: tagsSchema.optional(),
   /** The workflow input: checked by the kind's own validator, so typed loosely here. */
   input: z.unknown(),
 });
@@ -136,16 +140,26 @@ function actionArgs(kind: ScheduleKind, input: unknown): unknown[] {
 function actionDescription(
   kind: ScheduleKind,
   args: unknown[],
+  tags: readonly string[] | undefined,
 ): WorkflowDescription & { typedSearchAttributes?: SearchAttributePair[] } {
   if (kind === 'job') {
     const input = args[0] as JobWorkflowInput;
-    return { ...describeJob(input), typedSearchAttributes: jobSearchAttributes(input) };
+    return {
+      ...describeJob(input),
+      typedSearchAttributes: [...jobSearchAttributes(input), ...tagAttributes(tags)],
+    };
   }
   if (kind === 'batch') {
     const input = args[0] as BatchInput;
-    return { ...describeBatch(input), typedSearchAttributes: batchSearchAttributes(input) };
+    return {
+      ...describeBatch(input),
+      typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
+    };
   }
-  return describeEndpointStep({ step: 'ephemeral', input: args[0] as EphemeralEndpointInput });
+  return {
+    ...describeEndpointStep({ step: 'ephemeral', input: args[0] as EphemeralEndpointInput }),
+    ...(tags?.length ? { typedSearchAttributes: tagAttributes(tags) } : {}),
+  };
 }
 
 /** The id of the run a schedule starts for `at` (its scheduled time, not the jittered start). */
@@ -179,7 +193,7 @@ async function createSchedule(
       workflowId: options.scheduleId,
       taskQueue: options.taskQueue,
       args,
-      ...actionDescription(kind, args),
+      ...actionDescription(kind, args, options.tags),
       // Each run's task priority, as a job's or batch's started by hand (its submits' at the gate).
       ...(kind === 'ephemeral' ? {} : taskPriorityOf(options.input as Scheduling)),
     },
@@ -478,7 +492,12 @@ export async function updateSchedule(
           `runs ${previous.action.workflowType}, not a job, batch or ephemeral run`,
         );
       const args = actionArgs(kind, parsed.input);
-      action = { ...previous.action, args, ...actionDescription(kind, args) };
+      // The runs keep the tags the schedule was created with.
+      const previousAttributes = previous.action.typedSearchAttributes;
+      const tags = Array.isArray(previousAttributes)
+        ? (previousAttributes.find((pair) => pair.key.name === tagsKey.name)?.value as string[] | undefined)
+        : previousAttributes?.get(tagsKey);
+      action = { ...previous.action, args, ...actionDescription(kind, args, tags) };
     }
     return {
       ...previous,

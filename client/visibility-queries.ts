@@ -8,7 +8,13 @@ import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { firstIssue } from '../contracts/input-rules';
-import { automationKeyKey, automationNameKey, endpointIdKey } from '../workflows/shared/search-attributes';
+import { tagSchema } from '../contracts/tags';
+import {
+  automationKeyKey,
+  automationNameKey,
+  endpointIdKey,
+  tagsKey,
+} from '../workflows/shared/search-attributes';
 
 /** A value as a string literal of the query: anything that could end the literal is refused. */
 export function queryLiteral(field: string, value: string): string {
@@ -17,6 +23,11 @@ export function queryLiteral(field: string, value: string): string {
   );
   if (unsafe) throw new ValidationError(field, 'must not contain quotes, backslashes or control characters');
   return `"${value}"`;
+}
+
+/** Runs started with this tag (a keyword list matches when it holds the value); the tag is already checked. */
+export function tagClause(tag: string): string {
+  return `${tagsKey.name} = "${tag}"`;
 }
 
 /** Running only, closed only, or (undefined) both. */
@@ -35,15 +46,18 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown): T {
 export const batchFilterSchema = z.strictObject({
   endpointId: pathSegmentSchema.optional(),
   running: z.boolean().optional(),
+  /** Only those started with this tag. */
+  tag: tagSchema.optional(),
 });
 export type BatchFilter = z.input<typeof batchFilterSchema>;
 
 /** Batches, of an endpoint and running or ended: `batchListQuery({ endpointId: 'x', running: true })`. */
 export function batchListQuery(filter: BatchFilter = {}): string {
-  const { endpointId, running } = parsed(batchFilterSchema, filter);
+  const { endpointId, running, tag } = parsed(batchFilterSchema, filter);
   const clauses = [`WorkflowType = "serverlessBatch"`];
   if (endpointId !== undefined)
     clauses.push(`${endpointIdKey.name} = ${queryLiteral('filter.endpointId', endpointId)}`);
+  if (tag !== undefined) clauses.push(tagClause(tag));
   return [...clauses, ...runningClause(running)].join(' AND ');
 }
 
@@ -51,15 +65,18 @@ export const automationFilterSchema = z.strictObject({
   name: z.string().min(1).optional(),
   key: z.string().min(1).optional(),
   running: z.boolean().optional(),
+  /** Only those started with this tag. */
+  tag: tagSchema.optional(),
 });
 export type AutomationFilter = z.input<typeof automationFilterSchema>;
 
 /** Automations by name and key (each name and key is one workflow, continued as new while it lives). */
 export function automationListQuery(filter: AutomationFilter = {}): string {
-  const { name, key, running } = parsed(automationFilterSchema, filter);
+  const { name, key, running, tag } = parsed(automationFilterSchema, filter);
   const clauses = [`WorkflowType = "automationWorkflow"`];
   if (name !== undefined) clauses.push(`${automationNameKey.name} = ${queryLiteral('filter.name', name)}`);
   if (key !== undefined) clauses.push(`${automationKeyKey.name} = ${queryLiteral('filter.key', key)}`);
+  if (tag !== undefined) clauses.push(tagClause(tag));
   return [...clauses, ...runningClause(running)].join(' AND ');
 }
 

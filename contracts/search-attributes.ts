@@ -22,10 +22,14 @@ export const automationKeyKey = defineSearchAttributeKey(
   SearchAttributeType.KEYWORD,
 );
 
+/** Your tags of a run (the `tags` option of every start), to select runs by them: `ServerlessTags = "nightly"`. */
+export const tagsKey = defineSearchAttributeKey('ServerlessTags', SearchAttributeType.KEYWORD_LIST);
+
 export const searchAttributeKeys = [
   endpointIdKey,
   jobIdKey,
   jobStatusKey,
   automationNameKey,
   automationKeyKey,
+  tagsKey,
 ];

@@ -14,6 +14,7 @@ import {
   createAutomationActivities,
   createBatchActivities,
   createBatchJobReports,
+  createBulkActivities,
   createEndpointActivities,
   createJobActivities,
   createRouteActivities,
@@ -24,6 +25,7 @@ import { createCostEstimator } from '../activities/cost-estimator';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { openStores } from '../stores/store-location';
+import { createBulkRunActions } from './bulk-run-actions';
 import { acceptedSecrets, secretValues, type WorkerConfig } from './config';
 import { eventIngressOptions } from './event-sink';
 import type { EventSource } from './event-sources';
@@ -59,6 +61,11 @@ export function createActivities(deps: ActivityDeps) {
     ...createEndpointActivities(deps),
     ...createRouteActivities(deps),
     ...createAutomationActivities(deps),
+    ...createBulkActivities({
+      ...(deps.temporalClient
+        ? { temporalClient: deps.temporalClient, bulkRunActions: createBulkRunActions(deps.temporalClient) }
+        : {}),
+    }),
   };
 }
 

@@ -3,6 +3,7 @@ import type { BatchInput, BatchSummary } from '../contracts/batch-input';
 import { serverlessBatch as batchWorkflow } from './batch/batch';
 
 export { automationWorkflow } from './automation/automation';
+export { bulkAction } from './bulk/bulk-action';
 export { endpointGate } from './endpoint/endpoint-gate';
 export {
   ephemeralEndpointWorkflow,
@@ -39,6 +40,7 @@ export {
   type BatchSummary,
   batchInputSchema,
 } from '../contracts/batch-input';
+export type { BulkActionInput, BulkProgress } from '../contracts/bulk-action';
 export {
   type EphemeralBatch,
   type EphemeralEndpointInput,

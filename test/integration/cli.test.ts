@@ -163,6 +163,45 @@ describe('the CLI', () => {
     expect(byEndpoint.map((entry: { workflowId: string }) => entry.workflowId)).toContain(id);
   });
 
+  it('tags a job (--tags), lists it by tag with its tags, and refuses a bad tag naming --tags', async () => {
+    const id = uniqueTaskQueue('cli-tagged');
+    const tag = `run-${id.slice(-8)}`;
+    const started = await cli(
+      'job',
+      'start',
+      id,
+      '--endpoint',
+      echoEndpoint,
+      '--input',
+      '{"n":2}',
+      '--tags',
+      `${tag},nightly`,
+    );
+    expect(started.code).toBe(0);
+    await cli('job', 'result', id);
+    let listed: Array<{ workflowId: string; tags: string[] }> = [];
+    for (let i = 0; i < 50 && listed.length === 0; i++) {
+      listed = (await cli('job', 'list', '--tag', tag)).json();
+      if (!listed.length) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(listed.map(({ workflowId, tags }) => ({ workflowId, tags }))).toEqual([
+      { workflowId: id, tags: [tag, 'nightly'] },
+    ]);
+    const bad = await cli(
+      'job',
+      'start',
+      uniqueTaskQueue('cli-bad-tag'),
+      '--endpoint',
+      echoEndpoint,
+      '--input',
+      '{}',
+      '--tags',
+      'has space',
+    );
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/^error: --tags: must be 1 to 64 letters/);
+  });
+
   it('refuses bad input with the field and the rule, and starts nothing', async () => {
     const id = uniqueTaskQueue('cli-bad');
     const badPolicy = await cli(

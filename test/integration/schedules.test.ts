@@ -31,7 +31,7 @@ import {
   updateSchedule,
 } from '../../client/schedules';
 import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint/endpoint-lifecycle';
-import { endpointIdKey } from '../../workflows/shared/search-attributes';
+import { endpointIdKey, tagsKey } from '../../workflows/shared/search-attributes';
 import { eventually, FAST_POLLING, type JobStack, startJobStack } from '../support/integration';
 
 describe('schedules on the dev server', () => {
@@ -64,6 +64,22 @@ describe('schedules on the dev server', () => {
       const d = await describeSchedule(stack.client, { scheduleId: id });
       return check(d) ? d : undefined;
     });
+
+  it('tags every run it starts, and an update of the input keeps them', async () => {
+    const id = newId('tagged');
+    await scheduleJob(stack.client, jobInput({ ran: 'tagged' }), {
+      scheduleId: id,
+      spec: { cron: ['0 3 * * *'] },
+      taskQueue: stack.taskQueue,
+      tags: ['nightly', `schedule:${id}`],
+    });
+    await updateSchedule(stack.client, { scheduleId: id, input: jobInput({ ran: 'updated' }) });
+    await triggerSchedule(stack.client, { scheduleId: id });
+    const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
+    await awaitJob(stack.client, { job: run.workflowId });
+    const described = await stack.client.workflow.getHandle(run.workflowId).describe();
+    expect(described.typedSearchAttributes.get(tagsKey)).toEqual(['nightly', `schedule:${id}`]);
+  });
 
   it('creates a schedule, shows its next times in its zone, and a triggered run completes', async () => {
     const id = newId('job');

@@ -6,6 +6,7 @@
  * environment variables, as a deployment would be.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { request } from 'undici';
@@ -173,6 +174,71 @@ describe('a Temporal frontend that demands TLS, mTLS and an API key', () => {
     }
     expect(output).toContain('"tls":"mtls"');
     expect(output).not.toContain(API_KEY);
+  });
+
+  it("a TOML profile (Temporal CLI's file) carries the same settings: the worker, the CLI and the client connect", async () => {
+    const configFile = path.join(pki.dir, 'temporal.toml');
+    writeFileSync(
+      configFile,
+      [
+        '[profile.secured]',
+        `address = "${frontend.address}"`,
+        `api_key = "${API_KEY}"`,
+        '[profile.secured.tls]',
+        `server_name = "${TLS_SERVER_NAME}"`,
+        `server_ca_cert_path = "${pki.caCertPath}"`,
+        `client_cert_path = "${pki.clientCertPath}"`,
+        `client_key_path = "${pki.clientKeyPath}"`,
+        '',
+      ].join('\n'),
+    );
+    const profileEnv = { TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'secured' };
+    const taskQueue = uniqueTaskQueue('tls-profile');
+    const config = loadWorkerConfig({
+      ...profileEnv,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      SERVERLESS_API_KEY: 'service-key',
+      SERVERLESS_API_URL: 'http://127.0.0.1:9/v2',
+      SERVERLESS_GRAPHQL_URL: 'http://127.0.0.1:9/graphql',
+      SERVERLESS_REST_URL: 'http://127.0.0.1:9/v1',
+      WORKER_HEALTH_PORT: '0',
+    });
+    const controller = new AbortController();
+    let ready!: () => void;
+    const isReady = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const running = runWorker(config, {
+      signal: controller.signal,
+      logger: createLogger({ destination: captureLines(), secrets: ['service-key'] }),
+      onReady: () => ready(),
+    });
+    running.catch(() => undefined);
+    await Promise.race([isReady, running.then(() => Promise.reject(new Error('stopped')))]);
+    const client = await connectTemporalClient({}, { env: profileEnv });
+    try {
+      const result = await client.workflow.execute(stackCheck, {
+        taskQueue,
+        workflowId: uniqueTaskQueue('tls-profile-check'),
+        args: [{ name: 'profile', wait: '10 ms' }],
+      });
+      expect(result).toContain(`hello profile, after 10 ms from ${taskQueue}`);
+    } finally {
+      await client.connection.close();
+      controller.abort();
+      await running;
+    }
+    let out = '';
+    let err = '';
+    const code = await runCli(
+      ['job', 'list', '--limit', '1'],
+      { out: (text) => (out += text), err: (text) => (err += text) },
+      undefined,
+      profileEnv,
+    );
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(Array.isArray(JSON.parse(out))).toBe(true);
   });
 
   describe('each missing piece is refused', () => {
