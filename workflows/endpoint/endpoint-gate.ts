@@ -60,7 +60,8 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
   const { grants, ...limits } = carriedOf(input);
   let runLimit = limits.runLimit;
   let asks = 0;
-  let changed = false;
+  // The last time the gate was asked, or found not idle.
+  let lastAskAt = Date.now();
 
   const requests = (asks: readonly { count: number }[]) => asks.reduce((sum, ask) => sum + ask.count, 0);
   const view = (): GateView => {
@@ -94,7 +95,7 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
       const ask = sendAskSchema.parse(raw);
       const now = Date.now();
       asks += 1;
-      changed = true;
+      lastAskAt = now;
       runLimit = ask.limit;
       const answer = answerAsk(
         grants,
@@ -108,6 +109,8 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
         now,
         grants.limitOverride ?? ask.limit,
       );
+      // Shown in the UI; costs no history event.
+      setCurrentDetails(gateCurrentDetails(view()));
       return 'grant' in answer
         ? { count: answer.grant.count, at: answer.grant.at, sendBy: answer.grant.sendBy }
         : { count: 0, at: now, sendBy: now, retryAt: answer.retryAt };
@@ -132,31 +135,37 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
         if (weight === null) delete grants.weights[key];
         else grants.weights[key] = weight;
       }
-      changed = true;
+      lastAskAt = Date.now();
+      setCurrentDetails(gateCurrentDetails(view()));
       return view();
     },
     { validator: (raw) => void gateControlsSchema.parse(raw) },
   );
   setHandler(gateViewQuery, view);
 
+  // The loop wakes only to continue as new or to see whether the gate has been idle: an ask costs
+  // its update and its workflow task, and no timer.
   for (;;) {
-    // Shown in the UI; costs no history event.
-    setCurrentDetails(gateCurrentDetails(view()));
-    if (asks >= GATE_ASKS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+    const renew = () => asks >= GATE_ASKS_PER_RUN || workflowInfo().continueAsNewSuggested;
+    await condition(renew, Math.max(1, lastAskAt + IDLE_MS - Date.now()));
+    if (renew()) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof endpointGate>({
         endpointId: input.endpointId,
         carried: { grants: carriedGrants(grants), runLimit } satisfies Carried,
       });
     }
-    changed = false;
-    const asked = await condition(() => changed, IDLE_MS);
-    if (!asked) tidy(grants, Date.now());
+    const now = Date.now();
+    if (now - lastAskAt < IDLE_MS) continue;
+    tidy(grants, now);
+    setCurrentDetails(gateCurrentDetails(view()));
     // An idle gate ends (the next ask starts it again), unless an operator's controls are set.
     const idle = grants.waiting.length === 0 && Object.keys(grants.earmarks).length === 0;
-    if (!asked && idle && controlsCleared(grants)) {
+    if (idle && controlsCleared(grants)) {
       await condition(allHandlersFinished);
-      if (!changed) return;
+      if (Date.now() - lastAskAt >= IDLE_MS) return;
     }
+    // Kept (asks still waiting, or controls set): look again an idle period from now.
+    lastAskAt = Date.now();
   }
 }
