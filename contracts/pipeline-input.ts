@@ -34,6 +34,8 @@ export const MAX_PIPELINE_BUFFERED = 2 * MAX_BATCH_CONCURRENCY;
 /** A stage's buffer when none is given: twice its maxConcurrency (at most one stage's limit). */
 export const BUFFER_PER_CONCURRENCY = 2;
 export const MAX_MAP_FIELDS = 100;
+/** The parts a transform may split one item into (each part is a piece with a record of its own). */
+export const MAX_SPLIT_PARTS = 1_000;
 
 /** A stage's or a transform's name: it appears in result lines, progress and metrics, so plain. */
 const nameSchema = z
@@ -126,7 +128,13 @@ export const pipelineStageSchema = z.strictObject({
    * Items finished by the stage before and waiting for this one, at most (not on the first
    * stage; default twice this stage's maxConcurrency). A full buffer stops the stage before.
    */
-  buffer: z.int().min(1).max(MAX_BATCH_CONCURRENCY).optional(),
+  buffer: z
+    .int({ error: `must be a whole number of items from 1 to ${MAX_BATCH_CONCURRENCY}` })
+    .min(1, { error: `must be a whole number of items from 1 to ${MAX_BATCH_CONCURRENCY}` })
+    .max(MAX_BATCH_CONCURRENCY, {
+      error: `must be a whole number of items from 1 to ${MAX_BATCH_CONCURRENCY}`,
+    })
+    .optional(),
 });
 
 const batch = batchInputSchema.shape;
