@@ -30,65 +30,136 @@ const BUSY_RETRY_MS = 200;
 /** How long one ask may take to be answered (a gate answers at once; its worker may be gone). */
 const ANSWER_MS = 5_000;
 
-/**
- * The gate's answer, or a failure once the activity is cancelled (a worker shutting down) or the
- * answer is late: an update whose workflow no worker runs would be waited for without end.
- */
-function answeredInTime<T>(ctx: Context, call: Promise<T>): Promise<T> {
+/** The gate's answer, or a failure once it is late: an update no worker runs would be waited for without end. */
+function answeredInTime<T>(call: Promise<T>): Promise<T> {
   call.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer in ${ANSWER_MS} ms`)), ANSWER_MS);
   });
-  return Promise.race([call, ctx.cancelled, late]).finally(() => clearTimeout(timer));
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
 /** How a submit asks its endpoint's gate for room: askToSend below; a test may give its own gate. */
 export type AskToSend = (ask: Omit<SendAsk, 'id'>) => Promise<SendGrant>;
 
+/** One submit of this process waiting for room, served in the order it came. */
+interface Waiter {
+  count: number;
+  giveUpAt: number;
+  resolve(grant: SendGrant): void;
+  reject(reason: unknown): void;
+}
+
+/**
+ * The submits of this process that ask one gate alike (task queue, endpoint, priority, fairness key
+ * and weight): they ask as one, one update in flight at a time, under one id until it is granted,
+ * and share each grant in the order they came. However many submits wait, the gate sees a handful
+ * of asks per process, well under the server's limit of updates in flight on one workflow.
+ */
+interface Lane {
+  waiters: Waiter[];
+  asking: boolean;
+  id: string;
+}
+
+const lanes = new Map<string, Lane>();
+
+/** Asks the gate for the lane's waiters until none is left: each is granted, or gives up. */
+async function pump(
+  lane: Lane,
+  key: string,
+  ask: (count: number, id: string) => Promise<unknown>,
+  limit: number,
+) {
+  lane.asking = true;
+  try {
+    while (lane.waiters.length > 0) {
+      let now = Date.now();
+      for (const waiter of lane.waiters.filter((entry) => entry.giveUpAt <= now)) {
+        lane.waiters.splice(lane.waiters.indexOf(waiter), 1);
+        waiter.resolve({ count: 0, at: now, sendBy: now });
+      }
+      if (lane.waiters.length === 0) break;
+      const wanted = Math.min(
+        lane.waiters.reduce((sum, waiter) => sum + waiter.count, 0),
+        limit,
+      );
+      let retryAt: number;
+      try {
+        const answer = sendGrantSchema.parse(await answeredInTime(ask(wanted, lane.id)));
+        if (answer.count > 0) {
+          lane.id = randomUUID();
+          let left = answer.count;
+          while (left > 0 && lane.waiters.length > 0) {
+            const waiter = lane.waiters.shift() as Waiter;
+            const taken = Math.min(left, waiter.count);
+            left -= taken;
+            waiter.resolve({ count: taken, at: answer.at, sendBy: answer.sendBy });
+          }
+          continue;
+        }
+        retryAt = answer.retryAt ?? Date.now() + BUSY_RETRY_MS;
+      } catch (error) {
+        // The gate refused the ask itself (its validator): a bug to report, not to wait out.
+        if (error instanceof WorkflowUpdateFailedError) {
+          for (const waiter of lane.waiters.splice(0)) waiter.reject(error);
+          break;
+        }
+        retryAt = Date.now() + BUSY_RETRY_MS * (1 + Math.random());
+      }
+      now = Date.now();
+      const firstGiveUp = Math.min(...lane.waiters.map((waiter) => waiter.giveUpAt));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(retryAt, firstGiveUp) - now)));
+    }
+  } finally {
+    lane.asking = false;
+    if (lane.waiters.length === 0) lanes.delete(key);
+  }
+}
+
 /**
  * Asks until the gate grants room or ASK_WAIT_MS have passed (then a grant of 0: the caller plans
- * its requests again). Each ask is answered at once, with room or the time to ask again; the same
- * id each time keeps the ask's place in the gate's order.
+ * its requests again), in its lane with this process's other submits that ask alike. While it
+ * waits, the activity beats straight to the server with no details: nothing is out yet.
  */
 export async function askToSend(ask: Omit<SendAsk, 'id'>): Promise<SendGrant> {
   const ctx = Context.current();
-  const id = randomUUID();
-  const giveUpAt = Date.now() + ASK_WAIT_MS;
+  const { taskQueue } = ctx.info;
+  const key = JSON.stringify([taskQueue, ask.endpointId, ask.priority, ask.fairnessKey, ask.fairnessWeight]);
+  let lane = lanes.get(key);
+  if (!lane) {
+    lane = { waiters: [], asking: false, id: randomUUID() };
+    lanes.set(key, lane);
+  }
+  const client = ctx.client;
+  const send = (count: number, id: string) =>
+    client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
+      args: [{ ...ask, count, id } satisfies SendAsk],
+      startWorkflowOperation: new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
+        workflowId: endpointGateId(ask.endpointId),
+        taskQueue,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        args: [{ endpointId: ask.endpointId } satisfies EndpointGateInput],
+      }),
+    });
   const beatEvery = Math.max(ctx.info.heartbeatTimeoutMs ?? 30_000, 1_000) / 3;
   const timer = setInterval(() => {
     ctx.client.activity.heartbeat(ctx.info.taskToken).catch(() => undefined);
   }, beatEvery);
+  let waiter: Waiter | undefined;
+  const granted = new Promise<SendGrant>((resolve, reject) => {
+    waiter = { count: ask.count, giveUpAt: Date.now() + ASK_WAIT_MS, resolve, reject };
+  });
+  lane.waiters.push(waiter as Waiter);
+  if (!lane.asking) void pump(lane, key, send, ask.limit);
   try {
-    for (;;) {
-      const startGate = new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
-        workflowId: endpointGateId(ask.endpointId),
-        taskQueue: ctx.info.taskQueue,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        args: [{ endpointId: ask.endpointId } satisfies EndpointGateInput],
-      });
-      let retryAt: number;
-      try {
-        const answer = sendGrantSchema.parse(
-          await answeredInTime(
-            ctx,
-            ctx.client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
-              args: [{ ...ask, id } satisfies SendAsk],
-              startWorkflowOperation: startGate,
-            }),
-          ),
-        );
-        if (answer.count > 0) return answer;
-        retryAt = answer.retryAt ?? Date.now() + BUSY_RETRY_MS;
-      } catch (error) {
-        // The gate refused the ask itself (its validator): a bug to report, not to wait out.
-        if (error instanceof WorkflowUpdateFailedError || error instanceof CancelledFailure) throw error;
-        retryAt = Date.now() + BUSY_RETRY_MS * (1 + Math.random());
-      }
-      const now = Date.now();
-      if (now >= giveUpAt) return { count: 0, at: now, sendBy: now };
-      await ctx.sleep(Math.max(1, Math.min(retryAt, giveUpAt) - now));
-    }
+    // A cancelled activity (a worker shutting down) stops waiting at once, and leaves its lane.
+    return await Promise.race([granted, ctx.cancelled]);
+  } catch (error) {
+    const at = lane.waiters.indexOf(waiter as Waiter);
+    if (at >= 0) lane.waiters.splice(at, 1);
+    throw error;
   } finally {
     clearInterval(timer);
   }

@@ -19,6 +19,8 @@ import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-wind
 
 /** How soon an ask asks again while the endpoint is paused (a resume is seen within this). */
 const PAUSED_RETRY_MS = 2_000;
+/** How long past its time to ask again an ask keeps its place (its caller's answer may be late). */
+const RETRY_GRACE_MS = 2_000;
 
 /** A workload's ask for room in the endpoint's window, as the gate holds it while it waits. */
 export interface WaitingAsk {
@@ -44,6 +46,8 @@ export interface GrantsState {
   log: SendLog;
   /** Per fairness key: requests granted divided by the key's weight, since the key last joined. */
   served: Record<string, number>;
+  /** Per fairness key: when it last asked or was granted (a key quiet for longer joins afresh). */
+  activeAt: Record<string, number>;
   /** Per fairness key: requests granted in all (for the gate's view and metrics). */
   granted: Record<string, number>;
   /** No grants while paused: asks wait, then give up and are planned again. */
@@ -68,7 +72,7 @@ export interface Grant {
 }
 
 export function initialGrants(): GrantsState {
-  return { log: [], served: {}, granted: {}, paused: false, weights: {}, waiting: [], earmarks: {} };
+  return { log: [], served: {}, activeAt: {}, granted: {}, paused: false, weights: {}, waiting: [], earmarks: {} };
 }
 
 /** The weight an ask counts with: the operator's for its key, else its own. */
@@ -77,11 +81,15 @@ function weightOf(state: GrantsState, ask: WaitingAsk): number {
 }
 
 /**
- * Takes a key that has no ask waiting into the shares: it starts level with the least served of
- * the keys waiting, so that a key that was idle cannot claim the window for what it did not use.
+ * Takes a key that was idle into the shares: it starts level with the least served of the keys
+ * waiting, so that a key that was idle cannot claim the window for what it did not use. A key that
+ * asked or was granted within the last window and slack is not idle: its ask answered a moment ago
+ * and asked again keeps what it has served.
  */
-export function joinKey(state: GrantsState, key: string, waiting: readonly WaitingAsk[]): void {
-  if (waiting.some((ask) => ask.fairnessKey === key)) return;
+export function joinKey(state: GrantsState, key: string, waiting: readonly WaitingAsk[], now: number): void {
+  const active = (state.activeAt[key] ?? Number.NEGATIVE_INFINITY) > now - ASK_WAIT_MS;
+  state.activeAt[key] = now;
+  if (active || waiting.some((ask) => ask.fairnessKey === key)) return;
   const others = waiting.map((ask) => state.served[ask.fairnessKey] ?? 0);
   const floor = others.length === 0 ? 0 : Math.min(...others);
   state.served[key] = Math.max(state.served[key] ?? 0, floor);
@@ -135,6 +143,7 @@ export function grantNow(
       else state.log.push([now, count]);
       state.served[next.fairnessKey] = (state.served[next.fairnessKey] ?? 0) + count / weightOf(state, next);
       state.granted[next.fairnessKey] = (state.granted[next.fairnessKey] ?? 0) + count;
+      state.activeAt[next.fairnessKey] = now;
       answer(next, count);
     }
   }
@@ -191,14 +200,21 @@ export function answerAsk(
   now: number,
   limit: number,
 ): { grant: Grant } | { retryAt: number } {
-  tidy(state, now);
   const claimed = state.earmarks[ask.id];
-  if (claimed) {
+  if (claimed && claimed.sendBy >= now) {
     delete state.earmarks[ask.id];
     return { grant: claimed };
   }
-  if (!state.waiting.some((waiter) => waiter.id === ask.id)) {
-    joinKey(state, ask.fairnessKey, state.waiting);
+  // An ask keeps its place while its caller keeps asking: asked again, it waits a while longer,
+  // for what its caller wants now.
+  const mineWaiting = state.waiting.find((waiter) => waiter.id === ask.id);
+  if (mineWaiting) {
+    mineWaiting.giveUpAt = now + ASK_WAIT_MS;
+    mineWaiting.count = ask.count;
+  }
+  tidy(state, now);
+  if (!mineWaiting) {
+    joinKey(state, ask.fairnessKey, state.waiting, now);
     state.waiting.push({ ...ask, arrivedAt: now, giveUpAt: now + ASK_WAIT_MS });
   }
   const { answers, nextAt } = grantNow(state, state.waiting, now, limit);
@@ -209,5 +225,9 @@ export function answerAsk(
     return { grant: mine };
   }
   const later = nextAt ?? now + SEND_SLACK_MS;
-  return { retryAt: state.paused ? Math.min(later, now + PAUSED_RETRY_MS) : later };
+  const retryAt = state.paused ? Math.min(later, now + PAUSED_RETRY_MS) : later;
+  // Its place is kept until a while after the time it is told to ask again.
+  const waiting = state.waiting.find((waiter) => waiter.id === ask.id);
+  if (waiting) waiting.giveUpAt = Math.max(waiting.giveUpAt, retryAt + RETRY_GRACE_MS);
+  return { retryAt };
 }

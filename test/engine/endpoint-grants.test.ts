@@ -30,7 +30,7 @@ function ask(id: string, fields: Partial<WaitingAsk> = {}): WaitingAsk {
 /** Joins each ask as the gate does when it takes it, then grants at `now`. */
 function take(state: GrantsState, waiting: WaitingAsk[], asks: WaitingAsk[]): void {
   for (const next of asks) {
-    joinKey(state, next.fairnessKey, waiting);
+    joinKey(state, next.fairnessKey, waiting, next.arrivedAt);
     waiting.push(next);
   }
 }
@@ -194,5 +194,59 @@ describe('answerAsk', () => {
     expect(answerAsk(state, asked('a'), 0, 40)).toEqual({ retryAt: 2_000 });
     tidy(state, ASK_WAIT_MS);
     expect(state.waiting).toEqual([]);
+  });
+});
+
+describe('answerAsk, asked again', () => {
+  it('keeps what a key has served when it asks again right after a grant (one ask at a time per key)', () => {
+    const state = initialGrants();
+    const of = (id: string, key: string, weight: number) => ({
+      id,
+      count: 20,
+      priority: 3,
+      fairnessKey: key,
+      weight,
+    });
+    const got: Record<string, number> = { light: 0, heavy: 0 };
+    const ids: Record<string, number> = { light: 0, heavy: 0 };
+    // Each key has one ask at a time, asked again at once when granted, as one lane of a worker does.
+    for (let now = 0; now < 8 * SPAN; now += SPAN) {
+      for (let turn = 0; turn < 3; turn++) {
+        for (const [key, weight] of [
+          ['light', 1],
+          ['heavy', 3],
+        ] as const) {
+          const answer = answerAsk(state, of(`${key}-${ids[key]}`, key, weight), now + turn, 20);
+          if ('grant' in answer) {
+            got[key] = (got[key] ?? 0) + answer.grant.count;
+            ids[key] = (ids[key] ?? 0) + 1;
+          }
+        }
+      }
+    }
+    const share = (got.heavy ?? 0) / ((got.heavy ?? 0) + (got.light ?? 0));
+    expect(share).toBeGreaterThanOrEqual(0.675);
+    expect(share).toBeLessThanOrEqual(0.825);
+  });
+
+  it('keeps an ask its caller keeps asking in its place: it is not overtaken at the next window', () => {
+    const state = initialGrants();
+    const of = (id: string, key: string, weight: number) => ({
+      id,
+      count: 20,
+      priority: 3,
+      fairnessKey: key,
+      weight,
+    });
+    expect(answerAsk(state, of('light', 'light', 1), 0, 20)).toMatchObject({ grant: { count: 20 } });
+    // heavy asks while the window is full, light asks again for more.
+    expect(answerAsk(state, of('heavy', 'heavy', 3), 0, 20)).toEqual({ retryAt: SPAN });
+    expect(answerAsk(state, of('light-2', 'light', 1), 0, 20)).toEqual({ retryAt: SPAN });
+    // Both ask again as room comes back (past the first asks' giveUpAt): heavy, served least for
+    // its weight and first in place, gets the window whoever asks first.
+    expect(answerAsk(state, of('light-2', 'light', 1), SPAN + 1, 20)).toMatchObject({
+      retryAt: expect.any(Number),
+    });
+    expect(answerAsk(state, of('heavy', 'heavy', 3), SPAN + 2, 20)).toMatchObject({ grant: { count: 20 } });
   });
 });

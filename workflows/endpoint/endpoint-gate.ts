@@ -48,7 +48,7 @@ interface Carried {
 
 function carriedOf(input: EndpointGateInput): Carried {
   const carried = input.carried as Partial<Carried> | undefined;
-  return { grants: carried?.grants ?? initialGrants(), runLimit: carried?.runLimit };
+  return { grants: { ...initialGrants(), ...carried?.grants }, runLimit: carried?.runLimit };
 }
 
 /** No pause, limit or weight of an operator's in force. */
