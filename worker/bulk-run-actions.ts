@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
-import type { PlanRunInput } from '../activities/automation';
+import type { AutomationActivities, PlanRunInput } from '../activities/automation';
 import type { BulkRun, BulkRunActions, BulkRunOutcome } from '../activities/bulk';
 import { ValidationError } from '../api/errors';
 import { sendEvent } from '../client/automations';
@@ -47,6 +47,9 @@ export function replayEventId(eventId: string, bulkId: string): string {
   return eventId.length + suffix.length <= 256 ? `${eventId}${suffix}` : `${shortHash(eventId)}${suffix}`;
 }
 
+/** The automation's activity that plans a run: its input names the run and its events. */
+const PLAN_ACTIVITY: keyof AutomationActivities = 'planAutomationRun';
+
 /**
  * The events one run of an automation received in the window, in order, and the run each event
  * went into: the automation plans a group of events as run `runId` (its planAutomationRun
@@ -70,7 +73,7 @@ async function receivedEvents(
     });
     for (const event of page.history?.events ?? []) {
       const scheduled = event.activityTaskScheduledEventAttributes;
-      if (scheduled?.activityType?.name === 'planAutomationRun') {
+      if (scheduled?.activityType?.name === PLAN_ACTIVITY) {
         const payload = scheduled.input?.payloads?.[0];
         if (!payload) continue;
         const plan = defaultPayloadConverter.fromPayload(payload) as PlanRunInput;
