@@ -157,7 +157,10 @@ export const startBulkActionOptionsSchema = z.strictObject({
   taskQueue: z.string().min(1, { error: 'must not be empty' }).default(DEFAULT_TASK_QUEUE),
   /** Runs listed, and acted on, a page at a time. */
   pageSize: z.number().int().min(1).max(MAX_BULK_PAGE_SIZE).default(DEFAULT_BULK_PAGE_SIZE),
-  /** replay (required there): the events the automation received in this range are sent again. */
+  /**
+   * replay (required there): the events the automation received in this range are sent again;
+   * with `onlyFailed: true`, only those whose run ended failed.
+   */
   window: replayWindowSchema.optional(),
 });
 export type StartBulkActionOptions = z.input<typeof startBulkActionOptionsSchema>;

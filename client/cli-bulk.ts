@@ -5,6 +5,7 @@
  *   npm run cli -- bulk cancel --query 'StartTime > "2026-11-01T00:00:00Z"' --wait
  *   npm run cli -- bulk retry --endpoint ep-1 --since 2026-11-27T00:00:00Z
  *   npm run cli -- bulk redrive --tag nightly
+ *   npm run cli -- bulk replay --automation on-upload --from 2026-11-27T00:00:00Z --to 2026-11-28T00:00:00Z --failed
  *   npm run cli -- bulk status bulk-cancel-...
  *
  * The selection is checked before anything is contacted; a dry run starts nothing.
@@ -43,6 +44,7 @@ interface BulkFlags {
   key?: string;
   from?: string;
   to?: string;
+  failed?: boolean;
   dryRun?: boolean;
   wait?: boolean;
   id?: string;
@@ -54,7 +56,8 @@ const WHAT: Record<BulkActionName, string> = {
   cancel: 'cancel running jobs and batches (their remote jobs are cancelled first)',
   retry: 'start failed jobs again, under their own workflow ids',
   redrive: 'a new batch of the failed items of each finished batch',
-  replay: 'send again the events automations received in --from..--to, each under a new id',
+  replay:
+    'send again the events automations received in --from..--to (--failed: those whose run failed), each under a new id',
 };
 
 function selectionOf(flags: BulkFlags): BulkSelection {
@@ -91,6 +94,7 @@ export function addBulkCommands(program: Command, ctx: BulkCliContext): void {
       command
         .requiredOption('--from <iso>', 'the events received at or after this time')
         .requiredOption('--to <iso>', 'and before this time')
+        .option('--failed', 'only the events whose run ended failed')
         .option('--automation <name>', 'the automation (its name)')
         .option('--key <key>', 'and its key');
     }
@@ -120,7 +124,15 @@ export function addBulkCommands(program: Command, ctx: BulkCliContext): void {
         }
         const handle = await startBulkAction(client, action, selection, {
           taskQueue: ctx.taskQueue(),
-          ...(action === 'replay' ? { window: { from: String(flags.from), to: String(flags.to) } } : {}),
+          ...(action === 'replay'
+            ? {
+                window: {
+                  from: String(flags.from),
+                  to: String(flags.to),
+                  ...(flags.failed ? { onlyFailed: true } : {}),
+                },
+              }
+            : {}),
           ...(flags.id !== undefined ? { workflowId: flags.id } : {}),
           ...(flags.pageSize !== undefined ? { pageSize: parseInteger('--page-size', flags.pageSize) } : {}),
         });

@@ -30,11 +30,15 @@ export const BULK_STATUS_CLAUSE: Record<BulkActionName, string | undefined> = {
   replay: undefined,
 };
 
-/** A replay's time range: the events the automation received in it, [from, to). */
+/**
+ * The events a replay sends again: those the automation received in [from, to), or, with
+ * `onlyFailed`, only those of them whose run ended failed (failed, timed out or terminated).
+ */
 export const replayWindowSchema = z
   .strictObject({
     from: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with a zone' }),
     to: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with a zone' }),
+    onlyFailed: z.boolean({ error: 'must be true or false' }).optional(),
   })
   .refine((window) => Date.parse(window.from) < Date.parse(window.to), {
     error: 'from must be before to',

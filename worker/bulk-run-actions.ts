@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
+import type { AutomationActivities, PlanRunInput } from '../activities/automation';
 import type { BulkRun, BulkRunActions, BulkRunOutcome } from '../activities/bulk';
 import { ValidationError } from '../api/errors';
 import { sendEvent } from '../client/automations';
@@ -44,6 +45,70 @@ const shortHash = (text: string) => createHash('sha256').update(text).digest('he
 export function replayEventId(eventId: string, bulkId: string): string {
   const suffix = `:replay:${shortHash(bulkId)}`;
   return eventId.length + suffix.length <= 256 ? `${eventId}${suffix}` : `${shortHash(eventId)}${suffix}`;
+}
+
+/** The automation's activity that plans a run: its input names the run and its events. */
+const PLAN_ACTIVITY: keyof AutomationActivities = 'planAutomationRun';
+
+/**
+ * The events one run of an automation received in the window, in order, and the run each event
+ * went into: the automation plans a group of events as run `runId` (its planAutomationRun
+ * activity's input, in the history), and starts that run as a child workflow of that id.
+ */
+async function receivedEvents(
+  client: Client,
+  run: BulkRun,
+  window: ReplayWindow,
+): Promise<{ received: AutomationEvent[]; runOf: Map<string, string> }> {
+  const from = Date.parse(window.from);
+  const to = Date.parse(window.to);
+  const received: AutomationEvent[] = [];
+  const runOf = new Map<string, string>();
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId: run.workflowId, runId: run.runId },
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of page.history?.events ?? []) {
+      const scheduled = event.activityTaskScheduledEventAttributes;
+      if (scheduled?.activityType?.name === PLAN_ACTIVITY) {
+        const payload = scheduled.input?.payloads?.[0];
+        if (!payload) continue;
+        const plan = defaultPayloadConverter.fromPayload(payload) as PlanRunInput;
+        for (const planned of plan.events) runOf.set(planned.id, plan.runId);
+        continue;
+      }
+      const signal = event.workflowExecutionSignaledEventAttributes;
+      if (signal?.signalName !== SIGNAL_NAMES.automationEvent) continue;
+      const at = tsToMs(event.eventTime);
+      if (at < from || at >= to) continue;
+      const payload = signal.input?.payloads?.[0];
+      if (payload) received.push(defaultPayloadConverter.fromPayload(payload) as AutomationEvent);
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return { received, runOf };
+}
+
+/** The ends of a run that count as failed. */
+const FAILED_RUN_STATUSES = new Set(['FAILED', 'TIMED_OUT', 'TERMINATED']);
+
+/**
+ * Whether an automation's run (a child job or batch workflow) ended failed. An event with no run
+ * here (still waiting, skipped by the definition, or planned after a continue-as-new) has none to
+ * have failed, and a run still going has not failed yet.
+ */
+async function runFailed(client: Client, runWorkflowId: string | undefined): Promise<boolean> {
+  if (!runWorkflowId) return false;
+  try {
+    const description = await client.workflow.getHandle(runWorkflowId).describe();
+    return FAILED_RUN_STATUSES.has(description.status.name);
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
 }
 
 export function createBulkRunActions(client: Client): BulkRunActions {
@@ -95,40 +160,25 @@ export function createBulkRunActions(client: Client): BulkRunActions {
 
     /**
      * Every event this run of the automation received in the window (its signals, as Temporal
-     * stamped them), sent again to the automation of the same name and key, each under a new id.
+     * stamped them), sent again to the automation of the same name and key, each under a new id;
+     * with `onlyFailed`, only those whose run ended failed.
      */
     async replay(run: BulkRun, bulkId: string, window: ReplayWindow): Promise<BulkRunOutcome> {
       const description = await client.workflow.getHandle(run.workflowId, run.runId).describe();
       const name = description.typedSearchAttributes.get(automationNameKey);
       const key = description.typedSearchAttributes.get(automationKeyKey);
       if (!name || !key) return 'skipped';
-      const from = Date.parse(window.from);
-      const to = Date.parse(window.to);
+      const { received, runOf } = await receivedEvents(client, run, window);
       let replayed = 0;
-      let nextPageToken: Uint8Array | undefined;
-      do {
-        const page = await client.workflowService.getWorkflowExecutionHistory({
-          namespace: client.options.namespace,
-          execution: { workflowId: run.workflowId, runId: run.runId },
-          ...(nextPageToken ? { nextPageToken } : {}),
-        });
-        for (const event of page.history?.events ?? []) {
-          const signal = event.workflowExecutionSignaledEventAttributes;
-          if (signal?.signalName !== SIGNAL_NAMES.automationEvent) continue;
-          const at = tsToMs(event.eventTime);
-          if (at < from || at >= to) continue;
-          const payload = signal.input?.payloads?.[0];
-          if (!payload) continue;
-          const original = defaultPayloadConverter.fromPayload(payload) as AutomationEvent;
-          await sendEvent(
-            client,
-            { ...original, id: replayEventId(original.id, bulkId) },
-            { automation: name, key, taskQueue: description.taskQueue },
-          );
-          replayed += 1;
-        }
-        nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-      } while (nextPageToken);
+      for (const original of received) {
+        if (window.onlyFailed && !(await runFailed(client, runOf.get(original.id)))) continue;
+        await sendEvent(
+          client,
+          { ...original, id: replayEventId(original.id, bulkId) },
+          { automation: name, key, taskQueue: description.taskQueue },
+        );
+        replayed += 1;
+      }
       return replayed > 0 ? 'acted' : 'skipped';
     },
   };

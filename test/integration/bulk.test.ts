@@ -4,7 +4,7 @@
  * workflow open, and nothing outside the selection touched; a dry run counts and samples and acts
  * on nothing; a retry starts each failed job exactly once more; a redrive runs the failed items of
  * each selected batch once, in one new batch per batch; a replay sends again exactly the events an
- * automation received in a time range.
+ * automation received in a time range, or only those of them whose runs failed.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +29,11 @@ const BATCHES = 3;
 const ITEMS_PER_BATCH = 50;
 const SINGLE_JOBS = 50;
 
+function runInput(data: unknown): Record<string, unknown> {
+  const fails = typeof data === 'object' && data !== null && (data as { fail?: boolean }).fail === true;
+  return { output: data ?? null, ...(fails ? { fail: 'the event asks its run to fail' } : {}) };
+}
+
 /** The endpoint the replayed automation's jobs run on, known once the stack runs. */
 let replayEndpoint = '';
 const replayed = defineAutomation({
@@ -37,7 +42,8 @@ const replayed = defineAutomation({
     kind: 'job',
     input: {
       endpointId: replayEndpoint,
-      request: { input: { output: events[0]?.data ?? null } },
+      // An event whose data says `fail` makes its job fail at the service.
+      request: { input: runInput(events[0]?.data) },
       ...NO_LEASE,
     },
   }),
@@ -287,5 +293,60 @@ describe('bulk actions', () => {
       .map((job) => (job.input as { output?: { id?: string } }).output?.id)
       .sort();
     expect(outputs).toEqual(['a', 'a', 'b', 'b', 'c', 'c', 'd', 'e']);
+  }, 300_000);
+
+  it('replay of failed runs: of the events in a time range, exactly those whose runs failed start again, once each', async () => {
+    const key = uniqueTag('key');
+    const target = { automation: 'bulk-replayed', key, taskQueue: stack.taskQueue, tags: [key] };
+    // Every run has ended (failed or completed), so which failed is known before the replay.
+    const ended = async (received: number, failed: number, completed: number) =>
+      eventually(async () => {
+        const state = await getAutomationState(stack.client, { automation: 'bulk-replayed', key }).catch(
+          () => undefined,
+        );
+        const counters = state?.counters;
+        return counters &&
+          counters.received === received &&
+          counters.runsFailed === failed &&
+          counters.runsCompleted === completed
+          ? state
+          : undefined;
+      }, 60_000);
+    const from = new Date().toISOString();
+    // In the range: a and c fail, b and d complete.
+    for (const [id, fail] of [
+      ['a', true],
+      ['b', false],
+      ['c', true],
+      ['d', false],
+    ] as const)
+      await sendEvent(stack.client, { id, data: { id, fail, key } }, target);
+    await ended(4, 2, 2);
+    const to = new Date().toISOString();
+    // After the range: e fails, and is not replayed.
+    await sendEvent(stack.client, { id: 'e', data: { id: 'e', fail: true, key } }, target);
+    await ended(5, 3, 2);
+    const before = stack.control.submissions(replayEndpoint);
+
+    const handle = await startBulkAction(
+      stack.client,
+      'replay',
+      { automation: 'bulk-replayed', automationKey: key },
+      { taskQueue: stack.taskQueue, window: { from, to, onlyFailed: true } },
+    );
+    const progress = await awaitBulkAction(stack.client, { workflowId: handle.workflowId });
+    expect(progress).toMatchObject({ seen: 1, acted: 1, failed: 0 });
+    // The two failed events run again (and fail again, as their data says): nothing else starts.
+    const state = await ended(7, 5, 2);
+    expect(state.counters.runsStarted).toBe(7);
+    expect(state.counters.duplicates).toBe(0);
+    expect(stack.control.submissions(replayEndpoint)).toBe(before + 2);
+    const outputs = stack.control
+      .jobs(replayEndpoint, { removed: true })
+      .map((job) => (job.input as { output?: { id?: string; key?: string } }).output)
+      .filter((output) => output?.key === key)
+      .map((output) => output?.id)
+      .sort();
+    expect(outputs).toEqual(['a', 'a', 'b', 'c', 'c', 'd', 'e']);
   }, 300_000);
 });

@@ -121,6 +121,25 @@ describe('a TOML profile', () => {
     });
   });
 
+  it("a variable replaces the profile's PEM whole (inline over a file), and is named as the source", () => {
+    const missing = path.join(dir, 'not-there.pem');
+    const withPath = toml(
+      'ca-path.toml',
+      `[profile.default]\naddress = "ca:7233"\n[profile.default.tls]\nserver_ca_cert_path = "${missing}"\n`,
+    );
+    const { config, origin } = loadTemporalConnectionWithOrigin({
+      TEMPORAL_CONFIG_FILE: withPath,
+      TEMPORAL_TLS_SERVER_CA_CERT_DATA: CERT,
+      TEMPORAL_TLS: 'TRUE',
+    });
+    expect(Buffer.from(config.tls!.serverRootCACertificate!).toString()).toContain('BEGIN CERTIFICATE');
+    expect(origin.sources).toEqual({
+      address: `${withPath} profile.default.address`,
+      tls: 'TEMPORAL_TLS',
+      serverCaCert: 'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+    });
+  });
+
   it.each([
     [
       'bad.toml',
