@@ -5,7 +5,7 @@
  * batch drives for each of its items. `advanceJob` steps it and keeps the workflow's snapshot
  * (counts, job id, endpoint, moves, deadline) in step.
  */
-import type { RouteEndpoint } from '../../contracts/route';
+import { type Route, type RouteEndpoint, singleRoute } from '../../contracts/route';
 import { stepItem } from '../../engine/item-engine';
 import {
   deadlineOf,
@@ -17,25 +17,30 @@ import {
   type ItemStep,
 } from '../../engine/item-state';
 import { hasNextEndpoint } from '../../engine/item-steps';
+import { queueLookDue } from '../../engine/queue-look';
 import { type Run, setDeadline, submitKind, syncSearchAttributes } from './job-run';
+
+/** The job's route: a single endpoint is a route of one. */
+export function jobRoute(run: Run): Route {
+  return run.job.options.route ?? singleRoute(run.job.options.endpointId);
+}
 
 /** The engine's rules for this job: the caller's options, one item, no grouping of retries. */
 export function jobRules(run: Run): ItemRules {
-  const { route } = run.job.options;
+  const route = jobRoute(run);
   return {
     ...run.job.options,
     submitKind: submitKind(run),
     retryGridMs: 1,
     waitGridMs: 1,
-    routeLength: route?.endpoints.length ?? 1,
-    capacityFailures: route?.capacityFailures ?? [],
+    routeLength: route.endpoints.length,
+    capacityFailures: route.capacityFailures,
   };
 }
 
-/** The endpoint the item is on (or goes to next, when queued): a single endpoint is a route of one. */
+/** The endpoint the item is on (or goes to next, when queued). */
 export function routeEndpoint(run: Run, item: ItemState = run.item): RouteEndpoint {
-  const { route, endpointId } = run.job.options;
-  return route?.endpoints[endpointOf(item)] ?? { endpointId };
+  return jobRoute(run).endpoints[endpointOf(item)] ?? { endpointId: run.job.options.endpointId };
 }
 
 const SNAPSHOT_COUNT: Partial<
@@ -69,8 +74,8 @@ export function advanceJob(run: Run, event: ItemEvent): ItemStep {
     if (s.jobId !== item.jobId) {
       ownNewJob(run, item.jobId, item.submittedAt, item.adopted);
       // On a route with an endpoint after this one, a job that waits too long here may move.
-      const limit = run.job.options.route?.queueDelayLimit;
-      if (limit !== undefined && hasNextEndpoint(item, rules)) run.queueCheckAt = item.submittedAt + limit;
+      if (hasNextEndpoint(item, rules))
+        run.queueCheckAt = queueLookDue(item.submittedAt, jobRoute(run).queueDelayLimit);
       else delete run.queueCheckAt;
     }
     if (item.phase === 'running' && item.lease) s.leaseTtlMs = item.lease.ttlMs;
