@@ -13,13 +13,9 @@ import { ServiceError } from '../api/errors';
 import { createRateLimiter, type RateLimiter } from '../api/rate-limit';
 import type { BatchResultLine, ItemChange, LookShare, WatchedItem } from '../contracts/batch-input';
 import { roundCost } from '../contracts/cost';
+import { JOB_UNCHANGED } from '../contracts/failures';
 import type { Polling } from '../contracts/job-types';
-import {
-  INLINE_BUDGET_MS,
-  INLINE_MAX_INTERVAL_MS,
-  intervalAfter,
-  JOB_UNCHANGED,
-} from '../contracts/job-wait-policy';
+import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../contracts/job-wait-policy';
 import { type LookLog, lookLogOf, lookTimes } from '../contracts/look-log';
 import { isCapacityFailure } from '../contracts/route';
 import { type BatchShared, batchContext, TERMINAL } from './batch-shared';

@@ -27,6 +27,7 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
+import { JOB_EXPIRED, JOB_FAILURE, SUBMIT_UNCERTAIN } from '../contracts/failures';
 import {
   type FetchJobStatusInput,
   fetchJobStatusInputSchema,
@@ -53,7 +54,7 @@ import { leaseApplies } from '../contracts/submit-lease';
 import { requestOf } from './batch-items';
 import { type BatchStore, defaultBatchStore } from './batch-store';
 import type { EstimateCost } from './cost-estimator';
-import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
+import { parsed, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
 import type { ObserveOptions } from './job-observe';
 import { observe } from './job-observe';
@@ -431,7 +432,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       } catch (error) {
         if (error instanceof StreamSinkError) {
           throw ApplicationFailure.create({
-            type: 'StreamSinkError',
+            type: JOB_FAILURE.streamSink,
             message: error.message,
             nonRetryable: true,
           });

@@ -24,7 +24,6 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import {
-  BATCH_FAILURE,
   type BatchInput,
   type BatchProgress,
   type BatchResultLine,
@@ -36,6 +35,7 @@ import {
   storeKeySchema,
 } from '../contracts/batch-input';
 import { taskPriorityOf } from '../contracts/endpoint-gate';
+import { BATCH_FAILURE } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import {
   batchProgressQuery,
@@ -58,7 +58,7 @@ export type {
   BatchResultsRef,
   BatchSummary,
 } from '../contracts/batch-input';
-export { BATCH_FAILURE } from '../contracts/batch-input';
+export { BATCH_FAILURE } from '../contracts/failures';
 
 /**
  * The batch workflow as a caller sees it: a BatchInput in, its summary out (what it carries through

@@ -23,8 +23,8 @@ import {
   type UpdateEndpointInput,
   updateEndpointInputSchema,
 } from '../contracts/endpoint-input';
+import { EPHEMERAL_FAILURE } from '../contracts/failures';
 import {
-  EPHEMERAL_FAILURE,
   type EphemeralBatchFailure,
   type EphemeralResult,
   endpointLifecycleQuery,
@@ -42,8 +42,8 @@ import { describeEndpointStep } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import type { WorkflowTarget } from './workflow-target';
 
+export { EPHEMERAL_FAILURE } from '../contracts/failures';
 export type { EphemeralBatchFailure } from '../workflows/endpoint/endpoint-definitions';
-export { EPHEMERAL_FAILURE } from '../workflows/endpoint/endpoint-definitions';
 
 /** The worker's default task queue (TEMPORAL_TASK_QUEUE). */
 export const DEFAULT_TASK_QUEUE = 'durable-serverless';

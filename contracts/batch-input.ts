@@ -367,9 +367,3 @@ export interface BatchProgress {
   budget?: number;
   cost: BatchCost;
 }
-
-export const BATCH_FAILURE = {
-  toleranceExceeded: 'BatchToleranceExceeded',
-  budgetExceeded: 'BatchBudgetExceeded',
-  badRequest: 'BadRequest',
-} as const;

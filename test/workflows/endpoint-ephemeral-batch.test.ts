@@ -10,9 +10,9 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
 import type { EphemeralBatch } from '../../contracts/endpoint-input';
+import { EPHEMERAL_FAILURE } from '../../contracts/failures';
 import { batchProgressQuery } from '../../workflows/batch/batch-definitions';
 import {
-  EPHEMERAL_FAILURE,
   type EphemeralBatchFailure,
   endpointLifecycleQuery,
 } from '../../workflows/endpoint/endpoint-definitions';

@@ -13,10 +13,10 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteActivities, WithdrawalOutcome } from '../../activities/route';
 import { jobCurrentDetails } from '../../contracts/current-details';
+import { JOB_UNCHANGED } from '../../contracts/failures';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { JobSnapshot } from '../../contracts/job-snapshot';
 import type { WaitForJobChangeInput } from '../../contracts/job-types';
-import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
 import type { EndpointCapacity } from '../../contracts/route';
 import { jobSnapshotQuery } from '../../workflows/job/job-definitions';
 import {

@@ -46,13 +46,13 @@ import {
 } from '@temporalio/workflow';
 import { nextDueSummary } from '../../contracts/activity-summaries';
 import {
-  BATCH_FAILURE,
   type BatchInput,
   type BatchSummary,
   type ParsedBatchInput,
   parseBatchInput,
 } from '../../contracts/batch-input';
 import { batchCurrentDetails } from '../../contracts/current-details';
+import { BATCH_FAILURE } from '../../contracts/failures';
 import { dueOf, type ItemDue } from '../../engine/item-state';
 import { emitOnEnd, failureData, isEnd } from '../shared/emit-on-end';
 import { cancelInFlight, startCancels } from './batch-cancel';

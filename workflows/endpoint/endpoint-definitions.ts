@@ -76,14 +76,6 @@ export interface EphemeralResult<T = unknown> {
   teardown: TeardownResult;
 }
 
-export const EPHEMERAL_FAILURE = {
-  /**
-   * The batch failed with its summary (BatchToleranceExceeded, BatchBudgetExceeded); the endpoint
-   * was torn down since. Its details: [EphemeralBatchFailure]; its cause: the batch's failure.
-   */
-  batchFailed: 'EphemeralBatchFailed',
-} as const;
-
 /** What an EphemeralBatchFailed failure carries: everything a result would, and the batch's failure. */
 export interface EphemeralBatchFailure {
   endpointId: string;

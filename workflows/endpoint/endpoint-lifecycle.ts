@@ -29,13 +29,13 @@ import {
   type UpdateEndpointInput,
   updateEndpointInputSchema,
 } from '../../contracts/endpoint-input';
+import { EPHEMERAL_FAILURE } from '../../contracts/failures';
 import { parseInput, type Tracker, tracked, tracker } from './endpoint-common';
-import {
-  EPHEMERAL_FAILURE,
-  type EphemeralBatchFailure,
-  type EphemeralResult,
-  type ProvisionResult,
-  type TeardownResult,
+import type {
+  EphemeralBatchFailure,
+  EphemeralResult,
+  ProvisionResult,
+  TeardownResult,
 } from './endpoint-definitions';
 import { batchFailureSummary, runEphemeralBatch } from './endpoint-ephemeral';
 import { type ProvisionProgress, provision, update } from './endpoint-provision';

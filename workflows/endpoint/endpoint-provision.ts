@@ -10,12 +10,12 @@ import {
   readEndpointSummary,
   updateEndpointSummary,
 } from '../../contracts/activity-summaries';
-import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
 import type {
   CreateEndpointRequest,
   EndpointChanges,
   ProvisionEndpointRequest,
 } from '../../contracts/endpoint-input';
+import { ENDPOINT_FAILURE } from '../../contracts/failures';
 import { act, checkWorkers, type Tracker, updateInput, withoutUndefined } from './endpoint-common';
 import type { ProvisionResult } from './endpoint-definitions';
 

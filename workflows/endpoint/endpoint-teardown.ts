@@ -16,8 +16,8 @@ import {
   readEndpointSummary,
   scaleToZeroSummary,
 } from '../../contracts/activity-summaries';
-import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
 import type { EndpointChanges, TeardownOptions } from '../../contracts/endpoint-input';
+import { ENDPOINT_FAILURE } from '../../contracts/failures';
 import { failureType, type Tracker, teardownAct, updateInput } from './endpoint-common';
 import type { TeardownResult } from './endpoint-definitions';
 

@@ -12,8 +12,8 @@ import {
   fetchJobStatusSummary,
   waitForJobSummary,
 } from '../../contracts/activity-summaries';
+import { JOB_UNCHANGED } from '../../contracts/failures';
 import type { JobObservation, WaitResult } from '../../contracts/job-types';
-import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
 import { lastLookMarginMs } from '../../engine/job-rules';
 import { activityOutcome, JOB_FAILURE } from '../shared/job-failures';
 import { confirmActivities, shortActivities, waitActivities } from './job-activities';
