@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { ServiceError, ValidationError } from '../api/errors';
 import { createRateLimiter } from '../api/rate-limit';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
-import type { PageSend, SubmitItemResult } from '../contracts/batch-input';
+import type { PageSend, SubmitItemResult } from '../contracts/batch-types';
 import { requestFor } from '../contracts/route';
 import type { SubmitBeat } from '../contracts/submit-beat';
 import {

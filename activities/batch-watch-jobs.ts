@@ -11,7 +11,8 @@ import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from
 import { sleep } from '../api/backoff';
 import { ServiceError } from '../api/errors';
 import { createRateLimiter, type RateLimiter } from '../api/rate-limit';
-import type { BatchResultLine, ItemChange, LookShare, WatchedItem } from '../contracts/batch-input';
+import type { BatchResultLine } from '../contracts/batch-summary';
+import type { ItemChange, LookShare, WatchedItem } from '../contracts/batch-types';
 import { roundCost } from '../contracts/cost';
 import { JOB_UNCHANGED } from '../contracts/failures';
 import type { Polling } from '../contracts/job-types';

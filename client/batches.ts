@@ -25,15 +25,17 @@ import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import {
   type BatchInput,
-  type BatchProgress,
-  type BatchResultLine,
-  type BatchResultsRef,
-  type BatchSummary,
   concurrencyChangeIssue,
   type ParsedBatchInput,
   parseBatchInput,
   storeKeySchema,
 } from '../contracts/batch-input';
+import type {
+  BatchProgress,
+  BatchResultLine,
+  BatchResultsRef,
+  BatchSummary,
+} from '../contracts/batch-summary';
 import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { BATCH_FAILURE } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
@@ -50,14 +52,14 @@ import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import { workflowHandleOf } from './workflow-target';
 
+export type { BatchInput } from '../contracts/batch-input';
 export type {
   BatchCounts,
-  BatchInput,
   BatchProgress,
   BatchResultLine,
   BatchResultsRef,
   BatchSummary,
-} from '../contracts/batch-input';
+} from '../contracts/batch-summary';
 export { BATCH_FAILURE } from '../contracts/failures';
 
 /**

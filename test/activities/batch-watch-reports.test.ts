@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import { createBatchJobReports } from '../../activities/batch-job-reports';
-import type { WatchedItem } from '../../contracts/batch-input';
+import type { WatchedItem } from '../../contracts/batch-types';
 import { JOB_UNCHANGED } from '../../contracts/failures';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, rejection, type StubClient, stubClient } from './job-stub';

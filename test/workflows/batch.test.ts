@@ -11,7 +11,8 @@ import { Context } from '@temporalio/activity';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBatchStore } from '../../activities/batch-store';
 import { redriveBatch } from '../../client/batches';
-import type { BatchInput, BatchSummary } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import {
   batchProgressQuery,
   pauseBatchSignal,

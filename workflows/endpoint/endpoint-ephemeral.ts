@@ -12,7 +12,7 @@ import {
   ParentClosePolicy,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { BatchSummary } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import type { EphemeralBatch } from '../../contracts/endpoint-input';
 import { BATCH_FAILURE } from '../../contracts/failures';
 import type { serverlessBatch } from '../batch/batch';

@@ -15,9 +15,9 @@ import type {
   EndpointChanges,
   ProvisionEndpointRequest,
 } from '../../contracts/endpoint-input';
+import type { ProvisionResult } from '../../contracts/endpoint-results';
 import { ENDPOINT_FAILURE } from '../../contracts/failures';
 import { act, checkWorkers, type Tracker, updateInput, withoutUndefined } from './endpoint-common';
-import type { ProvisionResult } from './endpoint-definitions';
 
 /** Fields compared with an existing endpoint so it ends up as asked. */
 const RECONCILED = [

@@ -17,9 +17,9 @@ import {
   scaleToZeroSummary,
 } from '../../contracts/activity-summaries';
 import type { EndpointChanges, TeardownOptions } from '../../contracts/endpoint-input';
+import type { TeardownResult } from '../../contracts/endpoint-results';
 import { ENDPOINT_FAILURE } from '../../contracts/failures';
 import { failureType, type Tracker, teardownAct, updateInput } from './endpoint-common';
-import type { TeardownResult } from './endpoint-definitions';
 
 export type TeardownTarget =
   | { endpointId: string }
