@@ -3,7 +3,8 @@
  * job (a submit's answer and its backoff, an uncertain submit, the lease, a terminal status, a
  * retry, expiry, a move to another endpoint of its route) is a step of the engine, the same one the
  * batch drives for each of its items. `advanceJob` steps it and keeps the workflow's snapshot
- * (counts, job id, endpoint, moves, deadline) in step.
+ * (counts, job id, endpoint, moves, deadline) in step; the deadline the workflow waits by is read
+ * from the item each time (`jobDeadline`), never kept beside it.
  */
 import { type Route, type RouteEndpoint, singleRoute } from '../../contracts/route';
 import { stepItem } from '../../engine/item-engine';
@@ -15,10 +16,11 @@ import {
   type ItemRules,
   type ItemState,
   type ItemStep,
+  lastLookAt,
 } from '../../engine/item-state';
 import { hasNextEndpoint } from '../../engine/item-steps';
 import { queueLookDue } from '../../engine/queue-look';
-import { type Run, setDeadline, submitKind, syncSearchAttributes } from './job-run';
+import { type Run, submitKind, syncSearchAttributes } from './job-run';
 
 /** The job's route: a single endpoint is a route of one. */
 export function jobRoute(run: Run): Route {
@@ -80,10 +82,21 @@ export function advanceJob(run: Run, event: ItemEvent): ItemStep {
     }
     if (item.phase === 'running' && item.lease) s.leaseTtlMs = item.lease.ttlMs;
     else delete s.leaseTtlMs;
-    run.job = { ...run.job, ttlMs: item.ttlMs };
-    setDeadline(run, deadlineOf(item) - item.submittedAt);
+    s.timings.ttlDeadline = deadlineOf(item);
   }
   return result;
+}
+
+/**
+ * When the service deletes the job (its ttl, or its lease's until extended, from its submit), and
+ * when it is looked at for the last time before that: the engine's item says (item-state.ts).
+ * None while no job is known.
+ */
+export function jobDeadline(run: Run): { deadline: number; lastLookAt: number } {
+  const { item } = run;
+  if (item.phase !== 'running' && item.phase !== 'retry-due')
+    return { deadline: Number.POSITIVE_INFINITY, lastLookAt: Number.POSITIVE_INFINITY };
+  return { deadline: deadlineOf(item), lastLookAt: lastLookAt(item) };
 }
 
 /** The workflow now follows this job (submitted by it, or adopted from an uncertain submit). */
@@ -95,7 +108,6 @@ function ownNewJob(run: Run, jobId: string, submittedAt: number, adopted: boolea
   s.timings.submittedAt = submittedAt;
   delete s.timings.runningAt;
   delete s.progress;
-  run.submittedAt = submittedAt;
 }
 
 /**

@@ -34,7 +34,8 @@ export async function lookAtQueue(run: Run): Promise<WatchEnd | undefined> {
   const jobId = s.jobId as string;
   const endpointId = s.endpointId;
   const again = () => {
-    run.queueCheckAt = queueLookDue(run.submittedAt, jobRoute(run).queueDelayLimit, Date.now());
+    if (run.item.phase === 'running')
+      run.queueCheckAt = queueLookDue(run.item.submittedAt, jobRoute(run).queueDelayLimit, Date.now());
   };
   const capacity = await quietly(run, 'reading the room of the endpoint', () =>
     routeActivities.endpointCapacity.executeWithOptions({ summary: endpointCapacitySummary(endpointId) }, [
