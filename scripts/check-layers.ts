@@ -12,7 +12,8 @@
  * - activities/ never imports workflows/, client/ or worker/;
  * - client/ imports workflows/ only for workflow types (`import type`) and names: the signal, query
  *   and update definitions and search attribute keys;
- * - api/ knows nothing of the layers above it.
+ * - api/ knows nothing of the layers above it;
+ * - emulator/ (the service's stand-in) imports nothing of the library: packages and itself only.
  *
  * Signal, query and update definitions live in one place per workflow family, its definitions file
  * (workflows/<family>/<family>-definitions.ts; the endpoint gate's: endpoint-gate-definitions.ts),
@@ -107,6 +108,10 @@ const RULES: Partial<Record<Layer, Rule>> = {
       if (target.layer === 'api') return target.repoPath.startsWith('api/schemas/');
       return ['workflows', 'engine', 'contracts'].includes(target.layer ?? '');
     },
+  },
+  emulator: {
+    why: 'emulator/ stands in for the service: it imports nothing of the library',
+    allows: (target) => target.kind === 'package' || target.layer === 'emulator',
   },
   client: {
     why: 'client/ imports workflows/ only for types (`import type`) and names (definitions, search attributes)',
