@@ -320,12 +320,8 @@ export {
   automationEventSchema,
   emitOnEndSchema,
 } from './contracts/automation-input';
-export {
-  type BatchCost,
-  type BatchEndpointSplit,
-  type BatchLeaseCounts,
-  batchInputSchema,
-} from './contracts/batch-input';
+export { batchInputSchema } from './contracts/batch-input';
+export type { BatchCost, BatchEndpointSplit, BatchLeaseCounts } from './contracts/batch-summary';
 export { type CostEstimate, costEstimateSchema, type Pricing, pricingSchema } from './contracts/cost';
 export { type Scheduling, schedulingSchema } from './contracts/endpoint-gate';
 export {
@@ -339,6 +335,14 @@ export {
   type UpdateEndpointInput,
   updateEndpointInputSchema,
 } from './contracts/endpoint-input';
+// The workflows' signatures (their handles' types); the code is in durable-serverless/workflows.
+export type {
+  EphemeralResult,
+  LifecyclePhase,
+  LifecycleStatus,
+  ProvisionResult,
+  TeardownResult,
+} from './contracts/endpoint-results';
 export { jobWorkflowInputSchema, type PollingInput, pollingInputSchema } from './contracts/job-input';
 export { jobResultSchema, jobSnapshotSchema } from './contracts/job-snapshot';
 export { type ResultRef, resultRefSchema } from './contracts/job-types';
@@ -392,14 +396,6 @@ export {
   type WorkerReadyInfo,
 } from './worker/run-worker';
 export type { TracingOptions } from './worker/tracing';
-// The workflows' signatures (their handles' types); the code is in durable-serverless/workflows.
-export type {
-  EphemeralResult,
-  LifecyclePhase,
-  LifecycleStatus,
-  ProvisionResult,
-  TeardownResult,
-} from './workflows/endpoint/endpoint-definitions';
 export type {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,

@@ -2,7 +2,9 @@
  * recordBatchResults: the result lines of the items no watcher wrote: those that ended without
  * output (failures), and the child mode's.
  */
-import type { BatchResultLine, PendingResultLine } from '../contracts/batch-input';
+
+import type { BatchResultLine } from '../contracts/batch-summary';
+import type { PendingResultLine } from '../contracts/batch-types';
 import { type BatchShared, batchContext } from './batch-shared';
 
 export function recordActivities(shared: BatchShared) {

@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { terminalStatuses } from '../api/schemas/job';
-import type { EndpointLimit } from '../contracts/batch-input';
+import type { EndpointLimit } from '../contracts/batch-types';
 import { type BatchStore, defaultBatchStore } from '../stores/batch-store';
 import { createLocalResultStore, type ResultStore } from '../stores/result-store';
 import type { BatchJobReports } from './batch-job-reports';

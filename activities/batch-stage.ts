@@ -3,7 +3,9 @@
  * in the store, every line checked before anything is sent.
  */
 import { Context } from '@temporalio/activity';
-import { type BatchResultLine, type EndpointLimit, storeKeySchema } from '../contracts/batch-input';
+import { storeKeySchema } from '../contracts/batch-input';
+import type { BatchResultLine } from '../contracts/batch-summary';
+import type { EndpointLimit } from '../contracts/batch-types';
 import { batchKeyFor } from '../stores/batch-store';
 import { badRequest, requestOf } from './batch-items';
 import { type BatchShared, batchContext } from './batch-shared';

@@ -8,9 +8,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ServiceError, ValidationError } from '../api/errors';
 import { createRateLimiter } from '../api/rate-limit';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
-import type { PageSend, SubmitItemResult } from '../contracts/batch-input';
-import { SUBMIT_NOT_SENT, type SubmitBeat } from '../contracts/failures';
+import type { PageSend, SubmitItemResult } from '../contracts/batch-types';
+import { SUBMIT_NOT_SENT } from '../contracts/failures';
 import { requestFor } from '../contracts/route';
+import type { SubmitBeat } from '../contracts/submit-beat';
 import {
   leaseApplies,
   leaseRequest,

@@ -10,11 +10,10 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError } from '../api/errors';
 import type { Endpoint, SaveEndpointInput } from '../api/schemas/endpoint';
 import type { HealthResponse, PurgeResponse } from '../api/schemas/job';
-import { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
 import type { CreateEndpointRequest } from '../contracts/endpoint-input';
+import { ENDPOINT_FAILURE } from '../contracts/failures';
 import { asActivityFailures, toApplicationFailure } from './failures';
 
-export { ENDPOINT_FAILURE } from '../contracts/endpoint-failures';
 export type { CreateEndpointRequest } from '../contracts/endpoint-input';
 
 export interface EndpointActivityDeps {

@@ -20,9 +20,6 @@ import type { z } from 'zod';
 import { ServiceError, ValidationError } from '../api/errors';
 import { type FailureFacts, JOB_EXPIRED, SUBMIT_UNCERTAIN } from '../contracts/failures';
 
-export type { FailureFacts, JobActivityFailureType } from '../contracts/failures';
-export { JOB_EXPIRED, JOB_UNCHANGED, SUBMIT_UNCERTAIN } from '../contracts/failures';
-
 export interface FailureContext {
   /** Job operations (status, stream, cancel, retry) read a 404 as the job having expired. */
   jobOperation?: boolean;

@@ -23,14 +23,10 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { ServiceClient } from '../api/client';
 import { isTerminalStatus } from '../api/schemas/job';
+import { JOB_EXPIRED, JOB_UNCHANGED } from '../contracts/failures';
 import type { ParsedWaitForJobChangeInput, WaitHeartbeat, WaitResult } from '../contracts/job-types';
-import {
-  INLINE_BUDGET_MS,
-  INLINE_MAX_INTERVAL_MS,
-  intervalAfter,
-  JOB_UNCHANGED,
-} from '../contracts/job-wait-policy';
-import { JOB_EXPIRED, toApplicationFailure } from './failures';
+import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../contracts/job-wait-policy';
+import { toApplicationFailure } from './failures';
 import { type ObserveOptions, observe, smallProgress } from './job-observe';
 
 export async function lookForChange(

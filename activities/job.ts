@@ -18,57 +18,32 @@
  *
  * The webhook URL is computed here from the workflow id (webhookUrlFor), so neither the gateway's
  * secret nor the token ever enters workflow history.
+ *
+ * Here: the worker's dependencies and what the activities share (job-context.ts), made once; the
+ * submits are in job-submit-activities.ts, the activities that follow a job in
+ * job-follow-activities.ts.
  */
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { z } from 'zod';
 import type { ServiceClient } from '../api/client';
-import { ServiceError, ValidationError } from '../api/errors';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
-import { isTerminalStatus, type JobSubmitted } from '../api/schemas/job';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
-import {
-  type FetchJobStatusInput,
-  fetchJobStatusInputSchema,
-  type JobObservation,
-  type JobRefInput,
-  jobRefInputSchema,
-  type RequestRef,
-  type RunJobSyncInput,
-  requestRefSchema,
-  runJobSyncInputSchema,
-  type StreamJobInput,
-  type StreamResult,
-  type SubmitJobInput,
-  type SubmitResult,
-  streamJobInputSchema,
-  submitJobInputSchema,
-  submitRequestSchema,
-  type WaitForJobChangeInput,
-  type WaitResult,
-  waitForJobChangeInputSchema,
-} from '../contracts/job-types';
-import { type RouteEndpoint, requestFor } from '../contracts/route';
-import { leaseApplies } from '../contracts/submit-lease';
+import type { RequestRef } from '../contracts/job-types';
 import { type BatchStore, BatchStoreError, defaultBatchStore } from '../stores/batch-store';
 import { createLocalResultStore, DEFAULT_INLINE_MAX_BYTES, type ResultStore } from '../stores/result-store';
 import type { StreamStore } from '../stores/stream-store';
 import { requestOf } from './batch-items';
 import type { EstimateCost } from './cost-estimator';
-import { JOB_EXPIRED, parsed, SUBMIT_UNCERTAIN, toApplicationFailure } from './failures';
 import { createInFlightTracker } from './in-flight';
+import { currentWorkflowId, type JobActivityContext } from './job-context';
+import { followActivities } from './job-follow-activities';
 import type { ObserveOptions } from './job-observe';
-import { observe } from './job-observe';
-import { retryJobOnService } from './job-retry';
-import { drainStream } from './job-stream';
-import { lookForChange } from './job-wait';
-import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
-import { type AskToSend, grantToSend, windowFull } from './send-grant';
-import { createSinkDelivery, StreamSinkError, type StreamSinkFunction } from './stream-sink';
-import { beatBeforeSending, whileBeating } from './submit-beat';
+import { submitActivities } from './job-submit-activities';
+import type { AskToSend } from './send-grant';
+import type { StreamSinkFunction } from './stream-sink';
 
 export type { SubmitResult } from '../contracts/job-types';
+export type { CancelJobResult } from './job-follow-activities';
 
 export interface JobActivityDeps {
   /** Asks the endpoint's gate for room in its /run window (default: activities/send-grant.ts askToSend). */
@@ -105,51 +80,8 @@ export interface JobActivityDeps {
   batchStore?: BatchStore;
 }
 
-export interface CancelJobResult {
-  /** The status the service answered with; absent when it no longer knew the job (404). */
-  status?: string;
-  gone: boolean;
-}
-
-/** The workflow this activity runs for (activities here are always started by one). */
-export function currentWorkflowId(): string {
-  const execution = Context.current().info.workflowExecution;
-  if (!execution)
-    throw ApplicationFailure.create({
-      type: 'BadRequest',
-      message: 'job activities run for a workflow only',
-      nonRetryable: true,
-    });
-  return execution.workflowId;
-}
-
-/** A submit's error as the policy above says: certain ones keep their type, the rest are uncertain. */
-function submitFailure(
-  error: unknown,
-  webhookArmed: boolean,
-  metrics: LibraryMetrics,
-  leaseTtlMs?: number,
-): Error {
-  if (error instanceof ServiceError || error instanceof ValidationError) {
-    const failure = toApplicationFailure(error, {
-      submit: { webhookArmed, ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }) },
-    });
-    metrics.submission(
-      failure instanceof ApplicationFailure && failure.type === SUBMIT_UNCERTAIN ? 'uncertain' : 'refused',
-    );
-    return failure;
-  }
-  metrics.submission('uncertain');
-  const message = error instanceof Error ? error.message : String(error);
-  return ApplicationFailure.create({
-    type: SUBMIT_UNCERTAIN,
-    message: `the submit failed unexpectedly after it may have been sent: ${message}`,
-    nonRetryable: true,
-    details: [{ webhookArmed, ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }) }],
-  });
-}
-
-export function createJobActivities(deps: JobActivityDeps) {
+/** What the activities share, made once per worker: the stores are opened here. */
+function jobActivityContext(deps: JobActivityDeps): JobActivityContext {
   const { client, estimateCost } = deps;
   const metrics = deps.metrics ?? noopMetrics;
   const inFlight = createInFlightTracker(metrics);
@@ -165,10 +97,8 @@ export function createJobActivities(deps: JobActivityDeps) {
   };
   const resultStoreDir = deps.resultStoreDir ?? '.results';
   const store = deps.resultStore ?? createLocalResultStore(resultStoreDir);
-  const streamDir = deps.streamDir ?? path.join(resultStoreDir, 'streams');
   const batchStore = deps.batchStore ?? defaultBatchStore(resultStoreDir);
 
-  /** The request a requestRef names: its manifest line, checked like a batch's items. */
   async function requestAt(ref: RequestRef): Promise<unknown> {
     let line: string | undefined;
     try {
@@ -210,254 +140,24 @@ export function createJobActivities(deps: JobActivityDeps) {
     };
   }
 
-  /**
-   * The caller's request (given, or read by its ref) with its endpoint's input overrides (a route's)
-   * plus this workflow's webhook; checked before anything is sent.
-   */
-  async function requestWithWebhook(
-    given: unknown,
-    ref: RequestRef | undefined,
-    endpoint?: RouteEndpoint,
-  ): Promise<{
-    body: z.input<typeof submitRequestSchema>;
-    webhookArmed: boolean;
-  }> {
-    const request = ref ? await requestAt(ref) : given;
-    parsed(submitRequestSchema, request, 'request');
-    const asGiven = request as z.input<typeof submitRequestSchema>;
-    const body = endpoint ? requestFor(asGiven, endpoint) : asGiven;
-    const ttlMs = (body as { policy?: { ttl?: number } }).policy?.ttl;
-    const webhook = deps.webhookUrlFor?.(currentWorkflowId(), ttlMs === undefined ? {} : { ttlMs });
-    return webhook
-      ? { body: { ...body, webhook } as typeof body, webhookArmed: true }
-      : { body, webhookArmed: false };
-  }
-
-  async function jobCall<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const signal = Context.current().cancellationSignal;
-    try {
-      return await fn(signal);
-    } catch (error) {
-      throw toApplicationFailure(error, { jobOperation: true, signal });
-    }
-  }
-
   return {
-    /**
-     * Whether this worker arms webhooks (and with them an 'auto' lease): asked by a workflow whose
-     * submit never reported, to know whether the request carried the lease.
-     */
-    async webhooksArmed(): Promise<boolean> {
-      return deps.webhookUrlFor !== undefined;
-    },
-
-    /**
-     * The ttl of a requestRef's request (the workflow's deadline and lease need it before the
-     * submit), and nothing else of it: the request stays out of history.
-     */
-    async requestTtl(input: { requestRef: RequestRef }): Promise<{ ttl?: number }> {
-      const ref = parsed(requestRefSchema, input?.requestRef, 'requestRef');
-      const ttl = ((await requestAt(ref)) as { policy?: { ttl?: number } }).policy?.ttl;
-      return ttl === undefined ? {} : { ttl };
-    },
-
-    /** POST /run. Never retried by Temporal: see the submission policy above. */
-    async submitJob(input: SubmitJobInput): Promise<SubmitResult> {
-      const startedAt = Date.now();
-      const { endpointId, request, requestRef, lease, inputOverrides, hop, scheduling } = parsed(
-        submitJobInputSchema,
-        input,
-        'input',
-      );
-      const armed = await requestWithWebhook(
-        request,
-        requestRef,
-        inputOverrides ? { endpointId, inputOverrides } : undefined,
-      );
-      const { webhookArmed } = armed;
-      // Whether a lease needs a webhook is known only here, where the webhook URL is.
-      const leaseTtlMs = leaseApplies(lease, webhookArmed) ? lease.ttlMs : undefined;
-      const body =
-        leaseTtlMs === undefined
-          ? armed.body
-          : { ...armed.body, policy: { ...armed.body.policy, ttl: leaseTtlMs } };
-      const beat = {
-        sending: true as const,
-        webhookArmed,
-        ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
-      };
-      // Room in the endpoint's /run window, from its gate, before anything can be out.
-      const grant = await grantToSend(
-        { client, askToSend: deps.askToSend, metrics },
-        endpointId,
-        1,
-        scheduling,
-      );
-      if (grant.count === 0) throw windowFull(endpointId);
-      await beatBeforeSending(beat);
-      let submitted: JobSubmitted;
-      const sentAt = Date.now();
-      try {
-        // No abort signal: a submit cut off after sending is exactly the duplicate risk; it runs to
-        // its own timeouts instead (worker shutdown gives it a grace period). The beat says the
-        // worker lives (a lease needs a dead one noticed quickly), also while 429s are waited out.
-        const { sendBy } = grant;
-        submitted = await whileBeating(beat, () =>
-          sendBy === undefined
-            ? client.jobs.run(endpointId, body)
-            : client.jobs.run(endpointId, body, { sendBy }),
-        );
-        metrics.submission('accepted');
-        if (hop) metrics.routeHop(hop);
-        inFlight.started(endpointId, submitted.id);
-      } catch (error) {
-        throw submitFailure(error, webhookArmed, metrics, leaseTtlMs);
-      }
-      const extended =
-        leaseTtlMs !== undefined &&
-        (await whileBeating(beat, () =>
-          extendLeaseInSubmit(client, {
-            endpointId,
-            jobId: submitted.id,
-            leaseTtlMs,
-            callerTtlMs: armed.body.policy?.ttl,
-            sentAt,
-            notAfter: extensionsNotAfter(startedAt, Context.current().info.startToCloseTimeoutMs),
-          }),
-        ));
-      return {
-        jobId: submitted.id,
-        status: submitted.status,
-        observedAt: Date.now(),
-        webhookArmed,
-        ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
-        ...(extended ? { extended: true as const } : {}),
-      };
-    },
-
-    /**
-     * POST /runsync. Same policy as submitJob; the answer may be final (COMPLETED with output) or,
-     * when the wait ran out first, the job as it is then. Its results are kept for 1 minute only.
-     */
-    async runJobSync(input: RunJobSyncInput): Promise<SubmitResult> {
-      const { endpointId, request, requestRef, wait, inlineMaxBytes } = parsed(
-        runJobSyncInputSchema,
-        input,
-        'input',
-      );
-      const { body, webhookArmed } = await requestWithWebhook(request, requestRef);
-      await beatBeforeSending({ sending: true, webhookArmed });
-      let status: Awaited<ReturnType<typeof client.jobs.runSync>>;
-      try {
-        status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });
-        metrics.submission('accepted');
-        inFlight.started(endpointId, status.id);
-      } catch (error) {
-        throw submitFailure(error, webhookArmed, metrics);
-      }
-      return {
-        ...(await observe(status.id, status, observeOptions(inlineMaxBytes, endpointId))),
-        webhookArmed,
-      };
-    },
-
-    /**
-     * Looks at /status until it differs from `knownStatus` or `returnBy` comes; between looks the
-     * server holds the retry timer, not this worker (see job-wait.ts).
-     */
-    async waitForJobChange(input: WaitForJobChangeInput): Promise<WaitResult> {
-      const checked = parsed(waitForJobChangeInputSchema, input, 'input');
-      try {
-        return await lookForChange(
-          pollingClient,
-          checked,
-          observeOptions(checked.inlineMaxBytes, checked.endpointId),
-        );
-      } catch (error) {
-        // Deleted by its ttl: no longer in flight either.
-        if (error instanceof ApplicationFailure && error.type === JOB_EXPIRED)
-          inFlight.left(checked.endpointId, checked.jobId);
-        throw error;
-      }
-    },
-
-    /** GET /status once (with `ttl`: sets the job's ttl too). 404 -> JobExpired. */
-    async fetchJobStatus(input: FetchJobStatusInput): Promise<JobObservation> {
-      const { endpointId, jobId, ttl, inlineMaxBytes } = parsed(fetchJobStatusInputSchema, input, 'input');
-      const status = await jobCall((signal) =>
-        client.jobs.status(endpointId, jobId, ttl === undefined ? { signal } : { signal, ttl }),
-      );
-      return observe(jobId, status, observeOptions(inlineMaxBytes, endpointId));
-    },
-
-    /** POST /cancel. A job the service no longer knows needs no cancelling: that is success (gone). */
-    async cancelJob(input: JobRefInput): Promise<CancelJobResult> {
-      const { endpointId, jobId } = parsed(jobRefInputSchema, input, 'input');
-      const signal = Context.current().cancellationSignal;
-      try {
-        const answer = await client.jobs.cancel(endpointId, jobId, { signal });
-        if (isTerminalStatus(answer.status)) inFlight.left(endpointId, jobId);
-        return { status: answer.status, gone: false };
-      } catch (error) {
-        if (error instanceof ServiceError && error.kind === 'NotFound') {
-          inFlight.left(endpointId, jobId);
-          return { gone: true };
-        }
-        throw toApplicationFailure(error, { jobOperation: true, signal });
-      }
-    },
-
-    /**
-     * POST /retry (same id, original input), harmless to repeat (see job-retry.ts): a job an
-     * earlier try re-queued answers with its state now, and a finished one with its output
-     * (inlined by the worker's limit: the job's own limit is not in this activity's input).
-     */
-    async retryJob(input: JobRefInput): Promise<JobObservation> {
-      const { endpointId, jobId } = parsed(jobRefInputSchema, input, 'input');
-      const signal = Context.current().cancellationSignal;
-      try {
-        const answer = await retryJobOnService(client.jobs, endpointId, jobId, {
-          signal,
-          triedBefore: Context.current().info.attempt > 1,
-        });
-        if (answer.retried === 'now') {
-          inFlight.started(endpointId, jobId);
-          return { jobId, status: answer.status, observedAt: Date.now() };
-        }
-        const { now } = answer;
-        if (!isTerminalStatus(now.status)) {
-          inFlight.started(endpointId, jobId);
-          return { jobId, status: now.status, observedAt: Date.now() };
-        }
-        return observe(jobId, now, observeOptions(undefined, endpointId));
-      } catch (error) {
-        throw toApplicationFailure(error, { jobOperation: true, signal });
-      }
-    },
-
-    /** Drains /stream into the chosen sink until the job has finished (see job-stream.ts). */
-    async streamJob(input: StreamJobInput): Promise<StreamResult> {
-      const checked = parsed(streamJobInputSchema, input, 'input');
-      let deliver: StreamSinkFunction;
-      try {
-        deliver = createSinkDelivery(checked.sink, {
-          streamDir,
-          ...(deps.streamStore ? { streamStore: deps.streamStore } : {}),
-          ...(deps.streamSinks ? { streamSinks: deps.streamSinks } : {}),
-        });
-      } catch (error) {
-        if (error instanceof StreamSinkError) {
-          throw ApplicationFailure.create({
-            type: 'StreamSinkError',
-            message: error.message,
-            nonRetryable: true,
-          });
-        }
-        throw error;
-      }
-      return drainStream(client, checked, deliver);
-    },
+    client,
+    pollingClient,
+    metrics,
+    inFlight,
+    webhookUrlFor: deps.webhookUrlFor,
+    askToSend: deps.askToSend,
+    requestAt,
+    observeOptions,
+    streamDir: deps.streamDir ?? path.join(resultStoreDir, 'streams'),
+    streamStore: deps.streamStore,
+    streamSinks: deps.streamSinks,
   };
+}
+
+export function createJobActivities(deps: JobActivityDeps) {
+  const context = jobActivityContext(deps);
+  return { ...submitActivities(context), ...followActivities(context) };
 }
 
 export type JobActivities = ReturnType<typeof createJobActivities>;

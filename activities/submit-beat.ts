@@ -14,7 +14,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { SUBMIT_NOT_SENT, type SubmitBeat } from '../contracts/failures';
+import { SUBMIT_NOT_SENT } from '../contracts/failures';
+import type { SubmitBeat } from '../contracts/submit-beat';
 
 /** Records `beat` at the server before anything is sent; fails with SubmitNotSent if it cannot. */
 export async function beatBeforeSending(beat: SubmitBeat): Promise<void> {

@@ -22,18 +22,20 @@ import { ConfigError, ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import {
-  BATCH_FAILURE,
   type BatchInput,
-  type BatchProgress,
-  type BatchResultLine,
-  type BatchResultsRef,
-  type BatchSummary,
   concurrencyChangeIssue,
   type ParsedBatchInput,
   parseBatchInput,
   storeKeySchema,
 } from '../contracts/batch-input';
+import type {
+  BatchProgress,
+  BatchResultLine,
+  BatchResultsRef,
+  BatchSummary,
+} from '../contracts/batch-summary';
 import { taskPriorityOf } from '../contracts/endpoint-gate';
+import { BATCH_FAILURE } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
 import type { BatchStore } from '../stores/batch-store';
@@ -51,15 +53,15 @@ import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import { workflowHandleOf } from './workflow-target';
 
+export type { BatchInput } from '../contracts/batch-input';
 export type {
   BatchCounts,
-  BatchInput,
   BatchProgress,
   BatchResultLine,
   BatchResultsRef,
   BatchSummary,
-} from '../contracts/batch-input';
-export { BATCH_FAILURE } from '../contracts/batch-input';
+} from '../contracts/batch-summary';
+export { BATCH_FAILURE } from '../contracts/failures';
 
 /**
  * The batch workflow as a caller sees it: a BatchInput in, its summary out (what it carries through

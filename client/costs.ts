@@ -7,7 +7,7 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
-import type { BatchCost } from '../contracts/batch-input';
+import type { BatchCost } from '../contracts/batch-summary';
 import type { CostEstimate } from '../contracts/cost';
 import type { serverlessJob } from '../workflows/job/job';
 import { jobSnapshotQuery } from '../workflows/job/job-definitions';

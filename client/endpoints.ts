@@ -23,15 +23,15 @@ import {
   type UpdateEndpointInput,
   updateEndpointInputSchema,
 } from '../contracts/endpoint-input';
-import {
-  EPHEMERAL_FAILURE,
-  type EphemeralBatchFailure,
-  type EphemeralResult,
-  endpointLifecycleQuery,
-  type LifecycleStatus,
-  type ProvisionResult,
-  type TeardownResult,
-} from '../workflows/endpoint/endpoint-definitions';
+import type {
+  EphemeralBatchFailure,
+  EphemeralResult,
+  LifecycleStatus,
+  ProvisionResult,
+  TeardownResult,
+} from '../contracts/endpoint-results';
+import { EPHEMERAL_FAILURE } from '../contracts/failures';
+import { endpointLifecycleQuery } from '../workflows/endpoint/endpoint-definitions';
 import type {
   ephemeralEndpointWorkflow,
   provisionEndpointWorkflow,
@@ -42,8 +42,8 @@ import { describeEndpointStep } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import type { WorkflowTarget } from './workflow-target';
 
-export type { EphemeralBatchFailure } from '../workflows/endpoint/endpoint-definitions';
-export { EPHEMERAL_FAILURE } from '../workflows/endpoint/endpoint-definitions';
+export type { EphemeralBatchFailure } from '../contracts/endpoint-results';
+export { EPHEMERAL_FAILURE } from '../contracts/failures';
 
 /** The worker's default task queue (TEMPORAL_TASK_QUEUE). */
 export const DEFAULT_TASK_QUEUE = 'durable-serverless';

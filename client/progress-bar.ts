@@ -6,7 +6,7 @@
  */
 import { Writable } from 'node:stream';
 import { SingleBar } from 'cli-progress';
-import type { BatchProgress } from '../contracts/batch-input';
+import type { BatchProgress } from '../contracts/batch-summary';
 import { watchSnapshots } from './watch';
 
 export interface BatchProgressBar {

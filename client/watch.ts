@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { ValidationError } from '../api/errors';
-import type { BatchProgress } from '../contracts/batch-input';
+import type { BatchProgress } from '../contracts/batch-summary';
 import { durationSchema } from '../contracts/input-rules';
 import { type BatchTarget, getBatchProgress } from './batches';
 import { getJobSnapshot, type JobHandle, type LiveJobSnapshot } from './jobs';

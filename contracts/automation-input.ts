@@ -112,8 +112,6 @@ export interface AutomationCounters {
   cost?: number;
 }
 
-export const AUTOMATION_BUDGET_EXCEEDED = 'AutomationBudgetExceeded';
-
 /**
  * A run's estimated cost from its result (a job's result or a batch's summary both carry
  * `cost.amount`) or, for a failed run, from its failure's details; 0 when it has none.

@@ -6,7 +6,7 @@
  * without a server.
  */
 import type { AutomationControls, AutomationState } from './automation-input';
-import type { BatchProgress } from './batch-input';
+import type { BatchProgress } from './batch-summary';
 import type { GateView } from './endpoint-gate';
 import type { JobSnapshot } from './job-snapshot';
 import { formatCount, formatDuration, formatInstant, formatMoney, markdownTable } from './progress-markdown';

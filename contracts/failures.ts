@@ -1,61 +1,34 @@
 /**
- * Failure names every layer shares: the types the job activities raise (beyond the service's error
- * kinds), the facts their first detail carries, and the types a job workflow fails with, which
- * callers switch on (`error.cause.type` of the WorkflowFailedError, see client/jobs.ts).
+ * Every failure name of the library, one catalogue: the types the activities raise (beyond the
+ * service's error kinds, api/errors.ts) and the types each workflow fails with, which callers
+ * switch on (`error.cause.type` of the WorkflowFailedError, see client/jobs.ts), with the details
+ * those failures carry. A family's names are one object (JOB_FAILURE, BATCH_FAILURE,
+ * ENDPOINT_FAILURE, EPHEMERAL_FAILURE, AUTOMATION_FAILURE); a name two families share
+ * (`BadRequest`) is written once and named by both.
  */
 import type { ServiceErrorKind } from '../api/errors';
 import type { CostEstimate } from './cost';
-import { JOB_UNCHANGED } from './job-wait-policy';
 import type { RouteHop } from './route';
+
+/** A workflow input (or the request in it) breaks a rule; details name the field and the rule. */
+const BAD_REQUEST = 'BadRequest' satisfies ServiceErrorKind;
+
+// --- the activities' own (retried or read by the workflows, not a workflow's end)
 
 /** Failure types the job activities raise beyond the ServiceErrorKinds. */
 export const JOB_EXPIRED = 'JobExpired';
 export const SUBMIT_UNCERTAIN = 'SubmitUncertain';
 /** A submit that sent nothing: the Temporal server did not confirm its attempt (retryable). */
 export const SUBMIT_NOT_SENT = 'SubmitNotSent';
-export { JOB_UNCHANGED };
-
+/** A wait's look found nothing new: the server retries it after `nextRetryDelay` (see job-wait.ts). */
+export const JOB_UNCHANGED = 'JobUnchanged';
 export type JobActivityFailureType =
   | ServiceErrorKind
   | typeof JOB_EXPIRED
   | typeof SUBMIT_UNCERTAIN
   | typeof SUBMIT_NOT_SENT;
 
-/**
- * The heartbeat details of a submit from the moment before its first request goes out: that a
- * request may be out, with what the workflow needs to know of it. A submit whose activity timed out
- * without them sent nothing (activities/submit-beat.ts says why that holds).
- */
-export interface SubmitBeat {
-  sending: true;
-  /** A job's submit: whether the request named a webhook, and the lease it went out under. */
-  webhookArmed?: boolean;
-  leaseTtlMs?: number;
-  /** A batch page's submit: the jobs it created so far. */
-  created?: Array<{ i: number; id: string; ttl?: number; lease?: number }>;
-}
-
-/** Whether an activity's last heartbeat details say a submit's request may be out. */
-export function beatSaysSending(details: unknown): boolean {
-  return (
-    typeof details === 'object' && details !== null && (details as { sending?: unknown }).sending === true
-  );
-}
-
-/** What the first `details` element of every failure raised here holds. */
-export interface FailureFacts {
-  operation?: string;
-  status?: number;
-  retryAfterMs?: number;
-  /** ValidationError only: the path of the bad value and the rule it breaks. */
-  field?: string;
-  rule?: string;
-  /** SubmitUncertain only: the kind of the underlying error, and whether the job request named a webhook. */
-  cause?: ServiceErrorKind;
-  webhookArmed?: boolean;
-  /** SubmitUncertain only: the lease ttl the request carried, when it was submitted under one. */
-  leaseTtlMs?: number;
-}
+// --- the workflows' ends
 
 export const JOB_FAILURE = {
   /** The job ended FAILED and was not (or no longer) retried; details carry the service's error. */
@@ -69,7 +42,7 @@ export const JOB_FAILURE = {
   /** A submit may have created a job whose id never arrived, and the caller chose not to resubmit. */
   submitUncertain: SUBMIT_UNCERTAIN,
   /** The workflow input (or the request in it) breaks a rule; details name the field. */
-  badRequest: 'BadRequest' satisfies JobActivityFailureType,
+  badRequest: BAD_REQUEST,
   /** The service refused the API key. */
   unauthorized: 'Unauthorized' satisfies JobActivityFailureType,
   /** A stream sink the worker does not have. */
@@ -85,6 +58,70 @@ export type JobFailureType =
   | (typeof JOB_FAILURE)[keyof typeof JOB_FAILURE]
   | ServiceErrorKind
   | 'ActivityTimeout';
+
+/** How a workflow names an activity that never answered (its timeout: no type of its own). */
+export const ACTIVITY_TIMEOUT = 'ActivityTimeout' satisfies JobFailureType;
+
+export const BATCH_FAILURE = {
+  /** More items failed than the batch's failure tolerance allows; details: the batch's summary. */
+  toleranceExceeded: 'BatchToleranceExceeded',
+  /** The batch's estimated cost reached its budget; details: the batch's summary. */
+  budgetExceeded: 'BatchBudgetExceeded',
+  badRequest: BAD_REQUEST,
+} as const;
+
+export type BatchFailureType = (typeof BATCH_FAILURE)[keyof typeof BATCH_FAILURE];
+
+/** Failure types of the endpoint activities and workflows beyond the ServiceErrorKinds. */
+export const ENDPOINT_FAILURE = {
+  /** The endpoint id is not in the account (any more). */
+  notFound: 'EndpointNotFound',
+  /** deleteEndpoint was refused because workersMin or workersMax is not 0. */
+  notScaledDown: 'EndpointNotScaledDown',
+  /** More than one endpoint carries the name: which one is meant cannot be told. */
+  duplicateName: 'DuplicateEndpointName',
+  /** An endpoint of the requested name exists with another templateId: it is not adopted. */
+  nameConflict: 'EndpointNameConflict',
+  /** REST created an endpoint that GraphQL does not list yet; a retry finds it by name. */
+  notListed: 'EndpointNotListed',
+  /**
+   * A workflow input (or its merge with the current endpoint) breaks a rule; details hold
+   * { field, rule }. BadRequest, as for a job workflow's input and a ValidationError in activities.
+   */
+  invalidInput: BAD_REQUEST,
+} as const;
+
+export type EndpointFailureType = (typeof ENDPOINT_FAILURE)[keyof typeof ENDPOINT_FAILURE];
+
+export const EPHEMERAL_FAILURE = {
+  /**
+   * The batch failed with its summary (BatchToleranceExceeded, BatchBudgetExceeded); the endpoint
+   * was torn down since. Its details: [EphemeralBatchFailure]; its cause: the batch's failure.
+   */
+  batchFailed: 'EphemeralBatchFailed',
+} as const;
+
+export const AUTOMATION_FAILURE = {
+  /** The ended runs' estimated cost reached the automation's budget; details: what was not run. */
+  budgetExceeded: 'AutomationBudgetExceeded',
+} as const;
+
+// --- what the failures carry
+
+/** What the first `details` element of every failure the job activities raise holds. */
+export interface FailureFacts {
+  operation?: string;
+  status?: number;
+  retryAfterMs?: number;
+  /** ValidationError only: the path of the bad value and the rule it breaks. */
+  field?: string;
+  rule?: string;
+  /** SubmitUncertain only: the kind of the underlying error, and whether the job request named a webhook. */
+  cause?: ServiceErrorKind;
+  webhookArmed?: boolean;
+  /** SubmitUncertain only: the lease ttl the request carried, when it was submitted under one. */
+  leaseTtlMs?: number;
+}
 
 export interface JobFailureDetails {
   endpointId: string;

@@ -4,9 +4,6 @@
  */
 import type { Polling } from './job-types';
 
-/** A wait's look found nothing new: the server retries it after `nextRetryDelay` (see job-wait.ts). */
-export const JOB_UNCHANGED = 'JobUnchanged';
-
 /** Below this interval a look stays inside the running attempt (heartbeating) instead of a retry. */
 export const INLINE_MAX_INTERVAL_MS = 1_000;
 /** How long one attempt may keep looking inline before it hands the timer to the server. */

@@ -16,6 +16,9 @@ import { durationBetween } from './input-rules';
 /** Endpoints a route may name: each is a window and a watcher of its own in a batch. */
 export const MAX_ROUTE_ENDPOINTS = 8;
 
+/** What a route does not say: a job's wait in a queue before a look, an endpoint's drain. */
+export const ROUTE_DEFAULTS = { queueDelayLimit: 60_000, recheckAfter: 60_000 } as const;
+
 const jsonObjectSchema = z.record(z.string(), z.unknown());
 
 export const routeEndpointSchema = z.strictObject({
@@ -40,12 +43,12 @@ export const routeSchema = z
      * How long a job may wait IN_QUEUE while its endpoint shows no idle worker before it is
      * withdrawn and sent to the next endpoint (5 seconds to 1 day).
      */
-    queueDelayLimit: durationBetween(5_000, 86_400_000).default(60_000),
+    queueDelayLimit: durationBetween(5_000, 86_400_000).default(ROUTE_DEFAULTS.queueDelayLimit),
     /**
      * How long an endpoint that stopped taking work (starved, failing for capacity, deleted) is
      * skipped by a batch before it is tried again.
      */
-    recheckAfter: durationBetween(1_000, 86_400_000).default(60_000),
+    recheckAfter: durationBetween(1_000, 86_400_000).default(ROUTE_DEFAULTS.recheckAfter),
     /**
      * Failures that mean "not enough capacity here" rather than "this input fails": a job whose
      * error text contains one of these (case-insensitive) moves to the next endpoint instead of
@@ -87,8 +90,7 @@ export function routeOrder<T extends { pricePerSecond?: number | undefined }>(en
 export function singleRoute(endpointId: string): Route {
   return {
     endpoints: [{ endpointId }],
-    queueDelayLimit: 60_000,
-    recheckAfter: 60_000,
+    ...ROUTE_DEFAULTS,
     capacityFailures: [],
   };
 }

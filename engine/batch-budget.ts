@@ -4,7 +4,7 @@
  * ("would pass", not "has passed": a window of jobs in flight cannot overshoot it). Before any run
  * has an estimate there is nothing to go by.
  */
-import type { BatchCost } from '../contracts/batch-input';
+import type { BatchCost } from '../contracts/batch-summary';
 
 export interface BudgetView {
   budget: number | undefined;

@@ -7,6 +7,7 @@
  */
 
 import type { LookLog } from '../contracts/look-log';
+import { queueLookDue } from './queue-look';
 
 /** What a batch keeps per endpoint of its route (it crosses continue-as-new: kept small). */
 export interface EndpointTally {
@@ -187,9 +188,9 @@ export interface InFlightJob {
 }
 
 /**
- * When each endpoint's queue is next worth a look at /health: its oldest job not seen started
- * once it has waited queueDelayLimit, and no sooner than half that limit after the last look
- * (`checkedAt`). Undefined: nothing waits there.
+ * When each endpoint's queue is next worth a look at /health: the look due for its oldest job not
+ * seen started (queue-look.ts), given the endpoint's last look (`checkedAt`). Undefined: nothing
+ * waits there.
  */
 export function queueChecksDue(
   jobs: Iterable<InFlightJob>,
@@ -203,9 +204,7 @@ export function queueChecksDue(
     const seen = oldest[job.endpoint];
     if (seen === undefined || job.submittedAt < seen) oldest[job.endpoint] = job.submittedAt;
   }
-  return oldest.map((at, endpoint) => {
-    if (at === undefined) return undefined;
-    const last = checkedAt[endpoint];
-    return Math.max(at + queueDelayLimit, last === undefined ? 0 : last + Math.ceil(queueDelayLimit / 2));
-  });
+  return oldest.map((at, endpoint) =>
+    at === undefined ? undefined : queueLookDue(at, queueDelayLimit, checkedAt[endpoint]),
+  );
 }

@@ -6,7 +6,7 @@
 import { roundCost } from '../contracts/cost';
 import { isCapacityFailure } from '../contracts/route';
 import type { ItemEvent, ItemRules, ItemStep, RetryDueItem, RunningItem } from './item-state';
-import { deadlineOf } from './item-state';
+import { deadlineOf, lastLookAt } from './item-state';
 import { ended, hasNextEndpoint, hop, onGrid, requeue, step, unexpected } from './item-steps';
 import {
   afterTerminal,
@@ -42,7 +42,7 @@ export function fromRunning(item: RunningItem, event: ItemEvent, rules: ItemRule
       // Seen alive lately (by the event's source, or by the workflow itself), its results cannot
       // have expired yet: the ttl deleted it.
       const lastAliveAt = Math.max(event.lastAliveAt ?? item.aliveAt, item.aliveAt);
-      const why = whyGone(event.now, deadlineOf(item), item.ttlMs, lastAliveAt, rules.submitKind);
+      const why = whyGone(event.now, lastLookAt(item), lastAliveAt, rules.submitKind);
       const reason =
         why === 'ttl'
           ? 'its ttl passed (the service answers 404)'

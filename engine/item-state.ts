@@ -7,7 +7,7 @@
 import type { DueWork } from '../contracts/activity-summaries';
 import type { JobStatusValue } from '../contracts/job-types';
 import type { JobRuleOptions, RetryableStatus, SubmitKind, SubmitRejection } from './job-rules';
-import { ttlDeadline } from './job-rules';
+import { lastLookMarginMs, ttlDeadline } from './job-rules';
 
 /** The caller's options for every item, plus how the driver groups its retries. */
 export interface ItemRules extends JobRuleOptions {
@@ -233,6 +233,11 @@ export function endpointOf(item: ItemState): number {
 export function deadlineOf(item: RunningItem | RetryDueItem): number {
   const lease = item.phase === 'running' ? item.lease : undefined;
   return ttlDeadline(item.submittedAt, lease ? lease.ttlMs : item.ttlMs);
+}
+
+/** When the job is looked at for the last time before its deadline: one look must still find it. */
+export function lastLookAt(item: RunningItem | RetryDueItem): number {
+  return deadlineOf(item) - lastLookMarginMs(item.ttlMs);
 }
 
 /** What falls due for an item without any event: its submit, the end of its orphan wait, its retry. */

@@ -111,17 +111,17 @@ export function resultsExpireAt(finishedAt: number, kind: SubmitKind): number {
 }
 
 /**
- * A 404 from a job: before the ttl's last-look margin, and with no sight of the job for a whole
- * retention period, its results expired unseen; otherwise the ttl deleted it.
+ * A 404 from a job: before its last look (item-state.ts lastLookAt: the deadline less the last
+ * look's margin), and with no sight of the job for a whole retention period, its results expired
+ * unseen; otherwise the ttl deleted it.
  */
 export function whyGone(
   now: number,
-  deadline: number,
-  ttlMs: number,
+  lastLookAt: number,
   lastAliveAt: number | undefined,
   kind: SubmitKind,
 ): 'ttl' | 'results' {
-  const ttlPassed = now >= deadline - lastLookMarginMs(ttlMs);
+  const ttlPassed = now >= lastLookAt;
   const seenRecently = lastAliveAt !== undefined && now - lastAliveAt < RETENTION_MS[kind];
   return ttlPassed || seenRecently ? 'ttl' : 'results';
 }

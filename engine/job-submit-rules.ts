@@ -3,7 +3,8 @@
  * failed try may have made a job, the lease an uncertain submit went out under, and the ttl a
  * leased job is extended to. Pure functions of what the workflow knows: no clock, no Temporal.
  */
-import { type ActivityOutcome, beatSaysSending, JOB_FAILURE, SUBMIT_NOT_SENT } from '../contracts/failures';
+import { type ActivityOutcome, JOB_FAILURE, SUBMIT_NOT_SENT } from '../contracts/failures';
+import { beatSaysSending } from '../contracts/submit-beat';
 import { extensionTtl, type LeaseRequest, unreportedLeaseTtl } from '../contracts/submit-lease';
 
 /** What an uncertain submit's activity reported before it failed, if anything. */

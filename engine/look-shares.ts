@@ -14,7 +14,7 @@
  * window lets out, as many at once as its requests: those take the /run limit's worth of the rate
  * and of the requests in flight first.
  */
-import type { EndpointLimit, LookShare } from '../contracts/batch-input';
+import type { EndpointLimit, LookShare } from '../contracts/batch-types';
 import { type LookLog, poolLooks, takeLooks } from '../contracts/look-log';
 
 export function lookShare(

@@ -15,8 +15,15 @@
  *   never import it (a workflow never touches a store);
  * - activities/ never imports workflows/, client/ or worker/;
  * - client/ imports workflows/ only for workflow types (`import type`) and names: the signal, query
- *   and update definitions (workflows/<family>/*definitions.ts) and search attribute keys;
- * - api/ knows nothing of the layers above it.
+ *   and update definitions and search attribute keys;
+ * - api/ knows nothing of the layers above it;
+ * - emulator/ (the service's stand-in) imports nothing of the library: packages and itself only.
+ *
+ * Signal, query and update definitions live in one place per workflow family, its definitions file
+ * (workflows/<family>/<family>-definitions.ts; the endpoint gate's: endpoint-gate-definitions.ts),
+ * and nowhere else: only those files may import defineSignal, defineQuery or defineUpdate. They
+ * hold definitions and the small answer types of their queries; the shapes they carry are in
+ * contracts/. (Not in contracts/ itself: defining one needs @temporalio/workflow.)
  *
  * And no import circle anywhere in the library's folders (type-only imports count: a circle of
  * types is still two modules that cannot be read apart). Tests, benchmarks and scripts are not
@@ -49,6 +56,8 @@ interface ImportSite {
   line: number;
   specifier: string;
   typeOnly: boolean;
+  /** The names it imports (`import { a, b as c }`: a, b). */
+  names: string[];
 }
 
 /** Where an import leads: a layer folder and the path inside the repo, or a package name. */
@@ -62,7 +71,11 @@ interface Rule {
   allows(target: Target, site: ImportSite): boolean;
 }
 
-const NAME_FILES = /^workflows\/[a-z]+\/([a-z-]+-)?definitions$|^workflows\/shared\/search-attributes$/;
+/** A family's signal, query and update definitions: the one place each is defined. */
+const DEFINITION_FILES = /^workflows\/[a-z]+\/[a-z-]+-definitions$/;
+/** What client/ may import from workflows/ for its value: the definitions and search attribute keys. */
+const NAME_FILES = new RegExp(`${DEFINITION_FILES.source}|^workflows\\/shared\\/search-attributes$`);
+const DEFINE_FUNCTIONS = ['defineSignal', 'defineQuery', 'defineUpdate'];
 
 const WORKFLOW_PACKAGES = ['@temporalio/workflow', '@temporalio/common', 'zod'];
 
@@ -110,6 +123,10 @@ const RULES: Partial<Record<Layer, Rule>> = {
       return ['workflows', 'engine', 'contracts'].includes(target.layer ?? '');
     },
   },
+  emulator: {
+    why: 'emulator/ stands in for the service: it imports nothing of the library',
+    allows: (target) => target.kind === 'package' || target.layer === 'emulator',
+  },
   client: {
     why: 'client/ imports workflows/ only for types (`import type`) and names (definitions, search attributes)',
     allows: (target, site) =>
@@ -135,10 +152,16 @@ function importsOf(file: string): ImportSite[] {
   const text = readFileSync(file, 'utf8');
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
   const sites: ImportSite[] = [];
-  const add = (node: ts.Node, specifier: ts.Expression | undefined, typeOnly: boolean) => {
+  const add = (
+    node: ts.Node,
+    specifier: ts.Expression | undefined,
+    typeOnly: boolean,
+    names: readonly (ts.ImportSpecifier | ts.ExportSpecifier)[] = [],
+  ) => {
     if (!specifier || !ts.isStringLiteral(specifier)) return;
     const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
-    sites.push({ file, line, specifier: specifier.text, typeOnly });
+    const imported = names.map((element) => (element.propertyName ?? element.name).text);
+    sites.push({ file, line, specifier: specifier.text, typeOnly, names: imported });
   };
   for (const statement of source.statements) {
     if (ts.isImportDeclaration(statement)) {
@@ -151,7 +174,12 @@ function importsOf(file: string): ImportSite[] {
         ts.isNamedImports(named) &&
         named.elements.length > 0 &&
         named.elements.every((element) => element.isTypeOnly);
-      add(statement, statement.moduleSpecifier, Boolean(clause?.isTypeOnly) || everyNameIsType);
+      add(
+        statement,
+        statement.moduleSpecifier,
+        Boolean(clause?.isTypeOnly) || everyNameIsType,
+        named && ts.isNamedImports(named) ? named.elements : [],
+      );
     } else if (ts.isExportDeclaration(statement)) {
       const named = statement.exportClause;
       const everyNameIsType =
@@ -235,6 +263,11 @@ function circles(graph: Map<string, Set<string>>): string[][] {
   return found;
 }
 
+/** A repo path without its extension, as the name rules read it. */
+function stem(repoPath: string): string {
+  return repoPath.replace(/\.(ts|mts)$/, '');
+}
+
 const breaches: string[] = [];
 const graph = new Map<string, Set<string>>();
 const libraryFiles = [
@@ -249,6 +282,15 @@ for (const file of libraryFiles) {
   graph.set(where, edges);
   for (const site of importsOf(file)) {
     const target = targetOf(site);
+    const defines = site.names.filter((name) => DEFINE_FUNCTIONS.includes(name));
+    if (
+      site.specifier === '@temporalio/workflow' &&
+      defines.length > 0 &&
+      !DEFINITION_FILES.test(stem(where))
+    )
+      breaches.push(
+        `${where}:${site.line}: imports ${defines.join(', ')}: signal, query and update definitions live only in workflows/<family>/*-definitions.ts`,
+      );
     if (target.kind === 'local') {
       const to = fileOf(target.repoPath);
       if (to) edges.add(to);

@@ -11,7 +11,7 @@
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { BatchActivities } from '../activities/batch';
-import type { ItemChange } from '../contracts/batch-input';
+import type { ItemChange } from '../contracts/batch-types';
 import type { serverlessBatch } from '../workflows/batch/batch';
 import { recordHistories, runRecording } from './history-recorder';
 

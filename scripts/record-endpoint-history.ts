@@ -6,7 +6,7 @@
  *
  * A published version's histories are kept, never re-recorded: a change to a workflow's commands
  * ships with a patch or a Worker Versioning build, and its new histories are added beside the old
- * ones (docs/operations/versioning.md).
+ * ones (docs/operations/workflow-changes.md).
  *
  *   npx tsx scripts/record-endpoint-history.ts
  */

@@ -1,7 +1,7 @@
 /**
  * Records the history of a real run on a throwaway dev server into test/fixtures, for the replay
  * tests that guard determinism. A published version's histories are kept, never re-recorded
- * (docs/operations/versioning.md).
+ * (docs/operations/workflow-changes.md).
  *
  *   npx tsx scripts/record-history.ts
  */

@@ -1,5 +1,6 @@
 // Every workflow the worker registers. The worker bundles this file.
-import type { BatchInput, BatchSummary } from '../contracts/batch-input';
+import type { BatchInput } from '../contracts/batch-input';
+import type { BatchSummary } from '../contracts/batch-summary';
 import { serverlessBatch as batchWorkflow } from './batch/batch';
 
 export { automationWorkflow } from './automation/automation';
@@ -30,16 +31,15 @@ export {
   automationEventSchema,
   type InFlightRun,
 } from '../contracts/automation-input';
-export {
-  type BatchCost,
-  type BatchCounts,
-  type BatchEndpointSplit,
-  type BatchInput,
-  type BatchLeaseCounts,
-  type BatchResultsRef,
-  type BatchSummary,
-  batchInputSchema,
-} from '../contracts/batch-input';
+export { type BatchInput, batchInputSchema } from '../contracts/batch-input';
+export type {
+  BatchCost,
+  BatchCounts,
+  BatchEndpointSplit,
+  BatchLeaseCounts,
+  BatchResultsRef,
+  BatchSummary,
+} from '../contracts/batch-summary';
 export type { BulkActionInput, BulkProgress } from '../contracts/bulk-action';
 export {
   type EphemeralBatch,
@@ -52,7 +52,7 @@ export {
   type UpdateEndpointInput,
   updateEndpointInputSchema,
 } from '../contracts/endpoint-input';
+export type { EphemeralResult, ProvisionResult, TeardownResult } from '../contracts/endpoint-results';
 export { type JobWorkflowInput, jobWorkflowInputSchema } from '../contracts/job-input';
 export { type JobResult, jobResultSchema } from '../contracts/job-snapshot';
-export type { EphemeralResult, ProvisionResult, TeardownResult } from './endpoint/endpoint-definitions';
 export type { StackCheckInput } from './shared/stack-check';

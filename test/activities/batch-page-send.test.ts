@@ -10,7 +10,7 @@ import type { AskToSend } from '../../activities/send-grant';
 import type { ServiceClient } from '../../api/client';
 import type { RateLimit } from '../../api/rate-limit';
 import type { JobRequestInput, JobSubmitted } from '../../api/schemas/job';
-import type { PageSend } from '../../contracts/batch-input';
+import type { PageSend } from '../../contracts/batch-types';
 import type { SendAsk } from '../../contracts/endpoint-gate';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, serviceError, stubClient } from './job-stub';

@@ -7,7 +7,7 @@ import { ActivityCancelledError, ActivityNotFoundError } from '@temporalio/clien
 import { CancelledFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
-import type { WatchedItem } from '../../contracts/batch-input';
+import type { WatchedItem } from '../../contracts/batch-types';
 import { type LookLog, looksInWindow } from '../../contracts/look-log';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, type StubClient, stubClient } from './job-stub';

@@ -7,8 +7,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchActivities } from '../../activities/batch';
 import { createBatchJobReports } from '../../activities/batch-job-reports';
-import type { WatchedItem } from '../../contracts/batch-input';
-import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
+import type { WatchedItem } from '../../contracts/batch-types';
+import { JOB_UNCHANGED } from '../../contracts/failures';
 import { tempDir } from '../support/temp-dir';
 import { activityEnv, rejection, type StubClient, stubClient } from './job-stub';
 

@@ -12,7 +12,7 @@ import {
   rangeCostQueries,
   sumCosts,
 } from '../../client/costs';
-import type { BatchCost } from '../../contracts/batch-input';
+import type { BatchCost } from '../../contracts/batch-summary';
 import type { CostEstimate } from '../../contracts/cost';
 
 const estimate = (amount: number): CostEstimate => ({

@@ -1,7 +1,7 @@
 /** The current details a batch, a job and an automation show in the Temporal UI, rendered from their snapshots. */
 import { describe, expect, it } from 'vitest';
 import type { AutomationControls, AutomationState } from '../../contracts/automation-input';
-import type { BatchProgress } from '../../contracts/batch-input';
+import type { BatchProgress } from '../../contracts/batch-summary';
 import {
   automationCurrentDetails,
   batchCurrentDetails,

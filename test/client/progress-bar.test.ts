@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createBatchProgressBar, followBatchProgress } from '../../client/progress-bar';
-import type { BatchProgress } from '../../contracts/batch-input';
+import type { BatchProgress } from '../../contracts/batch-summary';
 
 /** The start of an ANSI control sequence (cursor moves, line clears). */
 const ESCAPE = '\u001b[';

@@ -62,10 +62,11 @@ describe('job rules', () => {
   });
 
   it('reads a 404 as the ttl near the deadline or soon after a sighting, else as expired results', () => {
-    expect(whyGone(96_000, 100_000, 100_000, undefined, 'run')).toBe('ttl');
-    expect(whyGone(50_000, 100_000_000, 100_000_000, 40_000, 'run')).toBe('ttl');
-    expect(whyGone(5_000_000, 100_000_000, 100_000_000, 0, 'run')).toBe('results');
-    expect(whyGone(5_000_000, 100_000_000, 100_000_000, undefined, 'run')).toBe('results');
+    // The last look of a 100 s ttl is 5 s before its deadline.
+    expect(whyGone(96_000, 95_000, undefined, 'run')).toBe('ttl');
+    expect(whyGone(50_000, 99_995_000, 40_000, 'run')).toBe('ttl');
+    expect(whyGone(5_000_000, 99_995_000, 0, 'run')).toBe('results');
+    expect(whyGone(5_000_000, 99_995_000, undefined, 'run')).toBe('results');
   });
 
   it('resubmits an expired job or an uncertain submit only when chosen and submissions are left', () => {

@@ -9,10 +9,12 @@ import {
   lacksCapacity,
   requestFor,
   routeSchema,
+  singleRoute,
 } from '../../contracts/route';
 import { decodeItems, encodeItems } from '../../engine/item-carry';
 import { stepItem } from '../../engine/item-engine';
 import { type ItemRules, queuedItem, type RunningItem } from '../../engine/item-state';
+import { queueLookDue } from '../../engine/queue-look';
 
 const rules: ItemRules = {
   retry: { maxRetries: 2, initialInterval: 1_000, backoffCoefficient: 2, on: ['FAILED', 'TIMED_OUT'] },
@@ -48,6 +50,9 @@ describe('the route schema', () => {
     const route = routeSchema.parse({ endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }] });
     expect(route.endpoints.map((endpoint) => endpoint.endpointId)).toEqual(['a', 'b']);
     expect(route).toMatchObject({ queueDelayLimit: 60_000, recheckAfter: 60_000, capacityFailures: [] });
+    // A single endpoint is a route of one with the same defaults.
+    const { endpoints: _endpoints, ...defaults } = route;
+    expect(singleRoute('a')).toEqual({ endpoints: [{ endpointId: 'a' }], ...defaults });
   });
 
   it('puts the cheaper endpoints first when prices are given (unpriced last, ties as written)', () => {
@@ -85,6 +90,14 @@ describe('the route schema', () => {
 });
 
 describe('the route rules', () => {
+  it("looks at a queued job's endpoint once it waited the limit, then no sooner than half a limit later", () => {
+    expect(queueLookDue(1_000, 10_000)).toBe(11_000);
+    // A look after the first one falls due half a limit after it.
+    expect(queueLookDue(1_000, 10_000, 11_000)).toBe(16_000);
+    // A look that came early (the batch's oldest job changed) never brings the next before the limit.
+    expect(queueLookDue(1_000, 10_000, 2_000)).toBe(11_000);
+  });
+
   it('gives each endpoint the whole window unless weights or shares split it', () => {
     const plain = routeSchema.parse({ endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }] });
     expect(endpointWindows(plain, 400)).toEqual([400, 400]);

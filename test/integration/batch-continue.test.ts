@@ -12,7 +12,8 @@ import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchInput, LookShare } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { LookShare } from '../../contracts/batch-types';
 import type { LookLog } from '../../contracts/look-log';
 import type { serverlessBatch } from '../../workflows/batch/batch';
 import {

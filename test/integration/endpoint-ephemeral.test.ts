@@ -10,7 +10,7 @@ import {
   runOnEphemeralEndpoint,
   startEphemeralEndpoint,
 } from '../../client/endpoints';
-import type { BatchSummary } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import { endpointLifecycleQuery } from '../../workflows/endpoint/endpoint-definitions';
 import {
   API_KEY,

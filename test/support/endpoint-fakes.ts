@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { EndpointActivities } from '../../activities/endpoint';
 import type { Endpoint } from '../../api/schemas/endpoint';
 import type { HealthResponse } from '../../api/schemas/job';
-import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
+import { ENDPOINT_FAILURE } from '../../contracts/failures';
 
 export interface Call {
   name: keyof EndpointActivities;

@@ -5,7 +5,8 @@
  * in flight finish and count, ending in BatchBudgetExceeded with the summary.
  */
 import { describe, expect, it } from 'vitest';
-import { type BatchInput, type BatchSummary, parseBatchInput } from '../../contracts/batch-input';
+import { type BatchInput, parseBatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import { batchProgressQuery } from '../../workflows/batch/batch-definitions';
 import { batchSuite, failureOf, fakeService, quietRuntime, withWorker } from './batch-harness';
 

@@ -4,7 +4,7 @@
  * themselves are in batch-children-workflows.ts).
  */
 import type { BatchActivities } from '../../activities/batch';
-import type { BatchResultLine } from '../../contracts/batch-input';
+import type { BatchResultLine } from '../../contracts/batch-summary';
 import type { ChildFate, FakeChildActivities } from './batch-children-workflows';
 
 /** The fake children's side in the test: their fates, who is open, and the lines the batch wrote. */

@@ -9,7 +9,8 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { type BatchInput, type BatchSummary, parseBatchInput } from '../../contracts/batch-input';
+import { type BatchInput, parseBatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import { parseJobWorkflowInput } from '../../contracts/job-input';
 import {
   batchProgressQuery,

@@ -9,14 +9,10 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
 import { type BatchActivities, createBatchActivities } from '../../activities/batch';
-import type {
-  BatchInput,
-  BatchResultLine,
-  ItemChange,
-  SubmitItemResult,
-  WatchedItem,
-} from '../../contracts/batch-input';
 import type { BatchStore } from '../../stores/batch-store';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { BatchResultLine } from '../../contracts/batch-summary';
+import type { ItemChange, SubmitItemResult, WatchedItem } from '../../contracts/batch-types';
 import type { serverlessBatch } from '../../workflows/batch/batch';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows } from '../support/workflow-harness';

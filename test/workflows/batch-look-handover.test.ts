@@ -4,7 +4,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
-import type { BatchInput, LookShare } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { LookShare } from '../../contracts/batch-types';
 import type { LookLog } from '../../contracts/look-log';
 import { batchSuite, fakeService, quietRuntime, withWorker } from './batch-harness';
 

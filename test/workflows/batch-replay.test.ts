@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 // Recorded by `npx tsx scripts/record-batch-history.ts batch`: a watcher of its own for a page
 // answered after a watcher started, a retry and the results. Every published version's histories
-// are kept here and replayed (docs/operations/versioning.md).
+// are kept here and replayed (docs/operations/workflow-changes.md).
 const histories = ['batch'].map((name) => ({
   name,
   history: JSON.parse(readFileSync(path.join(__dirname, `../fixtures/${name}.history.json`), 'utf8')),

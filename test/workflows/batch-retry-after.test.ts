@@ -6,7 +6,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
-import type { BatchInput, SubmitItemResult } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { SubmitItemResult } from '../../contracts/batch-types';
 import { batchSuite, fakeService, quietRuntime, withWorker } from './batch-harness';
 
 quietRuntime();

@@ -8,7 +8,9 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { describe, expect, it } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
 import type { RouteActivities } from '../../activities/route';
-import type { BatchInput, BatchResultLine, ItemChange } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { BatchResultLine } from '../../contracts/batch-summary';
+import type { ItemChange } from '../../contracts/batch-types';
 import { isCapacityFailure } from '../../contracts/route';
 import { batchSuite, quietRuntime, withWorker } from './batch-harness';
 

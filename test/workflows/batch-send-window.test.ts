@@ -5,7 +5,8 @@
  * again in a later page.
  */
 import { describe, expect, it } from 'vitest';
-import type { BatchInput, PageSend } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { PageSend } from '../../contracts/batch-types';
 import { batchSuite, fakeService, quietRuntime, withWorker } from './batch-harness';
 
 quietRuntime();

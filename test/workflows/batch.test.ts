@@ -10,7 +10,8 @@ import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { afterAll, describe, expect, it } from 'vitest';
 import { redriveBatch } from '../../client/batches';
-import type { BatchInput, BatchSummary } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import { createLocalBatchStore } from '../../stores/batch-store';
 import {
   batchProgressQuery,

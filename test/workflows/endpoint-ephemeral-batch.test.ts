@@ -10,12 +10,10 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
 import type { EphemeralBatch } from '../../contracts/endpoint-input';
+import type { EphemeralBatchFailure } from '../../contracts/endpoint-results';
+import { EPHEMERAL_FAILURE } from '../../contracts/failures';
 import { batchProgressQuery } from '../../workflows/batch/batch-definitions';
-import {
-  EPHEMERAL_FAILURE,
-  type EphemeralBatchFailure,
-  endpointLifecycleQuery,
-} from '../../workflows/endpoint/endpoint-definitions';
+import { endpointLifecycleQuery } from '../../workflows/endpoint/endpoint-definitions';
 import type { ephemeralEndpointWorkflow } from '../../workflows/endpoint/endpoint-lifecycle';
 import { fakeEndpointService } from '../support/endpoint-fakes';
 import { bundleWorkflows, failureOf, quietRuntime, withWorker } from '../support/workflow-harness';

@@ -11,11 +11,7 @@ import type {
   TeardownEndpointInput,
   UpdateEndpointInput,
 } from '../../contracts/endpoint-input';
-import type {
-  EphemeralResult,
-  ProvisionResult,
-  TeardownResult,
-} from '../../workflows/endpoint/endpoint-definitions';
+import type { EphemeralResult, ProvisionResult, TeardownResult } from '../../contracts/endpoint-results';
 import {
   ephemeralEndpointWorkflow as recordedEphemeral,
   provisionEndpointWorkflow as recordedProvision,

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 // Recorded from real runs on the dev server by `npx tsx scripts/record-job-history.ts`: a submit, a
 // FAILED run, a backoff and a /retry, a poller cancelled by a webhook, and the confirming /status.
-// Every published version's histories are kept here and replayed (docs/operations/versioning.md).
+// Every published version's histories are kept here and replayed (docs/operations/workflow-changes.md).
 const histories = ['job'].map((name) => ({
   name,
   history: JSON.parse(readFileSync(path.join(__dirname, `../fixtures/${name}.history.json`), 'utf8')),

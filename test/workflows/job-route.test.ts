@@ -1,7 +1,7 @@
 /**
  * The job workflow on a route, on the time-skipping server with mocked activities: a job queued
  * past the route's queueDelayLimit on an endpoint with no idle worker is withdrawn and submitted to
- * the next endpoint; one that has room (or whose look failed) is looked at again a limit later; one
+ * the next endpoint; one that has room (or whose look failed) is looked at again half a limit later; one
  * seen started stays; one that finished first is watched to its end; a capacity failure moves on
  * instead of a retry; the last endpoint is never left.
  */
@@ -13,10 +13,10 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteActivities, WithdrawalOutcome } from '../../activities/route';
 import { jobCurrentDetails } from '../../contracts/current-details';
+import { JOB_UNCHANGED } from '../../contracts/failures';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import type { JobSnapshot } from '../../contracts/job-snapshot';
 import type { WaitForJobChangeInput } from '../../contracts/job-types';
-import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
 import type { EndpointCapacity } from '../../contracts/route';
 import { jobSnapshotQuery } from '../../workflows/job/job-definitions';
 import {
@@ -167,16 +167,16 @@ describe('job workflow on a route', () => {
     expect(fake.named('endpointCapacity')).toHaveLength(1);
   });
 
-  it('looks again a queueDelayLimit later when the endpoint has an idle worker', async () => {
+  it('looks again half a queueDelayLimit later when the endpoint has an idle worker', async () => {
     const fake = routeFake({ statuses: { a: 'queued', b: 'COMPLETED' }, capacity: [ROOMY, ROOMLESS] });
     const { result, snapshot } = await run(fake);
 
     const looks = fake.named('endpointCapacity').map((call) => call.at);
     expect(looks).toHaveLength(2);
-    expect((looks[1] as number) - (looks[0] as number)).toBeGreaterThanOrEqual(5_000);
+    expect((looks[1] as number) - (looks[0] as number)).toBeGreaterThanOrEqual(2_500);
     expect(fake.named('withdrawQueuedJobs')).toHaveLength(1);
     expect(result.hops).toEqual([expect.objectContaining({ from: 'a', to: 'b', reason: 'starved' })]);
-    expect((result.hops?.[0]?.at ?? 0) - snapshot.timings.startedAt).toBeGreaterThanOrEqual(10_000);
+    expect((result.hops?.[0]?.at ?? 0) - snapshot.timings.startedAt).toBeGreaterThanOrEqual(7_500);
   });
 
   it('leaves a job seen started where it runs, and never looks at it again', async () => {
@@ -198,13 +198,13 @@ describe('job workflow on a route', () => {
     expect(fake.named('withdrawQueuedJobs')).toHaveLength(1);
   });
 
-  it('looks again a queueDelayLimit later when the look at the endpoint fails', async () => {
+  it('looks again half a queueDelayLimit later when the look at the endpoint fails', async () => {
     const fake = routeFake({ statuses: { a: 'queued', b: 'COMPLETED' }, capacity: ['fails', ROOMLESS] });
     const { result } = await run(fake);
 
     const looks = fake.named('endpointCapacity').map((call) => call.at);
     expect(looks).toHaveLength(2);
-    expect((looks[1] as number) - (looks[0] as number)).toBeGreaterThanOrEqual(5_000);
+    expect((looks[1] as number) - (looks[0] as number)).toBeGreaterThanOrEqual(2_500);
     expect(result).toMatchObject({ endpointId: 'b', hops: [{ from: 'a', to: 'b', reason: 'starved' }] });
   });
 

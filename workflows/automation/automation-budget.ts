@@ -3,7 +3,7 @@
  * workflow fails (with what it did not run) when the last run in flight ends.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
-import { AUTOMATION_BUDGET_EXCEEDED } from '../../contracts/automation-input';
+import { AUTOMATION_FAILURE } from '../../contracts/failures';
 import type { Automation } from './automation-state';
 
 export function overBudget(automation: Automation): boolean {
@@ -22,7 +22,7 @@ export function budgetFailure(automation: Automation): ApplicationFailure {
   const { budget } = automation.controls;
   const waiting = [...automation.ready.flat(), ...automation.pending];
   return ApplicationFailure.create({
-    type: AUTOMATION_BUDGET_EXCEEDED,
+    type: AUTOMATION_FAILURE.budgetExceeded,
     nonRetryable: true,
     message:
       `automation ${name} (key ${key}) reached its budget ${budget} ` +

@@ -3,7 +3,7 @@
  * and what it adds to the batch's counts, cost and tallies.
  */
 import { ApplicationFailure, ChildWorkflowFailure, isCancellation } from '@temporalio/workflow';
-import type { BatchResultLine } from '../../contracts/batch-input';
+import type { BatchResultLine } from '../../contracts/batch-summary';
 import { roundCost } from '../../contracts/cost';
 import type { JobResult } from '../../contracts/job-snapshot';
 import { JOB_FAILURE, type JobFailureDetails } from '../shared/job-failures';

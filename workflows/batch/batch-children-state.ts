@@ -3,7 +3,8 @@
  * (the counters both modes keep, batch-report.ts) and what it keeps only while it runs (the
  * children in flight, the recording under way), and its view for the batch's queries and controls.
  */
-import type { BatchInput, BatchResultLine, ParsedBatchInput } from '../../contracts/batch-input';
+import type { BatchInput, ParsedBatchInput } from '../../contracts/batch-input';
+import type { BatchResultLine } from '../../contracts/batch-summary';
 import { emptyCounts, emptyTally, failureCount } from './batch-outcomes';
 import { type BatchControlState, type BatchView, listenToControls } from './batch-report';
 

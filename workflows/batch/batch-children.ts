@@ -31,7 +31,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../../activities/batch';
-import type { BatchInput, BatchSummary, ParsedBatchInput } from '../../contracts/batch-input';
+import type { BatchInput, ParsedBatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import {
   type ChildBatch,
   type ChildBatchState,

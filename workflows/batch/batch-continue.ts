@@ -5,7 +5,8 @@
  * history again), and the state the mode carries.
  */
 import { allHandlersFinished, condition, continueAsNew, workflowInfo } from '@temporalio/workflow';
-import type { BatchInput, BatchSummary } from '../../contracts/batch-input';
+import type { BatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import type { ChildBatchState } from './batch-children-state';
 import type { BatchState } from './batch-run';
 

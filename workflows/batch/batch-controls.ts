@@ -4,7 +4,7 @@
  * failure tolerance and the budget that stop its submissions.
  */
 import { log, setHandler } from '@temporalio/workflow';
-import type { BatchEndpointSplit, BatchProgress, BatchSummary } from '../../contracts/batch-input';
+import type { BatchEndpointSplit, BatchProgress, BatchSummary } from '../../contracts/batch-summary';
 import { jobWebhookSignal } from '../job/job-definitions';
 import { batchWebhooksSignal } from './batch-definitions';
 import { failureCount } from './batch-outcomes';

@@ -4,7 +4,7 @@
  * by the job workflow's jobWebhookSignal).
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { BatchProgress, BatchSummary } from '../../contracts/batch-input';
+import type { BatchProgress, BatchSummary } from '../../contracts/batch-summary';
 
 /**
  * Asked by the gateway before it signals a batch: only the webhook of a job that may be an orphan

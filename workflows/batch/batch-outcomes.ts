@@ -6,12 +6,9 @@
  * Bundled into workflow code: pure functions, the batch's input shapes and the SDK's failure type.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
-import {
-  BATCH_FAILURE,
-  type BatchCounts,
-  type BatchSummary,
-  type ParsedBatchInput,
-} from '../../contracts/batch-input';
+import type { ParsedBatchInput } from '../../contracts/batch-input';
+import type { BatchCounts, BatchSummary } from '../../contracts/batch-summary';
+import { BATCH_FAILURE } from '../../contracts/failures';
 
 /** The batch's counters of what its items did (the summary's and the progress's), in both modes. */
 export interface BatchTally {

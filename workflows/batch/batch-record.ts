@@ -5,7 +5,7 @@
  */
 import { CancellationScope, condition, log } from '@temporalio/workflow';
 import { recordResultsSummary } from '../../contracts/activity-summaries';
-import type { PendingResultLine } from '../../contracts/batch-input';
+import type { PendingResultLine } from '../../contracts/batch-types';
 import { activityOutcome } from '../shared/job-failures';
 import { shortActivities } from './batch-activities';
 import { type BatchRun, bump } from './batch-run';

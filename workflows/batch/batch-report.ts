@@ -4,17 +4,15 @@
  * registration of the queries, signals and update (pause, resume, maxConcurrency).
  */
 import { setHandler, workflowInfo } from '@temporalio/workflow';
-import {
-  type BatchCost,
-  type BatchCounts,
-  type BatchEndpointSplit,
-  type BatchLeaseCounts,
-  type BatchMode,
-  type BatchProgress,
-  type BatchSummary,
-  concurrencyChangeIssue,
-  type ParsedBatchInput,
-} from '../../contracts/batch-input';
+import { type BatchMode, concurrencyChangeIssue, type ParsedBatchInput } from '../../contracts/batch-input';
+import type {
+  BatchCost,
+  BatchCounts,
+  BatchEndpointSplit,
+  BatchLeaseCounts,
+  BatchProgress,
+  BatchSummary,
+} from '../../contracts/batch-summary';
 import { budgetRoom, budgetSpent } from '../../engine/batch-budget';
 import {
   type BatchHintAnswer,

@@ -7,15 +7,9 @@
  * has under way.
  */
 import type { CancellationScope } from '@temporalio/workflow';
-import type {
-  BatchCost,
-  BatchCounts,
-  BatchInput,
-  EndpointLimit,
-  LookShare,
-  ParsedBatchInput,
-  PendingResultLine,
-} from '../../contracts/batch-input';
+import type { BatchInput, ParsedBatchInput } from '../../contracts/batch-input';
+import type { BatchCost, BatchCounts } from '../../contracts/batch-summary';
+import type { EndpointLimit, LookShare, PendingResultLine } from '../../contracts/batch-types';
 import { roundCost } from '../../contracts/cost';
 import type { Polling } from '../../contracts/job-types';
 import type { Route } from '../../contracts/route';

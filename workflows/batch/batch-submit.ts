@@ -6,7 +6,7 @@
 import { CancellationScope, isCancellation, log, TimeoutFailure } from '@temporalio/workflow';
 import { JOB_LIMITS } from '../../api/schemas/job';
 import { endpointWorkersSummary, submitItemsSummary } from '../../contracts/activity-summaries';
-import type { PageSend, SubmitItemResult } from '../../contracts/batch-input';
+import type { PageSend, SubmitItemResult } from '../../contracts/batch-types';
 import { ASK_WAIT_MS } from '../../contracts/endpoint-gate';
 import { endpointWindows } from '../../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../../contracts/submit-lease';

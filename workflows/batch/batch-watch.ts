@@ -7,7 +7,7 @@
 import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
 import { JOB_LIMITS, terminalStatuses } from '../../api/schemas/job';
 import { watchJobsSummary } from '../../contracts/activity-summaries';
-import type { ItemChange, WatchedItem } from '../../contracts/batch-input';
+import type { ItemChange, WatchedItem } from '../../contracts/batch-types';
 import type { ItemEvent, RunningItem } from '../../engine/item-state';
 import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from '../../engine/look-shares';
 import { activityOutcome } from '../shared/job-failures';

@@ -45,14 +45,10 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { nextDueSummary } from '../../contracts/activity-summaries';
-import {
-  BATCH_FAILURE,
-  type BatchInput,
-  type BatchSummary,
-  type ParsedBatchInput,
-  parseBatchInput,
-} from '../../contracts/batch-input';
+import { type BatchInput, type ParsedBatchInput, parseBatchInput } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import { batchCurrentDetails } from '../../contracts/current-details';
+import { BATCH_FAILURE } from '../../contracts/failures';
 import { dueOf, type ItemDue } from '../../engine/item-state';
 import { emitOnEnd, failureData, isEnd } from '../shared/emit-on-end';
 import { cancelInFlight, startCancels } from './batch-cancel';
@@ -70,7 +66,8 @@ import { newBatchRun } from './batch-run-start';
 import { stage, startSubmits } from './batch-submit';
 import { adoptOrphans, cancelWatchers, settleUncertain, startWatch } from './batch-watch';
 
-export type { BatchInput, BatchProgress, BatchSummary } from '../../contracts/batch-input';
+export type { BatchInput } from '../../contracts/batch-input';
+export type { BatchProgress, BatchSummary } from '../../contracts/batch-summary';
 export type { BatchRunInput } from './batch-continue';
 export type { BatchState } from './batch-run';
 

@@ -13,9 +13,10 @@ import {
 import type { z } from 'zod';
 import type { EndpointActivities } from '../../activities/endpoint';
 import type { Endpoint, SaveEndpointInput } from '../../api/schemas/endpoint';
-import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
 import { type EndpointChanges, firstIssue } from '../../contracts/endpoint-input';
-import { endpointLifecycleQuery, type LifecyclePhase, type LifecycleStatus } from './endpoint-definitions';
+import type { LifecyclePhase, LifecycleStatus } from '../../contracts/endpoint-results';
+import { ENDPOINT_FAILURE } from '../../contracts/failures';
+import { endpointLifecycleQuery } from './endpoint-definitions';
 
 const retry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 

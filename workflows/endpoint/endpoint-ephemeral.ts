@@ -12,8 +12,9 @@ import {
   ParentClosePolicy,
   workflowInfo,
 } from '@temporalio/workflow';
-import { BATCH_FAILURE, type BatchSummary } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import type { EphemeralBatch } from '../../contracts/endpoint-input';
+import { BATCH_FAILURE } from '../../contracts/failures';
 import type { serverlessBatch } from '../batch/batch';
 import { endpointIdKey } from '../shared/search-attributes';
 

@@ -14,7 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Endpoint } from '../../api/schemas/endpoint';
-import type { BatchSummary } from '../../contracts/batch-input';
+import type { BatchSummary } from '../../contracts/batch-summary';
 import {
   type EphemeralEndpointInput,
   type EphemeralEndpointRequest,
@@ -29,14 +29,14 @@ import {
   type UpdateEndpointInput,
   updateEndpointInputSchema,
 } from '../../contracts/endpoint-input';
+import type {
+  EphemeralBatchFailure,
+  EphemeralResult,
+  ProvisionResult,
+  TeardownResult,
+} from '../../contracts/endpoint-results';
+import { EPHEMERAL_FAILURE } from '../../contracts/failures';
 import { parseInput, type Tracker, tracked, tracker } from './endpoint-common';
-import {
-  EPHEMERAL_FAILURE,
-  type EphemeralBatchFailure,
-  type EphemeralResult,
-  type ProvisionResult,
-  type TeardownResult,
-} from './endpoint-definitions';
 import { batchFailureSummary, runEphemeralBatch } from './endpoint-ephemeral';
 import { type ProvisionProgress, provision, update } from './endpoint-provision';
 import { type TeardownTarget, teardown } from './endpoint-teardown';

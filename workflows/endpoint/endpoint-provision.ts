@@ -10,14 +10,14 @@ import {
   readEndpointSummary,
   updateEndpointSummary,
 } from '../../contracts/activity-summaries';
-import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
 import type {
   CreateEndpointRequest,
   EndpointChanges,
   ProvisionEndpointRequest,
 } from '../../contracts/endpoint-input';
+import type { ProvisionResult } from '../../contracts/endpoint-results';
+import { ENDPOINT_FAILURE } from '../../contracts/failures';
 import { act, checkWorkers, type Tracker, updateInput, withoutUndefined } from './endpoint-common';
-import type { ProvisionResult } from './endpoint-definitions';
 
 /** Fields compared with an existing endpoint so it ends up as asked. */
 const RECONCILED = [

@@ -16,10 +16,10 @@ import {
   readEndpointSummary,
   scaleToZeroSummary,
 } from '../../contracts/activity-summaries';
-import { ENDPOINT_FAILURE } from '../../contracts/endpoint-failures';
 import type { EndpointChanges, TeardownOptions } from '../../contracts/endpoint-input';
+import type { TeardownResult } from '../../contracts/endpoint-results';
+import { ENDPOINT_FAILURE } from '../../contracts/failures';
 import { failureType, type Tracker, teardownAct, updateInput } from './endpoint-common';
-import type { TeardownResult } from './endpoint-definitions';
 
 export type TeardownTarget =
   | { endpointId: string }

@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure, isCancellation, log } from '@temporalio/workflow';
 import { cancelJobSummary } from '../../contracts/activity-summaries';
+import { ACTIVITY_TIMEOUT } from '../../contracts/failures';
 import { activityOutcome, jobFailure } from '../shared/job-failures';
 import { shortActivities } from './job-activities';
 import { details, isTerminal, pickFieldRule, type Run, syncSearchAttributes } from './job-run';
@@ -57,8 +58,8 @@ export function asJobFailure(run: Run, error: unknown): ApplicationFailure {
     const type =
       outcome.source === 'application'
         ? outcome.type
-        : outcome.type === 'ActivityTimeout'
-          ? 'ActivityTimeout'
+        : outcome.type === ACTIVITY_TIMEOUT
+          ? ACTIVITY_TIMEOUT
           : 'Error';
     return jobFailure(type, outcome.message, details(run, pickFieldRule(outcome.facts)), error as Error);
   }

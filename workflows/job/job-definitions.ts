@@ -8,9 +8,6 @@ import type { JobStatusValue } from '../../api/schemas/job';
 import type { JobSnapshot } from '../../contracts/job-snapshot';
 import { type JobStreamBatch, SIGNAL_NAMES } from '../../contracts/signal-names';
 
-export type { JobResult, JobSnapshot } from '../../contracts/job-snapshot';
-export type { JobStreamBatch } from '../../contracts/signal-names';
-
 /**
  * The gateway's hint that a job changed; the workflow confirms with /status. `item`: the batch item
  * the webhook URL named (batches only; a hint like the rest, never trusted without /status).

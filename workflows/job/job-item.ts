@@ -3,9 +3,10 @@
  * job (a submit's answer and its backoff, an uncertain submit, the lease, a terminal status, a
  * retry, expiry, a move to another endpoint of its route) is a step of the engine, the same one the
  * batch drives for each of its items. `advanceJob` steps it and keeps the workflow's snapshot
- * (counts, job id, endpoint, moves, deadline) in step.
+ * (counts, job id, endpoint, moves, deadline) in step; the deadline the workflow waits by is read
+ * from the item each time (`jobDeadline`), never kept beside it.
  */
-import type { RouteEndpoint } from '../../contracts/route';
+import { type Route, type RouteEndpoint, singleRoute } from '../../contracts/route';
 import { stepItem } from '../../engine/item-engine';
 import {
   deadlineOf,
@@ -15,27 +16,33 @@ import {
   type ItemRules,
   type ItemState,
   type ItemStep,
+  lastLookAt,
 } from '../../engine/item-state';
 import { hasNextEndpoint } from '../../engine/item-steps';
-import { type Run, setDeadline, submitKind, syncSearchAttributes } from './job-run';
+import { queueLookDue } from '../../engine/queue-look';
+import { type Run, submitKind, syncSearchAttributes } from './job-run';
+
+/** The job's route: a single endpoint is a route of one. */
+export function jobRoute(run: Run): Route {
+  return run.job.options.route ?? singleRoute(run.job.options.endpointId);
+}
 
 /** The engine's rules for this job: the caller's options, one item, no grouping of retries. */
 export function jobRules(run: Run): ItemRules {
-  const { route } = run.job.options;
+  const route = jobRoute(run);
   return {
     ...run.job.options,
     submitKind: submitKind(run),
     retryGridMs: 1,
     waitGridMs: 1,
-    routeLength: route?.endpoints.length ?? 1,
-    capacityFailures: route?.capacityFailures ?? [],
+    routeLength: route.endpoints.length,
+    capacityFailures: route.capacityFailures,
   };
 }
 
-/** The endpoint the item is on (or goes to next, when queued): a single endpoint is a route of one. */
+/** The endpoint the item is on (or goes to next, when queued). */
 export function routeEndpoint(run: Run, item: ItemState = run.item): RouteEndpoint {
-  const { route, endpointId } = run.job.options;
-  return route?.endpoints[endpointOf(item)] ?? { endpointId };
+  return jobRoute(run).endpoints[endpointOf(item)] ?? { endpointId: run.job.options.endpointId };
 }
 
 const SNAPSHOT_COUNT: Partial<
@@ -69,16 +76,27 @@ export function advanceJob(run: Run, event: ItemEvent): ItemStep {
     if (s.jobId !== item.jobId) {
       ownNewJob(run, item.jobId, item.submittedAt, item.adopted);
       // On a route with an endpoint after this one, a job that waits too long here may move.
-      const limit = run.job.options.route?.queueDelayLimit;
-      if (limit !== undefined && hasNextEndpoint(item, rules)) run.queueCheckAt = item.submittedAt + limit;
+      if (hasNextEndpoint(item, rules))
+        run.queueCheckAt = queueLookDue(item.submittedAt, jobRoute(run).queueDelayLimit);
       else delete run.queueCheckAt;
     }
     if (item.phase === 'running' && item.lease) s.leaseTtlMs = item.lease.ttlMs;
     else delete s.leaseTtlMs;
-    run.job = { ...run.job, ttlMs: item.ttlMs };
-    setDeadline(run, deadlineOf(item) - item.submittedAt);
+    s.timings.ttlDeadline = deadlineOf(item);
   }
   return result;
+}
+
+/**
+ * When the service deletes the job (its ttl, or its lease's until extended, from its submit), and
+ * when it is looked at for the last time before that: the engine's item says (item-state.ts).
+ * None while no job is known.
+ */
+export function jobDeadline(run: Run): { deadline: number; lastLookAt: number } {
+  const { item } = run;
+  if (item.phase !== 'running' && item.phase !== 'retry-due')
+    return { deadline: Number.POSITIVE_INFINITY, lastLookAt: Number.POSITIVE_INFINITY };
+  return { deadline: deadlineOf(item), lastLookAt: lastLookAt(item) };
 }
 
 /** The workflow now follows this job (submitted by it, or adopted from an uncertain submit). */
@@ -90,7 +108,6 @@ function ownNewJob(run: Run, jobId: string, submittedAt: number, adopted: boolea
   s.timings.submittedAt = submittedAt;
   delete s.timings.runningAt;
   delete s.progress;
-  run.submittedAt = submittedAt;
 }
 
 /**

@@ -21,7 +21,7 @@ import { inlineLimit, type Run } from './job-run';
 export async function holdLease(run: Run): Promise<void> {
   const { item } = run;
   if (item.phase !== 'running' || !item.lease) return;
-  const ttl = leaseExtensionTtl(item.lease.ttlMs, run.job.ttlMs, run.s.status);
+  const ttl = leaseExtensionTtl(item.lease.ttlMs, item.ttlMs, run.s.status);
   if (ttl === undefined || (await extendLease(run, item.lease, ttl))) {
     advanceJob(run, { kind: 'lease-extended', ...(ttl === undefined ? {} : { ttlMs: ttl }) });
     return;

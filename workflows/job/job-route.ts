@@ -2,8 +2,8 @@
  * The job on a route (contracts/route.ts) while it waits IN_QUEUE on an endpoint that has another
  * after it: once it has waited the route's queueDelayLimit since its submit, the workflow looks at
  * the endpoint's room; with no idle worker there it withdraws the job, and the engine queues it for
- * the next endpoint (the submit loop sends it there). With room, it looks again a queueDelayLimit
- * later. The look is a deadline of the watch's waiting segment (job-watch.ts): no worker slot is
+ * the next endpoint (the submit loop sends it there). With room, it looks again when the route's
+ * rule says (engine/queue-look.ts, the batch's rule too). The look is a deadline of the watch's waiting segment (job-watch.ts): no worker slot is
  * held while the job waits.
  *
  * Never two runs of one job: the withdrawal activity (activities/route.ts) cancels a job only while
@@ -13,9 +13,10 @@
 import { isCancellation, log } from '@temporalio/workflow';
 import { endpointCapacitySummary, withdrawJobsSummary } from '../../contracts/activity-summaries';
 import { lacksCapacity } from '../../contracts/route';
+import { queueLookDue } from '../../engine/queue-look';
 import { activityOutcome } from '../shared/job-failures';
 import { routeActivities } from './job-activities';
-import { advanceJob } from './job-item';
+import { advanceJob, jobRoute } from './job-item';
 import type { Run, WatchEnd } from './job-run';
 
 /** When the wait should stop to look at the endpoint's room: only while the job is queued and may move. */
@@ -33,7 +34,8 @@ export async function lookAtQueue(run: Run): Promise<WatchEnd | undefined> {
   const jobId = s.jobId as string;
   const endpointId = s.endpointId;
   const again = () => {
-    run.queueCheckAt = Date.now() + (run.job.options.route?.queueDelayLimit ?? 60_000);
+    if (run.item.phase === 'running')
+      run.queueCheckAt = queueLookDue(run.item.submittedAt, jobRoute(run).queueDelayLimit, Date.now());
   };
   const capacity = await quietly(run, 'reading the room of the endpoint', () =>
     routeActivities.endpointCapacity.executeWithOptions({ summary: endpointCapacitySummary(endpointId) }, [

@@ -20,7 +20,7 @@ import type { JobObservation, StreamSink } from '../../contracts/job-types';
 import type { RouteHop } from '../../contracts/route';
 import type { LeaseRequest } from '../../contracts/submit-lease';
 import { type ItemState, queuedItem } from '../../engine/item-state';
-import { resultsExpireAt, type SubmitKind, ttlDeadline } from '../../engine/job-rules';
+import { resultsExpireAt, type SubmitKind } from '../../engine/job-rules';
 import { JOB_FAILURE, type JobFailureDetails, jobFailure } from '../shared/job-failures';
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../shared/search-attributes';
 
@@ -37,6 +37,11 @@ export type WatchEnd =
   | { kind: 'withdrawn'; outcome: 'withdrawn' | 'stopped' };
 
 export interface Run {
+  /**
+   * The parsed input. Its `ttlMs` is the ttl the caller asks for each job submitted (a referenced
+   * request's once read, a ttl the caller extended to once accepted); the live job's ttl, deadline
+   * and counts are the engine's item's (job-item.ts), never copied here.
+   */
   job: ParsedJobInput;
   s: JobSnapshot;
   /** The job in the per-item engine (job-item.ts): what happens next is decided there. */
@@ -51,8 +56,6 @@ export interface Run {
   ttlRequests: number[];
   /** The lease submits ask for (contracts/submit-lease.ts); none when the caller wants no lease. */
   lease?: LeaseRequest;
-  /** Workflow time when the current job was submitted (before the call: the earliest it can be). */
-  submittedAt: number;
   /**
    * On a route, while the job waits IN_QUEUE with an endpoint after its own: when to look whether
    * its endpoint has room (job-route.ts). Cleared once the job is seen anything but IN_QUEUE.
@@ -60,7 +63,6 @@ export interface Run {
   queueCheckAt?: number;
   /** Why the job last moved to another endpoint, until a submit there is accepted (its metric). */
   hop?: RouteHop['reason'];
-  deadline: number;
   resultsExpireAt: number;
   /** The COMPLETED observation, whose output the result carries. */
   completed?: JobObservation;
@@ -104,8 +106,6 @@ export function newRun(job: ParsedJobInput, startedAt: number): Run {
     item: queuedItem(0),
     hints: [],
     ttlRequests: [],
-    submittedAt: startedAt,
-    deadline: Number.POSITIVE_INFINITY,
     resultsExpireAt: Number.POSITIVE_INFINITY,
   };
 }
@@ -246,9 +246,4 @@ export function applyObservation(run: Run, observation: JobObservation): void {
   }
   if (observation.status === 'COMPLETED') run.completed = observation;
   syncSearchAttributes(run);
-}
-
-export function setDeadline(run: Run, ttlMs: number): void {
-  run.deadline = ttlDeadline(run.submittedAt, ttlMs);
-  run.s.timings.ttlDeadline = run.deadline;
 }

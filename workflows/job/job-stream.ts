@@ -8,6 +8,7 @@ import { streamDrainSummary, streamJobSummary } from '../../contracts/activity-s
 import type { StreamSink } from '../../contracts/job-types';
 import { activityOutcome, JOB_FAILURE, jobFailure } from '../shared/job-failures';
 import { streamActivities } from './job-activities';
+import { jobDeadline } from './job-item';
 import { details, isTerminal, type Run } from './job-run';
 
 /** How long a stream may take to drain after its job has finished. */
@@ -36,7 +37,7 @@ export function startStream(run: Run): void {
   const counts = run.s.stream;
   scope
     .run(() =>
-      streamActivities(run.job.polling, run.deadline - Date.now()).streamJob.executeWithOptions(
+      streamActivities(run.job.polling, jobDeadline(run).deadline - Date.now()).streamJob.executeWithOptions(
         { summary: streamJobSummary(run.s.jobId as string) },
         [
           {

@@ -12,12 +12,11 @@ import {
   fetchJobStatusSummary,
   waitForJobSummary,
 } from '../../contracts/activity-summaries';
+import { JOB_UNCHANGED } from '../../contracts/failures';
 import type { JobObservation, WaitResult } from '../../contracts/job-types';
-import { JOB_UNCHANGED } from '../../contracts/job-wait-policy';
-import { lastLookMarginMs } from '../../engine/job-rules';
 import { activityOutcome, JOB_FAILURE } from '../shared/job-failures';
 import { confirmActivities, shortActivities, waitActivities } from './job-activities';
-import { advanceJob } from './job-item';
+import { advanceJob, jobDeadline } from './job-item';
 import { lookAtQueue, queueCheckDue } from './job-route';
 import { applyObservation, inlineLimit, isTerminal, type Run, type WatchEnd } from './job-run';
 import { noteStray } from './job-signals';
@@ -36,7 +35,7 @@ export async function watchUntilTerminal(run: Run): Promise<WatchEnd | undefined
   while (!isTerminal(run.s.status)) {
     run.s.phase = 'waiting';
     // Stop looking a little before the service deletes the job: one last look must still find it.
-    const returnBy = run.deadline - lastLookMarginMs(run.job.ttlMs);
+    const returnBy = jobDeadline(run).lastLookAt;
     if (Date.now() >= returnBy) return lastLook(run);
     const segment = await watchSegment(run, returnBy);
     if (segment === 'deadline') return lastLook(run);
@@ -189,6 +188,8 @@ async function extendTtl(run: Run, ttl: number): Promise<void> {
       [{ endpointId: run.s.endpointId, jobId, ttl }],
     );
     advanceJob(run, { kind: 'ttl-extended', ttlMs: ttl });
+    // The caller's ttl from now on: a job submitted afresh later (say once this one expired) asks it too.
+    run.job = { ...run.job, ttlMs: ttl };
     delete run.s.ttlExtensionError;
     applyObservation(run, observation);
   } catch (error) {

@@ -48,7 +48,7 @@ import { activityOutcome, JOB_FAILURE, jobFailure } from '../shared/job-failures
 import { retryActivities, shortActivities } from './job-activities';
 import { asJobFailure, cancelQuietly, cancelRemoteJob } from './job-cancel';
 import { extendJobTtlSignal, jobSnapshotQuery, jobWebhookSignal } from './job-definitions';
-import { advanceJob } from './job-item';
+import { advanceJob, jobDeadline } from './job-item';
 import {
   applyObservation,
   details,
@@ -221,7 +221,7 @@ async function retryWhenDue(run: Run, item: RetryDueItem): Promise<void> {
     s.phase = 'retrying';
     try {
       const jobId = s.jobId as string;
-      observation = await retryActivities(run.deadline - Date.now()).retryJob.executeWithOptions(
+      observation = await retryActivities(jobDeadline(run).deadline - Date.now()).retryJob.executeWithOptions(
         { summary: retryJobSummary(jobId, retry) },
         [{ endpointId: s.endpointId, jobId }],
       );

@@ -4,7 +4,7 @@
  * JobFailureDetails; and how the workflow reads an activity's failure.
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
-import type { ActivityOutcome, JobFailureDetails } from '../../contracts/failures';
+import { ACTIVITY_TIMEOUT, type ActivityOutcome, type JobFailureDetails } from '../../contracts/failures';
 
 export {
   type ActivityOutcome,
@@ -45,7 +45,7 @@ export function activityOutcome(error: unknown): ActivityOutcome | undefined {
     const beat = cause.lastHeartbeatDetails;
     return {
       source: 'timeout',
-      type: 'ActivityTimeout',
+      type: ACTIVITY_TIMEOUT,
       message: cause.message,
       retryable: false,
       facts: beat && typeof beat === 'object' ? (beat as Record<string, unknown>) : {},

@@ -23,7 +23,6 @@ import * as automationRunCost from '../../contracts/automation-run-cost';
 import * as batchInput from '../../contracts/batch-input';
 import * as cost from '../../contracts/cost';
 import * as currentDetails from '../../contracts/current-details';
-import * as endpointFailures from '../../contracts/endpoint-failures';
 import * as endpointGate from '../../contracts/endpoint-gate';
 import * as endpointInput from '../../contracts/endpoint-input';
 import * as failures from '../../contracts/failures';
@@ -37,6 +36,7 @@ import * as progressMarkdown from '../../contracts/progress-markdown';
 import * as route from '../../contracts/route';
 import * as searchAttributes from '../../contracts/search-attributes';
 import * as signalNames from '../../contracts/signal-names';
+import * as submitBeat from '../../contracts/submit-beat';
 import * as submitLease from '../../contracts/submit-lease';
 import * as taskPriority from '../../contracts/task-priority';
 
@@ -50,7 +50,6 @@ for (const namespace of [
   batchInput,
   cost,
   currentDetails,
-  endpointFailures,
   endpointGate,
   endpointInput,
   failures,
@@ -64,6 +63,7 @@ for (const namespace of [
   route,
   searchAttributes,
   signalNames,
+  submitBeat,
   submitLease,
   taskPriority,
 ]) {

@@ -3,7 +3,8 @@
  * every batch of chunks it is signalled, shows them through a query, and ends when told to.
  */
 import { condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
-import { type JobStreamBatch, jobStreamChunksSignal } from '../../../workflows/job/job-definitions';
+import type { JobStreamBatch } from '../../../contracts/signal-names';
+import { jobStreamChunksSignal } from '../../../workflows/job/job-definitions';
 
 export const collectedBatchesQuery = defineQuery<JobStreamBatch[]>('collectedBatches');
 export const stopCollectingSignal = defineSignal('stopCollecting');
