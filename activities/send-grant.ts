@@ -61,7 +61,32 @@ interface Lane {
   waiters: Waiter[];
   asking: boolean;
   id: string;
+  /** Whether its gate answers, shared with the other lanes of the gate. */
+  gate: GateHealth;
 }
+
+/** How a gate has answered this process lately. */
+interface GateHealth {
+  /** Since when the gate has not answered (undefined: it answered the last ask). */
+  silentSince?: number | undefined;
+  /** Until when its lanes send without the gate: it did not answer for UNREACHABLE_MS. */
+  ungatedUntil?: number | undefined;
+}
+
+/** Per task queue and endpoint: kept across lanes, so that a gate found silent stays so known. */
+const gates = new Map<string, GateHealth>();
+
+/**
+ * A gate that answers nothing for this long (its worker gone: it runs on the task queue of the
+ * worker that started it) is passed by: the lane's submits go out under their process's own limiter
+ * for UNGATED_MS, then ask it again. Liveness before the shared window: no submit waits on a gate
+ * no worker runs.
+ */
+const UNREACHABLE_MS = ANSWER_MS;
+const UNGATED_MS = 60_000;
+
+/** What an ungated submit is granted: all it asked, with no time to keep. */
+const ungated = (count: number): SendGrant => ({ count, at: Date.now(), sendBy: Number.MAX_SAFE_INTEGER });
 
 const lanes = new Map<string, Lane>();
 
@@ -85,9 +110,14 @@ async function pump(
         lane.waiters.reduce((sum, waiter) => sum + waiter.count, 0),
         limit,
       );
+      if ((lane.gate.ungatedUntil ?? 0) > now) {
+        for (const waiter of lane.waiters.splice(0)) waiter.resolve(ungated(waiter.count));
+        break;
+      }
       let retryAt: number;
       try {
         const answer = sendGrantSchema.parse(await answeredInTime(ask(wanted, lane.id)));
+        lane.gate.silentSince = undefined;
         if (answer.count > 0) {
           lane.id = randomUUID();
           let left = answer.count;
@@ -105,6 +135,12 @@ async function pump(
         if (error instanceof WorkflowUpdateFailedError) {
           for (const waiter of lane.waiters.splice(0)) waiter.reject(error);
           break;
+        }
+        lane.gate.silentSince ??= now;
+        if (Date.now() - lane.gate.silentSince >= UNREACHABLE_MS) {
+          lane.gate.ungatedUntil = Date.now() + UNGATED_MS;
+          lane.gate.silentSince = undefined;
+          continue;
         }
         retryAt = Date.now() + BUSY_RETRY_MS * (1 + Math.random());
       }
@@ -129,7 +165,13 @@ export async function askToSend(ask: Omit<SendAsk, 'id'>): Promise<SendGrant> {
   const key = JSON.stringify([taskQueue, ask.endpointId, ask.priority, ask.fairnessKey, ask.fairnessWeight]);
   let lane = lanes.get(key);
   if (!lane) {
-    lane = { waiters: [], asking: false, id: randomUUID() };
+    const gateKey = JSON.stringify([taskQueue, ask.endpointId]);
+    let gate = gates.get(gateKey);
+    if (!gate) {
+      gate = {};
+      gates.set(gateKey, gate);
+    }
+    lane = { waiters: [], asking: false, id: randomUUID(), gate };
     lanes.set(key, lane);
   }
   const client = ctx.client;
@@ -203,6 +245,10 @@ export async function grantToSend(
         message: `nothing was sent: endpoint ${endpointId}'s gate did not answer (${(error as Error).message})`,
         nonRetryable: false,
       });
+    }
+    if (grant.sendBy === Number.MAX_SAFE_INTEGER) {
+      metrics.sendGrant(endpointId, key, 'ungated', grant.count);
+      return { count: grant.count };
     }
     metrics.sendGrant(endpointId, key, 'granted', grant.count);
     if (grant.count < asked) metrics.sendGrant(endpointId, key, 'refused', asked - grant.count);

@@ -65,15 +65,16 @@ export interface LibraryMetrics {
   /** A job submitted to another endpoint of its route, and why it moved. */
   routeHop(reason: RouteHopReason): void;
   /**
-   * Requests a submit asked its endpoint's gate room for: `granted` (sent now) or `refused` (no
-   * room in time: planned again), by fairness key. The endpoint id is NOT a label (as above).
+   * Requests a submit asked its endpoint's gate room for: `granted` (sent now), `refused` (no room
+   * in time: planned again) or `ungated` (the gate did not answer: sent under the process's own
+   * limiter), by fairness key. The endpoint id is NOT a label (as above).
    */
   sendGrant(endpointId: string, fairnessKey: string, outcome: GrantOutcome, requests: number): void;
   /** Requests of this process waiting at an endpoint's gate (+ when asked, - when answered), by fairness key. */
   sendWaiting(endpointId: string, fairnessKey: string, delta: number): void;
 }
 
-export type GrantOutcome = 'granted' | 'refused';
+export type GrantOutcome = 'granted' | 'refused' | 'ungated';
 
 export type RouteWithdrawalOutcome = 'withdrawn' | 'stopped' | 'started';
 export type RouteHopReason = 'starved' | 'capacity-failure';

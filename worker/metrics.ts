@@ -134,7 +134,7 @@ export function createPrometheusMetrics(
   const endpointLabel = (endpointId: string) => aliases.get(endpointId) ?? 'other';
   const grants = new Counter({
     name: `${p}gate_requests_total`,
-    help: "Requests submits asked their endpoint's gate room for, by endpoint alias, fairness key and outcome (granted: sent now; refused: no room in time, planned again)",
+    help: "Requests submits asked their endpoint's gate room for, by endpoint alias, fairness key and outcome (granted: sent now; refused: no room in time, planned again; ungated: the gate did not answer, sent under this process's limiter)",
     labelNames: ['endpoint', 'fairness_key', 'outcome'] as const,
     registers: [registry],
   });
