@@ -72,7 +72,16 @@ export interface Grant {
 }
 
 export function initialGrants(): GrantsState {
-  return { log: [], served: {}, activeAt: {}, granted: {}, paused: false, weights: {}, waiting: [], earmarks: {} };
+  return {
+    log: [],
+    served: {},
+    activeAt: {},
+    granted: {},
+    paused: false,
+    weights: {},
+    waiting: [],
+    earmarks: {},
+  };
 }
 
 /** The weight an ask counts with: the operator's for its key, else its own. */
