@@ -21,6 +21,7 @@ import * as activitySummaries from '../../contracts/activity-summaries';
 import * as automationInput from '../../contracts/automation-input';
 import * as automationRunCost from '../../contracts/automation-run-cost';
 import * as batchInput from '../../contracts/batch-input';
+import * as bulkAction from '../../contracts/bulk-action';
 import * as cost from '../../contracts/cost';
 import * as currentDetails from '../../contracts/current-details';
 import * as endpointGate from '../../contracts/endpoint-gate';
@@ -48,6 +49,7 @@ for (const namespace of [
   automationInput,
   automationRunCost,
   batchInput,
+  bulkAction,
   cost,
   currentDetails,
   endpointGate,
