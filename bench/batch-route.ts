@@ -21,7 +21,7 @@ import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
-import { numberArg, quietRuntime, say, seconds, sleep, startDevServer } from './support';
+import { numberArg, quietRuntime, say, seconds, sleep, startDevServer, warmEndpoint } from './support';
 
 const ITEMS = Math.round(numberArg('items', 2_000));
 const WORKERS = Math.round(numberArg('workers', 100));
@@ -61,17 +61,6 @@ async function main() {
     worker.catch(reject);
   });
 
-  async function warmEndpoint(): Promise<string> {
-    const { id } = emulator.control.createEndpoint(apiKey, {
-      name: `bench-${randomUUID().slice(0, 8)}`,
-      templateId: 'scripted',
-      workersMin: WORKERS,
-      workersMax: WORKERS,
-    });
-    while (emulator.control.health(id).workers.idle < WORKERS) await sleep(200);
-    return id;
-  }
-
   const items = Array.from({ length: ITEMS }, (_, i) => ({ input: { sleepMs: SERVICE_MS, output: { i } } }));
 
   /** Runs the batch; starves `starved` for OUTAGE_MS once half the items are done. */
@@ -108,10 +97,10 @@ async function main() {
       `workers, maxConcurrency ${CONCURRENCY}; the endpoint loses its workers half way for ${OUTAGE_MS} ms ` +
       `(${seconds(OUTAGE_MS / TIME_SCALE)} real)`,
   );
-  const alone = await warmEndpoint();
+  const alone = await warmEndpoint(emulator, apiKey, WORKERS);
   const single = await run('one endpoint, no route', { endpointId: alone }, alone);
-  const a = await warmEndpoint();
-  const b = await warmEndpoint();
+  const a = await warmEndpoint(emulator, apiKey, WORKERS);
+  const b = await warmEndpoint(emulator, apiKey, WORKERS);
   const routed = await run(
     'route [a, b]',
     {

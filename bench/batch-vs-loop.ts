@@ -38,7 +38,16 @@ import {
   spread,
   watcherLatencies,
 } from './batch-breakdown';
-import { numberArg, quietRuntime, say, seconds, sleep, startBenchWorker, startDevServer } from './support';
+import {
+  numberArg,
+  quietRuntime,
+  say,
+  seconds,
+  sleep,
+  startBenchWorker,
+  startDevServer,
+  warmEndpoint,
+} from './support';
 
 const SHAPES = {
   '2000': { items: 2_000, serviceMs: 2_000, workers: 200, concurrency: [400] },
@@ -90,17 +99,6 @@ async function lanes(count: number, width: number, work: (index: number) => Prom
   );
 }
 
-async function warmEndpoint(emulator: Emulator, apiKey: string): Promise<string> {
-  const { id } = emulator.control.createEndpoint(apiKey, {
-    name: `bench-${randomUUID().slice(0, 8)}`,
-    templateId: 'scripted',
-    workersMin: WORKERS,
-    workersMax: WORKERS,
-  });
-  while (emulator.control.health(id).workers.idle < WORKERS) await sleep(200);
-  return id;
-}
-
 function jobTimes(emulator: Emulator, endpointId: string): JobTimes[] {
   return emulator.control.jobs(endpointId, { removed: true }).map((job) => ({
     id: job.id,
@@ -129,7 +127,7 @@ async function main() {
 
   let loopMs = Number.NaN;
   if (LOOP) {
-    const endpointId = await warmEndpoint(emulator, apiKey);
+    const endpointId = await warmEndpoint(emulator, apiKey, WORKERS);
     const client = createServiceClient(service);
     const started = performance.now();
     const ids: string[] = new Array(ITEMS);
@@ -172,7 +170,7 @@ async function main() {
   });
   let dumps = 0;
   for (const maxConcurrency of CONCURRENCY) {
-    const endpointId = await warmEndpoint(emulator, apiKey);
+    const endpointId = await warmEndpoint(emulator, apiKey, WORKERS);
     worker.reset();
     const started = performance.now();
     const startedAt = Date.now();

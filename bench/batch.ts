@@ -35,6 +35,7 @@ import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import { searchAttributeKeys } from '../workflows/shared/search-attributes';
+import { warmEndpoint } from './support';
 import { installWorkerProbe } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
@@ -77,19 +78,6 @@ async function main() {
     restUrl: emulator.restUrl,
   };
 
-  async function warmEndpoint(): Promise<string> {
-    const { id } = emulator.control.createEndpoint(apiKey, {
-      name: `bench-${randomUUID().slice(0, 8)}`,
-      templateId: 'scripted',
-      workersMin: WORKERS,
-      workersMax: WORKERS,
-    });
-    for (;;) {
-      const health = emulator.control.health(id);
-      if (health.workers.idle >= WORKERS) return id;
-      await sleep(200);
-    }
-  }
   const request = (i: number) => ({ input: { sleepMs: SERVICE_MS, output: { i } } });
 
   say(`${ITEMS} items of ${SERVICE_MS} ms on ${WORKERS} emulator workers, rate limits on`);
@@ -98,7 +86,7 @@ async function main() {
   let bareMs = Number.NaN;
   if (!FAULTS) bareMs = await bareLoop();
   async function bareLoop(): Promise<number> {
-    const bareEndpoint = await warmEndpoint();
+    const bareEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
     const client = createServiceClient(service);
     const bareStart = performance.now();
     const ids = await Promise.all(
@@ -123,7 +111,7 @@ async function main() {
   }
 
   // --- the batch engine
-  const batchEndpoint = await warmEndpoint();
+  const batchEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
   const taskQueue = `bench-batch-${randomUUID()}`;
   const config = loadWorkerConfig(
     {

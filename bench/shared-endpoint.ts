@@ -32,7 +32,16 @@ import { startEmulator } from '../emulator';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
-import { median, numberArg, quietRuntime, say, seconds, sleep, startDevServer } from './support';
+import {
+  median,
+  numberArg,
+  quietRuntime,
+  say,
+  seconds,
+  sleep,
+  startDevServer,
+  warmEndpoint,
+} from './support';
 
 const ITEMS = Math.round(numberArg('items', 1_000));
 const BATCHES = Math.round(numberArg('batches', 3));
@@ -79,17 +88,6 @@ async function main() {
     worker.catch(reject);
   });
 
-  async function warmEndpoint(): Promise<string> {
-    const { id } = emulator.control.createEndpoint(apiKey, {
-      name: `bench-${randomUUID().slice(0, 8)}`,
-      templateId: 'scripted',
-      workersMin: WORKERS,
-      workersMax: WORKERS,
-    });
-    while (emulator.control.health(id).workers.idle < WORKERS) await sleep(200);
-    return id;
-  }
-
   const items = (count: number, tag: string, sleepMs = JOB_MS) =>
     Array.from({ length: count }, (_, i) => ({ input: { sleepMs, output: { tag, i } } }));
 
@@ -126,7 +124,7 @@ async function main() {
   const refused = (endpointId: string) => JSON.stringify(emulator.control.throttled(endpointId));
 
   // 1. idle
-  const idleEndpoint = await warmEndpoint();
+  const idleEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
   const idle: number[] = [];
   for (let k = 0; k < IDLE_JOBS; k++) idle.push(await singleJob(idleEndpoint));
   say(
@@ -159,7 +157,7 @@ async function main() {
   );
 
   // 2. alone
-  const aloneEndpoint = await warmEndpoint();
+  const aloneEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
   let started = performance.now();
   await awaitBatch(client, { batch: await batch(aloneEndpoint, BATCHES * ITEMS, 'alone') });
   const alone = performance.now() - started;
@@ -167,7 +165,7 @@ async function main() {
 
   // 3. shared, with single jobs of priority 3 and 1 beside it
   for (const priority of [3, 1]) {
-    const sharedEndpoint = await warmEndpoint();
+    const sharedEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
     started = performance.now();
     const handles = await Promise.all(
       Array.from({ length: BATCHES }, (_, k) => batch(sharedEndpoint, ITEMS, `shared-${k}`, { priority: 5 })),
@@ -195,7 +193,7 @@ async function main() {
 
   // 4. tenants
   if (TENANTS > 0) {
-    const tenantEndpoint = await warmEndpoint();
+    const tenantEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
     const tenants = await Promise.all(
       Array.from({ length: TENANTS }, (_, k) =>
         batch(

@@ -2,7 +2,7 @@
  * Plumbing shared by the benches that run the whole stack: the dev server, quiet SDK logs, a port
  * for the webhook gateway, a worker process configured as `npm run worker` is, and small helpers.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
@@ -26,6 +26,18 @@ export const say = (line: string) => console.log(line);
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const seconds = (ms: number, digits = 1) => `${(ms / 1000).toFixed(digits)} s`;
 export const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+
+/** A new endpoint on the scripted handler with `workers` workers, once all of them are idle (warm). */
+export async function warmEndpoint(emulator: Emulator, apiKey: string, workers: number): Promise<string> {
+  const { id } = emulator.control.createEndpoint(apiKey, {
+    name: `bench-${randomUUID().slice(0, 8)}`,
+    templateId: 'scripted',
+    workersMin: workers,
+    workersMax: workers,
+  });
+  while (emulator.control.health(id).workers.idle < workers) await sleep(200);
+  return id;
+}
 
 /** A positive number given as `--name N`, or the fallback. */
 export function numberArg(name: string, fallback: number): number {
