@@ -9,8 +9,10 @@
  * priority, the fairness key that has had the least of the window for its weight (start-time fair
  * queueing: each key's `served` counts its grants divided by its weight), then the oldest ask. An ask
  * may get less than it asked for: its caller sends what it got and asks again for the rest. Room
- * granted to an ask whose caller is not the one asking is earmarked for it until its sendBy; an
- * earmark its caller never claims leaves the window again, uncounted.
+ * granted to an ask whose caller is not the one asking is earmarked for it for EARMARK_HOLD_MS;
+ * claimed, it moves to the time of the claim (its requests go out within SEND_SLACK_MS of that,
+ * and count in the window from then); an earmark its caller never claims leaves the window again,
+ * uncounted.
  *
  * Pure: no Temporal, no clock of its own; the gate passes the time in.
  */
@@ -21,6 +23,28 @@ import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-wind
 const PAUSED_RETRY_MS = 2_000;
 /** How long past its time to ask again an ask keeps its place (its caller's answer may be late). */
 const RETRY_GRACE_MS = 2_000;
+/** How long room earmarked for an ask waits for its caller to claim it (asked again at once, it is). */
+const EARMARK_HOLD_MS = 2_000;
+
+/** Counts a grant of `count` requests at `at` (the latest time in the log, or a later one). */
+function logGrant(log: SendLog, at: number, count: number): void {
+  const last = log.at(-1);
+  if (last?.[0] === at) last[1] += count;
+  else if (last === undefined || last[0] < at) log.push([at, count]);
+  else {
+    // An earlier time than the last: kept in order.
+    const index = log.findIndex(([time]) => time > at);
+    log.splice(index, 0, [at, count]);
+  }
+}
+
+/** Takes a grant that was not used where it was counted out of the log. */
+function unlog(log: SendLog, grant: Grant): void {
+  const entry = log.find(([at]) => at === grant.at);
+  if (entry) entry[1] -= grant.count;
+  const emptied = log.findIndex(([, count]) => count <= 0);
+  if (emptied >= 0) log.splice(emptied, 1);
+}
 
 /** A workload's ask for room in the endpoint's window, as the gate holds it while it waits. */
 export interface WaitingAsk {
@@ -147,9 +171,7 @@ export function grantNow(
       const next = grantOrder(state, waiting)[0];
       if (room <= 0 || next === undefined) break;
       const count = Math.min(room, next.count);
-      const last = state.log.at(-1);
-      if (last?.[0] === now) last[1] += count;
-      else state.log.push([now, count]);
+      logGrant(state.log, now, count);
       state.served[next.fairnessKey] = (state.served[next.fairnessKey] ?? 0) + count / weightOf(state, next);
       state.granted[next.fairnessKey] = (state.granted[next.fairnessKey] ?? 0) + count;
       state.activeAt[next.fairnessKey] = now;
@@ -181,15 +203,14 @@ export function carriedGrants(state: GrantsState): GrantsState {
 }
 
 /**
- * Lets go of what no caller will claim: earmarks past their sendBy leave the window (their
+ * Lets go of what no caller will claim: earmarks held past EARMARK_HOLD_MS leave the window (their
  * requests were never sent), and asks past their giveUpAt leave the queue (their callers gave up).
  */
 export function tidy(state: GrantsState, now: number): void {
   for (const [id, earmark] of Object.entries(state.earmarks)) {
-    if (earmark.sendBy >= now) continue;
+    if (earmark.at + EARMARK_HOLD_MS >= now) continue;
     delete state.earmarks[id];
-    const entry = state.log.find(([at]) => at === earmark.at);
-    if (entry) entry[1] -= earmark.count;
+    unlog(state.log, earmark);
   }
   state.log = state.log.filter(([, count]) => count > 0);
   state.waiting = state.waiting.filter((ask) => ask.giveUpAt > now);
@@ -210,9 +231,12 @@ export function answerAsk(
   limit: number,
 ): { grant: Grant } | { retryAt: number } {
   const claimed = state.earmarks[ask.id];
-  if (claimed && claimed.sendBy >= now) {
+  if (claimed && claimed.at + EARMARK_HOLD_MS >= now) {
     delete state.earmarks[ask.id];
-    return { grant: claimed };
+    // Counted from now, when its requests can go out: later in the window, never earlier.
+    unlog(state.log, claimed);
+    logGrant(state.log, now, claimed.count);
+    return { grant: { id: claimed.id, count: claimed.count, at: now, sendBy: now + SEND_SLACK_MS } };
   }
   // An ask keeps its place while its caller keeps asking: asked again, it waits a while longer,
   // for what its caller wants now.

@@ -161,7 +161,7 @@ describe('answerAsk', () => {
     expect(state.waiting).toEqual([]);
   });
 
-  it('earmarks room for the ask first in order, whoever asks, until its sendBy', () => {
+  it('earmarks room for the ask first in order, whoever asks, and counts it from its claim', () => {
     const state = initialGrants();
     answerAsk(state, asked('fill', { count: 40 }), 0, 40);
     answerAsk(state, asked('urgent', { priority: 1, count: 5 }), 100, 40);
@@ -171,8 +171,13 @@ describe('answerAsk', () => {
     });
     expect(state.earmarks.urgent).toEqual({ id: 'urgent', count: 5, at: SPAN, sendBy: SPAN + SEND_SLACK_MS });
     expect(answerAsk(state, asked('urgent', { priority: 1, count: 5 }), SPAN + 100, 40)).toEqual({
-      grant: { id: 'urgent', count: 5, at: SPAN, sendBy: SPAN + SEND_SLACK_MS },
+      grant: { id: 'urgent', count: 5, at: SPAN + 100, sendBy: SPAN + 100 + SEND_SLACK_MS },
     });
+    // Its 5 count in the window from the claim: 35 at SPAN, 5 at SPAN + 100.
+    expect(state.log).toEqual([
+      [SPAN, 35],
+      [SPAN + 100, 5],
+    ]);
   });
 
   it('takes an earmark its caller never claimed out of the window: it was never sent', () => {
@@ -183,8 +188,8 @@ describe('answerAsk', () => {
     // Room back: both earmarked (gone first), each for 10.
     answerAsk(state, asked('other', { count: 10 }), SPAN, 40);
     expect(Object.keys(state.earmarks)).toEqual(['gone']);
-    // Past gone's sendBy, its 10 leave the window: 30 held, 10 of room now.
-    tidy(state, SPAN + SEND_SLACK_MS + 1);
+    // Unclaimed for 2 s, gone's 10 leave the window: 10 held.
+    tidy(state, SPAN + 2_001);
     expect(state.earmarks).toEqual({});
     expect(state.log).toEqual([[SPAN, 10]]);
   });
