@@ -18,6 +18,7 @@ import { getBatchProgress, startBatch } from '../../client/batches';
 import { CHROMIUM_PATH } from '../../scripts/chromium';
 import { type DevServerProcess, startDevServerProcess } from '../support/dev-server-process';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
+import { pollUntil } from '../support/poll';
 
 // A scratch folder, so a test run leaves the tree clean; `UI_SCREENSHOTS=docs/images` refreshes the
 // pictures the docs show.
@@ -96,16 +97,25 @@ describe('progress in the Temporal UI (real browser, dev server with its UI)', (
     await page.getByText('User Metadata', { exact: true }).first().click();
   }
 
-  /** Reloads the workflow's page until its current details show `label` with `value`. */
+  /**
+   * Reloads the workflow's page until its current details show `label` with `value`. The details
+   * render in a frame of their own after the page (the UI queries the workflow for them): each load
+   * is read until they show, for a few seconds, before the page is loaded again.
+   */
   async function showsCount(url: string, label: string, value: number): Promise<void> {
+    const wanted = `${label} ${value}`;
     await eventually(
       async () => {
         await openMetadata(url);
-        const text = await detailsRow(label).catch(() => '');
-        return text === `${label} ${value}` ? text : undefined;
+        const shown = await pollUntil(
+          `row ${label}`,
+          async () => ((await detailsRow(label).catch(() => '')) === wanted ? wanted : undefined),
+          { timeoutMs: 5_000, intervalMs: 100 },
+        ).catch(() => undefined);
+        return shown;
       },
       60_000,
-      `the page shows "${label} ${value}"`,
+      `the page shows "${wanted}"`,
     );
   }
 
