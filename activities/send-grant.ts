@@ -20,9 +20,11 @@ import {
   type Scheduling,
   type SendAsk,
   type SendGrant,
+  type ServiceQueue,
   sendGrantSchema,
 } from '../contracts/endpoint-gate';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
+import { type QueueReader, serviceQueueReading } from './service-queue-look';
 
 /** A gate that could not answer (busy, continuing as new): ask again after this, with some jitter. */
 const BUSY_RETRY_MS = 200;
@@ -40,8 +42,14 @@ function answeredInTime<T>(call: Promise<T>): Promise<T> {
   return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
-/** How a submit asks its endpoint's gate for room: askToSend below; a test may give its own gate. */
-export type AskToSend = (ask: Omit<SendAsk, 'id'>) => Promise<SendGrant>;
+/**
+ * How a submit asks its endpoint's gate for room: askToSend below; a test may give its own gate.
+ * `reading` gives the service's queue as this process last read it, sent with each ask.
+ */
+export type AskToSend = (
+  ask: Omit<SendAsk, 'id' | 'queue'>,
+  reading?: () => ServiceQueue | undefined,
+) => Promise<SendGrant>;
 
 /** One submit of this process waiting for room, served in the order it came. */
 interface Waiter {
@@ -159,7 +167,10 @@ async function pump(
  * its requests again), in its lane with this process's other submits that ask alike. While it
  * waits, the activity beats straight to the server with no details: nothing is out yet.
  */
-export async function askToSend(ask: Omit<SendAsk, 'id'>): Promise<SendGrant> {
+export async function askToSend(
+  ask: Omit<SendAsk, 'id' | 'queue'>,
+  reading?: () => ServiceQueue | undefined,
+): Promise<SendGrant> {
   const ctx = Context.current();
   const { taskQueue } = ctx.info;
   const key = JSON.stringify([taskQueue, ask.endpointId, ask.priority, ask.fairnessKey, ask.fairnessWeight]);
@@ -175,9 +186,10 @@ export async function askToSend(ask: Omit<SendAsk, 'id'>): Promise<SendGrant> {
     lanes.set(key, lane);
   }
   const client = ctx.client;
-  const send = (count: number, id: string) =>
-    client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
-      args: [{ ...ask, count, id } satisfies SendAsk],
+  const send = (count: number, id: string) => {
+    const queue = reading?.();
+    return client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
+      args: [{ ...ask, count, id, ...(queue === undefined ? {} : { queue }) } satisfies SendAsk],
       startWorkflowOperation: new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
         workflowId: endpointGateId(ask.endpointId),
         taskQueue,
@@ -185,6 +197,7 @@ export async function askToSend(ask: Omit<SendAsk, 'id'>): Promise<SendGrant> {
         args: [{ endpointId: ask.endpointId } satisfies EndpointGateInput],
       }),
     });
+  };
   const beatEvery = Math.max(ctx.info.heartbeatTimeoutMs ?? 30_000, 1_000) / 3;
   const timer = setInterval(() => {
     ctx.client.activity.heartbeat(ctx.info.taskToken).catch(() => undefined);
@@ -209,8 +222,11 @@ export async function askToSend(ask: Omit<SendAsk, 'id'>): Promise<SendGrant> {
 
 /** What a submit asks its endpoint's gate with. */
 export interface GateDeps {
-  /** Its /run limit (the gate holds it); without a finite one, nothing to hold. */
-  client: Partial<Pick<ServiceClient, 'rateLimit'>>;
+  /**
+   * Its /run limit (the gate holds it; without a finite one, nothing to hold), and what reads the
+   * service's queue for the gate (without it, the gate holds no queue back for this process).
+   */
+  client: Partial<Pick<ServiceClient, 'rateLimit'> & QueueReader>;
   /** The gate; default: askToSend above. */
   askToSend?: AskToSend | undefined;
   metrics?: LibraryMetrics | undefined;
@@ -236,7 +252,16 @@ export async function grantToSend(
   try {
     let grant: SendGrant;
     try {
-      grant = await (deps.askToSend ?? askToSend)({ endpointId, count: asked, limit, ...scheduling });
+      const reader = deps.client;
+      // Read by the client itself (one per worker): its readings are kept per client.
+      const reading =
+        reader.jobs === undefined || reader.endpoints === undefined
+          ? undefined
+          : () => serviceQueueReading(reader as QueueReader, endpointId);
+      grant = await (deps.askToSend ?? askToSend)(
+        { endpointId, count: asked, limit, ...scheduling },
+        reading,
+      );
     } catch (error) {
       if (error instanceof CancelledFailure) throw error;
       // Nothing can have been sent before a grant: the caller's requests are planned again.

@@ -149,6 +149,15 @@ export function automationCurrentDetails(state: AutomationState, controls: Autom
 }
 
 /** An endpoint's gate: its state, limit and window, and per fairness key the requests waiting and granted. */
+/** The service's queue as the gate last saw it, and whether it holds submits back for it. */
+function serviceQueueRow(view: GateView): Array<[string, string]> {
+  const queue = view.serviceQueue;
+  if (queue === undefined) return [];
+  const workers = `${formatCount(queue.running)} of ${queue.workersMax === undefined ? '?' : formatCount(queue.workersMax)} workers busy`;
+  const held = queue.room === undefined ? 'not held' : `held: room for ${formatCount(queue.room)}`;
+  return [['service queue', `${formatCount(queue.inQueue)} waiting, ${workers}, ${held}`]];
+}
+
 export function gateCurrentDetails(view: GateView): string {
   const limit = view.runLimit === undefined ? 'not yet known' : `${formatCount(view.runLimit)} /run per 10 s`;
   return [
@@ -157,6 +166,7 @@ export function gateCurrentDetails(view: GateView): string {
     markdownTable([
       ['limit', view.runLimitOverride === undefined ? limit : `${limit} (set by an operator)`],
       ['in the window now', formatCount(view.inWindow)],
+      ...serviceQueueRow(view),
       ...view.keys.map((key): [string, string] => [
         `key ${key.fairnessKey === '' ? '(none)' : key.fairnessKey}`,
         `${formatCount(key.waiting)} waiting, ${formatCount(key.granted)} granted` +

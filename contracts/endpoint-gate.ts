@@ -79,6 +79,25 @@ export function taskPriorityOf(scheduling: Scheduling): { priority: Priority } |
   return scheduling.priority === undefined ? {} : { priority: { priorityKey: scheduling.priority } };
 }
 
+/**
+ * The service's queue for the endpoint as a worker process last read it (/health, and the
+ * endpoint's workersMax from its listing), sent along with the process's asks: the gate keeps the
+ * queue short while every worker the endpoint may have is busy (engine/service-queue.ts).
+ */
+export const serviceQueueSchema = z.strictObject({
+  /** Jobs waiting IN_QUEUE. */
+  inQueue: z.number().int().min(0),
+  /** Workers running a job. */
+  running: z.number().int().min(0),
+  /** Workers up and waiting for one. */
+  idle: z.number().int().min(0),
+  /** The most workers the endpoint may have; absent when the listing could not say. */
+  workersMax: z.number().int().min(0).optional(),
+  /** When it was read (ms since the epoch). */
+  at: z.number(),
+});
+export type ServiceQueue = z.infer<typeof serviceQueueSchema>;
+
 /** A submit's ask for room in its endpoint's window. */
 export const sendAskSchema = z.strictObject({
   endpointId: pathSegmentSchema,
@@ -91,6 +110,8 @@ export const sendAskSchema = z.strictObject({
   priority: prioritySchema.default(DEFAULT_PRIORITY),
   fairnessKey: fairnessKeySchema.default(DEFAULT_FAIRNESS_KEY),
   fairnessWeight: fairnessWeightSchema.default(1),
+  /** The service's queue as the asking process last read it, if lately. */
+  queue: serviceQueueSchema.optional(),
 });
 export type SendAsk = z.input<typeof sendAskSchema>;
 
@@ -128,6 +149,11 @@ export interface GateView {
   keys: Array<{ fairnessKey: string; weight: number | undefined; waiting: number; granted: number }>;
   /** Requests waiting, by priority (1 to 5). */
   waitingByPriority: Record<string, number>;
+  /**
+   * The service's queue as last read, and the jobs it may hold now: a number while every worker of
+   * the endpoint is busy (the gate grants no more than that), absent while the queue is not held.
+   */
+  serviceQueue?: ServiceQueue & { room?: number };
 }
 
 /** The gate's input: the endpoint, and what a previous run carried. */

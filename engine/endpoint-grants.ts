@@ -12,12 +12,14 @@
  * granted to an ask whose caller is not the one asking is earmarked for it for EARMARK_HOLD_MS;
  * claimed, it moves to the time of the claim (its requests go out within SEND_SLACK_MS of that,
  * and count in the window from then); an earmark its caller never claims leaves the window again,
- * uncounted.
+ * uncounted. While every worker of the endpoint is busy, the room is also what the service's queue
+ * may take (engine/service-queue.ts), so that priority holds at the service too.
  *
  * Pure: no Temporal, no clock of its own; the gate passes the time in.
  */
-import { ASK_WAIT_MS } from '../contracts/endpoint-gate';
+import { ASK_WAIT_MS, type ServiceQueue } from '../contracts/endpoint-gate';
 import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-window';
+import { newerReading, QUEUE_RETRY_MS, queueRoom } from './service-queue';
 
 /** How soon an ask asks again while the endpoint is paused (a resume is seen within this). */
 const PAUSED_RETRY_MS = 2_000;
@@ -84,6 +86,8 @@ export interface GrantsState {
   waiting: WaitingAsk[];
   /** Room granted to a waiting ask, kept for its caller until the grant's sendBy. */
   earmarks: Record<string, Grant>;
+  /** The service's queue as last read by an asking process. */
+  queue?: ServiceQueue | undefined;
 }
 
 export interface Grant {
@@ -165,9 +169,13 @@ export function grantNow(
     waiting.splice(waiting.indexOf(ask), 1);
     answers.push({ id: ask.id, count, at: now, sendBy: now + SEND_SLACK_MS });
   };
+  // Whether the service's queue, not the window, is what keeps the waiting asks waiting.
+  let queueFull = false;
   if (!state.paused) {
     for (;;) {
-      const room = roomNow(state.log, now, window);
+      const windowRoom = roomNow(state.log, now, window);
+      const room = Math.min(windowRoom, queueRoom(state.queue, state.log, now));
+      queueFull = windowRoom > 0 && room <= 0;
       const next = grantOrder(state, waiting)[0];
       if (room <= 0 || next === undefined) break;
       const count = Math.min(room, next.count);
@@ -181,7 +189,10 @@ export function grantNow(
   for (const ask of waiting.filter((waiter) => waiter.giveUpAt <= now)) answer(ask, 0);
   if (waiting.length === 0) return { answers, nextAt: undefined };
   const giveUp = Math.min(...waiting.map((ask) => ask.giveUpAt));
-  return { answers, nextAt: state.paused ? giveUp : Math.min(giveUp, roomAgainAt(state.log, now)) };
+  if (state.paused) return { answers, nextAt: giveUp };
+  // A full queue frees room as the service's workers take jobs: seen in the next reading.
+  const roomAt = queueFull ? now + QUEUE_RETRY_MS : roomAgainAt(state.log, now);
+  return { answers, nextAt: Math.min(giveUp, roomAt) };
 }
 
 /**
@@ -199,6 +210,7 @@ export function carriedGrants(state: GrantsState): GrantsState {
     served,
     waiting: state.waiting.map((ask) => ({ ...ask })),
     earmarks: { ...state.earmarks },
+    ...(state.queue === undefined ? {} : { queue: { ...state.queue } }),
   };
 }
 
@@ -222,14 +234,17 @@ export type Ask = Omit<WaitingAsk, 'arrivedAt' | 'giveUpAt'>;
 /**
  * Answers one ask now: the room earmarked for it, or room the window has now if the ask is first in
  * order, or when to ask again (`retryAt`: when room comes back, or a little later while paused).
- * Earmarks past their sendBy leave the window first: their requests were never sent.
+ * Earmarks past their sendBy leave the window first: their requests were never sent. `reading` is
+ * the service's queue as the caller last read it (the gate keeps the newest).
  */
 export function answerAsk(
   state: GrantsState,
   ask: Ask,
   now: number,
   limit: number,
+  reading?: ServiceQueue,
 ): { grant: Grant } | { retryAt: number } {
+  state.queue = newerReading(state.queue, reading);
   const claimed = state.earmarks[ask.id];
   if (claimed && claimed.at + EARMARK_HOLD_MS >= now) {
     delete state.earmarks[ask.id];

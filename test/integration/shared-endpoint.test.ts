@@ -7,7 +7,9 @@
  * - a priority-1 job beside a priority-5 backfill of the same tenant goes in the next window, ahead
  *   of the backfill's pages that asked before it;
  * - two tenants of weights 1 and 3 share the window one to three;
- * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once.
+ * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once;
+ * - while every worker of the endpoint is busy, the service's queue holds one job per worker, so
+ *   a priority-1 job sent beside a backfill waits behind at most that many.
  * Each waits on the gate's own view (its query), never on time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -156,6 +158,56 @@ describe('many workloads on one endpoint', () => {
     // page (first come, first served would have sent the whole page, then the job in the third).
     expect(before.length).toBeGreaterThanOrEqual(RUN_LIMIT);
     expect(before.length).toBeLessThan(2 * RUN_LIMIT);
+  }, 240_000);
+
+  it("keeps the service's queue to one job per worker while every worker is busy: a priority-1 job waits behind at most that", async () => {
+    // Two workers and jobs of 2 s take 10 jobs a window; the window grants 20. Without the queue
+    // held the backfill's jobs pile up at the service, and a job sent later waits behind them all.
+    const workers = 2;
+    const endpointId = stack.endpoint({ workersMin: workers, workersMax: workers });
+    const backfill = await startBatch(
+      stack.client,
+      {
+        endpointId,
+        items: {
+          inline: Array.from({ length: 26 }, (_, i) => ({ input: { sleepMs: 2_000, output: { i } } })),
+        },
+        pageSize: RUN_LIMIT,
+        maxConcurrency: 26,
+        priority: 5,
+      },
+      { workflowId: `shared-endpoint-saturated-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    // The first window went out before any reading of the queue; once the workers have taken it
+    // down to one job each, the gate holds the rest of the backfill in Temporal.
+    await gateWhen(
+      endpointId,
+      (view) =>
+        view.serviceQueue?.room !== undefined &&
+        view.serviceQueue.inQueue <= workers &&
+        (view.waitingByPriority['5'] ?? 0) > 0,
+      "the backfill waits at the gate while the service's queue is full",
+    );
+    const job = await stack.start(
+      { endpointId, request: { input: { sleepMs: 50, output: { interactive: true } } }, priority: 1 },
+      { label: 'interactive' },
+    );
+    await awaitJob(stack.client, { job });
+    await awaitBatch(stack.client, { batch: backfill });
+
+    const jobs = stack.control.jobs(endpointId);
+    const interactive = jobs.find(
+      (entry) => 'interactive' in ((entry.input as { output?: object }).output ?? {}),
+    );
+    expect(interactive).toBeDefined();
+    const sentAt = interactive?.submittedAt ?? 0;
+    // The jobs waiting at the service when it was sent: the ones it waited behind for a worker.
+    const ahead = jobs.filter(
+      (entry) =>
+        entry !== interactive && entry.submittedAt < sentAt && (entry.startedAt ?? Infinity) > sentAt,
+    );
+    expect(ahead.length).toBeLessThanOrEqual(workers);
+    expect(stack.control.submissions(endpointId)).toBe(27);
   }, 240_000);
 
   it('shares the window between two tenants by their weights, one to three', async () => {

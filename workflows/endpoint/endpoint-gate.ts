@@ -36,6 +36,7 @@ import {
   initialGrants,
   tidy,
 } from '../../engine/endpoint-grants';
+import { holdsQueue, queueRoom } from '../../engine/service-queue';
 import { askToSendUpdate, gateViewQuery, setGateControlsUpdate } from './endpoint-gate-definitions';
 
 /** How long a gate with nothing in its window and no ask waits for one before it ends. */
@@ -64,6 +65,12 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
   let lastAskAt = Date.now();
 
   const requests = (asks: readonly { count: number }[]) => asks.reduce((sum, ask) => sum + ask.count, 0);
+  const serviceQueue = (now: number): Pick<GateView, 'serviceQueue'> => {
+    const reading = grants.queue;
+    if (reading === undefined) return {};
+    const held = holdsQueue(reading, now) ? { room: queueRoom(reading, grants.log, now) } : {};
+    return { serviceQueue: { ...reading, ...held } };
+  };
   const view = (): GateView => {
     const { waiting } = grants;
     const keys = new Set([...Object.keys(grants.granted), ...waiting.map((ask) => ask.fairnessKey)]);
@@ -86,6 +93,7 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
           .map((priority) => [String(priority), requests(waiting.filter((ask) => ask.priority === priority))])
           .filter(([, count]) => count !== 0),
       ),
+      ...serviceQueue(Date.now()),
     };
   };
 
@@ -108,6 +116,7 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
         },
         now,
         grants.limitOverride ?? ask.limit,
+        ask.queue,
       );
       // Shown in the UI; costs no history event.
       setCurrentDetails(gateCurrentDetails(view()));

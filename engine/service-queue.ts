@@ -1,0 +1,54 @@
+/**
+ * How many more jobs the service's queue for an endpoint should take now: the rule that makes
+ * priority hold at the service as well as at the gate.
+ *
+ * The service's queue is first in, first out. A job sent behind a backfill's thousand queued jobs
+ * waits for all of them, whatever its priority at the gate. So while every worker the endpoint may
+ * have is busy (none idle, `running` at `workersMax`), the gate lets at most one job per worker
+ * wait in the service's queue: enough for each worker to find its next job as it ends one, and a
+ * job granted next (the highest priority waiting) waits about one job's time for a worker. The
+ * rest waits in Temporal, where priority and fair shares order it.
+ *
+ * While the endpoint is not saturated (an idle worker, workers starting or scaling up, or no
+ * recent reading) the queue is not held: jobs queued are what makes the service scale up, and a
+ * rule that relies on readings must not stop anything when they stop coming.
+ *
+ * The queue is read by the asking processes (activities/service-queue-look.ts) and sent with their
+ * asks; the gate counts what it granted since the reading on top of it.
+ *
+ * Pure: no clock of its own; the gate passes the time in.
+ */
+import type { ServiceQueue } from '../contracts/endpoint-gate';
+import type { SendLog } from './send-window';
+
+/** A reading older than this holds nothing back (its readers have stopped asking). */
+export const QUEUE_READING_FRESH_MS = 3_000;
+/** How soon an ask held back by the queue asks again (with a newer reading). */
+export const QUEUE_RETRY_MS = 500;
+
+/** Keeps the newer of two readings. */
+export function newerReading(
+  held: ServiceQueue | undefined,
+  read: ServiceQueue | undefined,
+): ServiceQueue | undefined {
+  if (read === undefined) return held;
+  return held === undefined || read.at > held.at ? read : held;
+}
+
+/** Whether a reading holds the queue: recent, and every worker the endpoint may have is busy. */
+export function holdsQueue(reading: ServiceQueue | undefined, now: number): reading is ServiceQueue {
+  if (reading === undefined || now - reading.at > QUEUE_READING_FRESH_MS) return false;
+  const { workersMax } = reading;
+  return workersMax !== undefined && workersMax > 0 && reading.idle === 0 && reading.running >= workersMax;
+}
+
+/**
+ * The jobs the service's queue may take now: unbounded while the queue is not held, else one per
+ * worker less what waits in it and what was granted since the reading.
+ */
+export function queueRoom(reading: ServiceQueue | undefined, log: SendLog, now: number): number {
+  if (!holdsQueue(reading, now)) return Number.POSITIVE_INFINITY;
+  let grantedSince = 0;
+  for (const [at, count] of log) if (at > reading.at) grantedSince += count;
+  return Math.max(0, (reading.workersMax ?? 0) - reading.inQueue - grantedSince);
+}

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import type { ServiceQueue } from '../../contracts/endpoint-gate';
+import { answerAsk, grantNow, initialGrants, type WaitingAsk } from '../../engine/endpoint-grants';
+import { SEND_SLACK_MS } from '../../engine/send-window';
+import {
+  holdsQueue,
+  newerReading,
+  QUEUE_READING_FRESH_MS,
+  QUEUE_RETRY_MS,
+  queueRoom,
+} from '../../engine/service-queue';
+
+/** An endpoint of 10 workers, all busy, 4 jobs waiting, read at time 1,000. */
+function reading(fields: Partial<ServiceQueue> = {}): ServiceQueue {
+  return { inQueue: 4, running: 10, idle: 0, workersMax: 10, at: 1_000, ...fields };
+}
+
+function ask(id: string, fields: Partial<WaitingAsk> = {}): WaitingAsk {
+  return {
+    id,
+    count: 10,
+    priority: 3,
+    fairnessKey: '',
+    weight: 1,
+    arrivedAt: 0,
+    giveUpAt: 60_000,
+    ...fields,
+  };
+}
+
+describe('holdsQueue', () => {
+  it.each([
+    ['every worker busy, read just now', reading(), 1_000, true],
+    ['read as long ago as still counts', reading(), 1_000 + QUEUE_READING_FRESH_MS, true],
+    ['read too long ago: its readers stopped asking', reading(), 1_001 + QUEUE_READING_FRESH_MS, false],
+    ['a worker idle', reading({ idle: 1, running: 9 }), 1_000, false],
+    [
+      'workers still starting (fewer running than the most it may have)',
+      reading({ running: 6 }),
+      1_000,
+      false,
+    ],
+    ['workersMax unknown', reading({ workersMax: undefined }), 1_000, false],
+    ['workersMax 0', reading({ workersMax: 0, running: 0 }), 1_000, false],
+    ['no reading', undefined, 1_000, false],
+  ])('%s: %s', (_, read, now, holds) => {
+    expect(holdsQueue(read, now)).toBe(holds);
+  });
+});
+
+describe('queueRoom', () => {
+  it('is one job per worker, less what waits and what was granted since the reading', () => {
+    // 10 - 4 waiting - 3 granted after the reading (the 5 granted before it are in inQueue).
+    expect(
+      queueRoom(
+        reading(),
+        [
+          [900, 5],
+          [1_100, 3],
+        ],
+        1_200,
+      ),
+    ).toBe(3);
+    expect(queueRoom(reading({ inQueue: 30 }), [], 1_200)).toBe(0);
+  });
+
+  it('is unbounded while the queue is not held', () => {
+    expect(queueRoom(reading({ idle: 2, running: 8 }), [], 1_200)).toBe(Number.POSITIVE_INFINITY);
+    expect(queueRoom(undefined, [], 1_200)).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('newerReading', () => {
+  it('keeps the newest of the readings that reach the gate from several processes', () => {
+    const older = reading({ at: 500, inQueue: 9 });
+    const newer = reading({ at: 900, inQueue: 1 });
+    expect(newerReading(older, newer)).toBe(newer);
+    expect(newerReading(newer, older)).toBe(newer);
+    expect(newerReading(newer, undefined)).toBe(newer);
+    expect(newerReading(undefined, older)).toBe(older);
+  });
+});
+
+describe('the gate with the service queue held', () => {
+  it('grants the room the queue has, highest priority first, and looks again soon for more', () => {
+    const state = initialGrants();
+    state.queue = reading({ inQueue: 7 });
+    const waiting = [
+      ask('backfill', { priority: 5, count: 50 }),
+      ask('interactive', { priority: 1, count: 1, arrivedAt: 5 }),
+      ask('backfill-next-page', { priority: 5, count: 50, arrivedAt: 10 }),
+    ];
+    const { answers, nextAt } = grantNow(state, waiting, 1_100, 1_000);
+    // 3 places in the queue: the interactive job's 1, then 2 of the backfill's first page.
+    expect(answers).toEqual([
+      { id: 'interactive', count: 1, at: 1_100, sendBy: 1_100 + SEND_SLACK_MS },
+      { id: 'backfill', count: 2, at: 1_100, sendBy: 1_100 + SEND_SLACK_MS },
+    ]);
+    expect(waiting.map((waiter) => waiter.id)).toEqual(['backfill-next-page']);
+    // The window has room: the queue, read again in a moment, is what the next page waits for.
+    expect(nextAt).toBe(1_100 + QUEUE_RETRY_MS);
+  });
+
+  it('grants the window as before when the endpoint has an idle worker', () => {
+    const state = initialGrants();
+    state.queue = reading({ inQueue: 7, idle: 1, running: 9 });
+    const { answers } = grantNow(state, [ask('backfill', { count: 50 })], 1_100, 1_000);
+    expect(answers.map((answer) => answer.count)).toEqual([50]);
+  });
+
+  it('takes the reading an ask brings and answers with when to ask again while the queue is full', () => {
+    const state = initialGrants();
+    const full = answerAsk(
+      state,
+      { id: 'page', count: 20, priority: 3, fairnessKey: '', weight: 1 },
+      1_100,
+      1_000,
+      reading({ inQueue: 10 }),
+    );
+    expect(full).toEqual({ retryAt: 1_100 + QUEUE_RETRY_MS });
+    // The workers took 6 jobs: the next reading, brought by the same ask asked again, has room.
+    const granted = answerAsk(
+      state,
+      { id: 'page', count: 20, priority: 3, fairnessKey: '', weight: 1 },
+      1_600,
+      1_000,
+      reading({ inQueue: 4, at: 1_550 }),
+    );
+    expect(granted).toEqual({ grant: { id: 'page', count: 6, at: 1_600, sendBy: 1_600 + SEND_SLACK_MS } });
+  });
+
+  it('holds nothing back once the readings stop coming', () => {
+    const state = initialGrants();
+    state.queue = reading({ inQueue: 50 });
+    const { answers } = grantNow(state, [ask('page', { count: 20 })], 1_001 + QUEUE_READING_FRESH_MS, 1_000);
+    expect(answers.map((answer) => answer.count)).toEqual([20]);
+  });
+});
