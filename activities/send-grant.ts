@@ -24,7 +24,10 @@ import {
   sendGrantSchema,
 } from '../contracts/endpoint-gate';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
-import { type QueueReader, serviceQueueReading } from './service-queue-look';
+import { type QueueReader, serviceQueueReading, serviceQueueReadingSoon } from './service-queue-look';
+
+/** How long a submit of more than one request waits for a first reading of the service's queue. */
+const FIRST_READING_WAIT_MS = 1_000;
 
 /** A gate that could not answer (busy, continuing as new): ask again after this, with some jitter. */
 const BUSY_RETRY_MS = 200;
@@ -254,10 +257,13 @@ export async function grantToSend(
     try {
       const reader = deps.client;
       // Read by the client itself (one per worker): its readings are kept per client.
+      const queueReader =
+        reader.jobs === undefined || reader.endpoints === undefined ? undefined : (reader as QueueReader);
       const reading =
-        reader.jobs === undefined || reader.endpoints === undefined
-          ? undefined
-          : () => serviceQueueReading(reader as QueueReader, endpointId);
+        queueReader === undefined ? undefined : () => serviceQueueReading(queueReader, endpointId);
+      if (queueReader !== undefined && asked > 1) {
+        await serviceQueueReadingSoon(queueReader, endpointId, FIRST_READING_WAIT_MS);
+      }
       grant = await (deps.askToSend ?? askToSend)(
         { endpointId, count: asked, limit, ...scheduling },
         reading,

@@ -67,14 +67,17 @@ async function read(
     readings.listing$ === undefined &&
     (listedFor >= LISTED_FOR_MS || (missing && listedFor >= MISSING_LISTED_AFTER_MS))
   ) {
-    readings.listing$ = listWorkersMax(client, readings).finally(() => {
-      readings.listing$ = undefined;
-    });
+    // Awaited below by this reading only: a failed listing is no workersMax, never an error.
+    readings.listing$ = listWorkersMax(client, readings)
+      .catch(() => undefined)
+      .finally(() => {
+        readings.listing$ = undefined;
+      });
   }
   const at = Date.now();
   const health = await client.jobs.health(endpointId);
   // The first reading of a process waits for the listing: without workersMax it holds nothing.
-  await readings.listing$?.catch(() => undefined);
+  await readings.listing$;
   const workersMax = readings.workersMax.get(endpointId);
   entry.reading = {
     inQueue: health.jobs.inQueue,
@@ -126,4 +129,25 @@ export function serviceQueueReading(client: QueueReader, endpointId: string): Se
     keepReading(client, readings, endpointId, entry);
   const last = entry.reading;
   return last !== undefined && now - last.at <= QUEUE_READING_FRESH_MS ? last : undefined;
+}
+
+/**
+ * The endpoint's queue, waiting up to `waitMs` for a first reading when there is no recent one: a
+ * batch's first page waits a moment so that the gate knows the queue before it grants a window's
+ * worth (a single job never waits for a reading).
+ */
+export async function serviceQueueReadingSoon(
+  client: QueueReader,
+  endpointId: string,
+  waitMs: number,
+): Promise<ServiceQueue | undefined> {
+  const now = serviceQueueReading(client, endpointId);
+  if (now !== undefined) return now;
+  const reading$ = byClient.get(client)?.endpoints.get(endpointId)?.reading$;
+  if (reading$ !== undefined) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([reading$, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+  }
+  return serviceQueueReading(client, endpointId);
 }

@@ -3,14 +3,14 @@
  * priority hold at the service as well as at the gate.
  *
  * The service's queue is first in, first out. A job sent behind a backfill's thousand queued jobs
- * waits for all of them, whatever its priority at the gate. So while every worker the endpoint may
- * have is busy (none idle, `running` at `workersMax`), the gate lets at most one job per worker
- * wait in the service's queue: enough for each worker to find its next job as it ends one, and a
- * job granted next (the highest priority waiting) waits about one job's time for a worker. The
- * rest waits in Temporal, where priority and fair shares order it.
+ * waits for all of them, whatever its priority at the gate. So once the endpoint has every worker
+ * it may have (`idle + running` at `workersMax`), the gate lets the service hold a job for each
+ * idle worker and one more per worker waiting in its queue: enough for each worker to find its
+ * next job as it ends one, and a job granted next (the highest priority waiting) waits about one
+ * job's time for a worker. The rest waits in Temporal, where priority and fair shares order it.
  *
- * While the endpoint is not saturated (an idle worker, workers starting or scaling up, or no
- * recent reading) the queue is not held: jobs queued are what makes the service scale up, and a
+ * While the endpoint has fewer workers than it may have (starting, or scaling up), or without a
+ * recent reading, the queue is not held: jobs queued are what makes the service scale up, and a
  * rule that relies on readings must not stop anything when they stop coming.
  *
  * The queue is read by the asking processes (activities/service-queue-look.ts) and sent with their
@@ -35,20 +35,21 @@ export function newerReading(
   return held === undefined || read.at > held.at ? read : held;
 }
 
-/** Whether a reading holds the queue: recent, and every worker the endpoint may have is busy. */
+/** Whether a reading holds the queue: recent, and the endpoint has every worker it may have. */
 export function holdsQueue(reading: ServiceQueue | undefined, now: number): reading is ServiceQueue {
   if (reading === undefined || now - reading.at > QUEUE_READING_FRESH_MS) return false;
   const { workersMax } = reading;
-  return workersMax !== undefined && workersMax > 0 && reading.idle === 0 && reading.running >= workersMax;
+  return workersMax !== undefined && workersMax > 0 && reading.idle + reading.running >= workersMax;
 }
 
 /**
- * The jobs the service's queue may take now: unbounded while the queue is not held, else one per
- * worker less what waits in it and what was granted since the reading.
+ * The jobs the service may take now: unbounded while the queue is not held, else one per idle
+ * worker and one per worker to wait in the queue, less what waits in it and what was granted
+ * since the reading.
  */
 export function queueRoom(reading: ServiceQueue | undefined, log: SendLog, now: number): number {
   if (!holdsQueue(reading, now)) return Number.POSITIVE_INFINITY;
   let grantedSince = 0;
   for (const [at, count] of log) if (at > reading.at) grantedSince += count;
-  return Math.max(0, (reading.workersMax ?? 0) - reading.inQueue - grantedSince);
+  return Math.max(0, (reading.workersMax ?? 0) + reading.idle - reading.inQueue - grantedSince);
 }

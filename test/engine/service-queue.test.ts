@@ -33,13 +33,9 @@ describe('holdsQueue', () => {
     ['every worker busy, read just now', reading(), 1_000, true],
     ['read as long ago as still counts', reading(), 1_000 + QUEUE_READING_FRESH_MS, true],
     ['read too long ago: its readers stopped asking', reading(), 1_001 + QUEUE_READING_FRESH_MS, false],
-    ['a worker idle', reading({ idle: 1, running: 9 }), 1_000, false],
-    [
-      'workers still starting (fewer running than the most it may have)',
-      reading({ running: 6 }),
-      1_000,
-      false,
-    ],
+    ['every worker up, one idle', reading({ idle: 1, running: 9 }), 1_000, true],
+    ['workers still starting (fewer up than the most it may have)', reading({ running: 6 }), 1_000, false],
+    ['scaling up, some idle', reading({ idle: 3, running: 4 }), 1_000, false],
     ['workersMax unknown', reading({ workersMax: undefined }), 1_000, false],
     ['workersMax 0', reading({ workersMax: 0, running: 0 }), 1_000, false],
     ['no reading', undefined, 1_000, false],
@@ -64,8 +60,14 @@ describe('queueRoom', () => {
     expect(queueRoom(reading({ inQueue: 30 }), [], 1_200)).toBe(0);
   });
 
+  it('counts a job for each idle worker on top of the queue', () => {
+    // A warm endpoint of 10 idle workers takes 10 jobs now and 10 to wait: the first window of a
+    // backfill cannot fill the queue ahead of the jobs sent after it.
+    expect(queueRoom(reading({ inQueue: 0, idle: 10, running: 0 }), [], 1_200)).toBe(20);
+  });
+
   it('is unbounded while the queue is not held', () => {
-    expect(queueRoom(reading({ idle: 2, running: 8 }), [], 1_200)).toBe(Number.POSITIVE_INFINITY);
+    expect(queueRoom(reading({ idle: 2, running: 5 }), [], 1_200)).toBe(Number.POSITIVE_INFINITY);
     expect(queueRoom(undefined, [], 1_200)).toBe(Number.POSITIVE_INFINITY);
   });
 });
@@ -101,9 +103,9 @@ describe('the gate with the service queue held', () => {
     expect(nextAt).toBe(1_100 + QUEUE_RETRY_MS);
   });
 
-  it('grants the window as before when the endpoint has an idle worker', () => {
+  it('grants the window as before while the endpoint scales up', () => {
     const state = initialGrants();
-    state.queue = reading({ inQueue: 7, idle: 1, running: 9 });
+    state.queue = reading({ inQueue: 7, idle: 1, running: 5 });
     const { answers } = grantNow(state, [ask('backfill', { count: 50 })], 1_100, 1_000);
     expect(answers.map((answer) => answer.count)).toEqual([50]);
   });

@@ -8,8 +8,8 @@
  *   of the backfill's pages that asked before it;
  * - two tenants of weights 1 and 3 share the window one to three;
  * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once;
- * - while every worker of the endpoint is busy, the service's queue holds one job per worker, so
- *   a priority-1 job sent beside a backfill waits behind at most that many.
+ * - once the endpoint has all its workers, the service's queue holds one job per worker, so a
+ *   priority-1 job sent beside a backfill waits behind at most that many.
  * Each waits on the gate's own view (its query), never on time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -160,7 +160,7 @@ describe('many workloads on one endpoint', () => {
     expect(before.length).toBeLessThan(2 * RUN_LIMIT);
   }, 240_000);
 
-  it("keeps the service's queue to one job per worker while every worker is busy: a priority-1 job waits behind at most that", async () => {
+  it("holds the service's queue to one job per worker once the endpoint has all its workers: a priority-1 job waits behind at most that", async () => {
     // Two workers and jobs of 2 s take 10 jobs a window; the window grants 20. Without the queue
     // held the backfill's jobs pile up at the service, and a job sent later waits behind them all.
     const workers = 2;
@@ -178,8 +178,8 @@ describe('many workloads on one endpoint', () => {
       },
       { workflowId: `shared-endpoint-saturated-${Date.now()}`, taskQueue: stack.taskQueue },
     );
-    // The first window went out before any reading of the queue; once the workers have taken it
-    // down to one job each, the gate holds the rest of the backfill in Temporal.
+    // The gate lets the service hold a job per idle worker and one more per worker in its queue,
+    // and holds the rest of the backfill in Temporal.
     await gateWhen(
       endpointId,
       (view) =>
