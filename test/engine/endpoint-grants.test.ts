@@ -11,21 +11,11 @@ import {
   type WaitingAsk,
 } from '../../engine/endpoint-grants';
 import { RUN_WINDOW_MS, SEND_SLACK_MS } from '../../engine/send-window';
+import { waitingAsk } from '../support/waiting-ask';
 
 const SPAN = RUN_WINDOW_MS + SEND_SLACK_MS;
 
-function ask(id: string, fields: Partial<WaitingAsk> = {}): WaitingAsk {
-  return {
-    id,
-    count: 10,
-    priority: 3,
-    fairnessKey: '',
-    weight: 1,
-    arrivedAt: 0,
-    giveUpAt: 60_000,
-    ...fields,
-  };
-}
+const ask = waitingAsk;
 
 /** Joins each ask as the gate does when it takes it, then grants at `now`. */
 function take(state: GrantsState, waiting: WaitingAsk[], asks: WaitingAsk[]): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceQueue } from '../../contracts/endpoint-gate';
-import { answerAsk, grantNow, initialGrants, type WaitingAsk } from '../../engine/endpoint-grants';
+import { answerAsk, grantNow, initialGrants } from '../../engine/endpoint-grants';
 import { SEND_SLACK_MS } from '../../engine/send-window';
 import {
   holdsQueue,
@@ -9,24 +9,14 @@ import {
   QUEUE_RETRY_MS,
   queueRoom,
 } from '../../engine/service-queue';
+import { waitingAsk } from '../support/waiting-ask';
 
 /** An endpoint of 10 workers, all busy, 4 jobs waiting, read at time 1,000. */
 function reading(fields: Partial<ServiceQueue> = {}): ServiceQueue {
   return { inQueue: 4, running: 10, idle: 0, workersMax: 10, at: 1_000, ...fields };
 }
 
-function ask(id: string, fields: Partial<WaitingAsk> = {}): WaitingAsk {
-  return {
-    id,
-    count: 10,
-    priority: 3,
-    fairnessKey: '',
-    weight: 1,
-    arrivedAt: 0,
-    giveUpAt: 60_000,
-    ...fields,
-  };
-}
+const ask = waitingAsk;
 
 describe('holdsQueue', () => {
   it.each([
