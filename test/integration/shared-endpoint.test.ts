@@ -38,44 +38,52 @@ describe('many workloads on one endpoint', () => {
     await stack?.close();
   });
 
-  it('three batches and single jobs started together all finish, each item submitted once', async () => {
-    const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
-    const batches = await Promise.all(
-      Array.from({ length: BATCHES }, (_, batch) =>
-        startBatch(
-          stack.client,
-          {
-            endpointId,
-            items: {
-              inline: Array.from({ length: ITEMS }, (_, i) => ({
-                input: { sleepMs: 50, output: { batch, i } },
-              })),
+  // Repeated with more, smaller batches: together each mix offers twice what a window holds.
+  it.each([
+    { batchCount: BATCHES, items: ITEMS, jobCount: JOBS },
+    { batchCount: 10, items: 4, jobCount: 5 },
+  ])(
+    '$batchCount batches and $jobCount single jobs started together all finish, each item submitted once',
+    async ({ batchCount, items, jobCount }) => {
+      const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
+      const batches = await Promise.all(
+        Array.from({ length: batchCount }, (_, batch) =>
+          startBatch(
+            stack.client,
+            {
+              endpointId,
+              items: {
+                inline: Array.from({ length: items }, (_, i) => ({
+                  input: { sleepMs: 50, output: { batch, i } },
+                })),
+              },
+              maxConcurrency: items,
             },
-            maxConcurrency: ITEMS,
-          },
-          { workflowId: `shared-endpoint-${batch}-${Date.now()}`, taskQueue: stack.taskQueue },
+            { workflowId: `shared-endpoint-${batch}-${Date.now()}`, taskQueue: stack.taskQueue },
+          ),
         ),
-      ),
-    );
-    const jobs = await Promise.all(
-      Array.from({ length: JOBS }, (_, job) =>
-        stack.start(
-          { endpointId, request: { input: { sleepMs: 50, output: { job } } } },
-          { label: 'single' },
+      );
+      const jobs = await Promise.all(
+        Array.from({ length: jobCount }, (_, job) =>
+          stack.start(
+            { endpointId, request: { input: { sleepMs: 50, output: { job } } } },
+            { label: 'single' },
+          ),
         ),
-      ),
-    );
+      );
 
-    const summaries = await Promise.all(batches.map((batch) => awaitBatch(stack.client, { batch })));
-    for (const summary of summaries) {
-      expect(summary).toMatchObject({ total: ITEMS, counts: { completed: ITEMS }, submissions: ITEMS });
-    }
-    const outputs = await Promise.all(jobs.map((job) => awaitJob(stack.client, { job })));
-    expect(outputs.map((output) => output.output)).toEqual(
-      Array.from({ length: JOBS }, (_, job) => ({ job })),
-    );
-    expect(stack.control.submissions(endpointId)).toBe(BATCHES * ITEMS + JOBS);
-  }, 240_000);
+      const summaries = await Promise.all(batches.map((batch) => awaitBatch(stack.client, { batch })));
+      for (const summary of summaries) {
+        expect(summary).toMatchObject({ total: items, counts: { completed: items }, submissions: items });
+      }
+      const outputs = await Promise.all(jobs.map((job) => awaitJob(stack.client, { job })));
+      expect(outputs.map((output) => output.output)).toEqual(
+        Array.from({ length: jobCount }, (_, job) => ({ job })),
+      );
+      expect(stack.control.submissions(endpointId)).toBe(batchCount * items + jobCount);
+    },
+    240_000,
+  );
 
   it('takes a burst of jobs started at once on one endpoint, more than the server lets wait on one workflow: each submitted once', async () => {
     // The Temporal server holds at most 10 updates in flight on one workflow: the gate answers each
