@@ -146,6 +146,7 @@ function submitPage(run: BatchRun, page: number[], endpoint: number, now: number
           endpointId,
           manifestKey: state.manifestKey,
           indexes: page,
+          ...(run.stage === undefined ? {} : { pipeline: run.stage.pageSource(page) }),
           // Only an orphan that may be adopted needs a webhook; every other job is watched.
           webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
           ...(lease === undefined ? {} : { submitLease: lease }),

@@ -1,0 +1,15 @@
+/**
+ * The pipeline workflow's query and signals, apart from its code so that the client imports
+ * definitions only. A stage's webhooks reach the pipeline by the batch's own signal and query
+ * (batch-definitions.ts): a piece's number names its item in every stage's window.
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { PipelineProgress, PipelineSummary } from '../../contracts/pipeline-types';
+
+/** Each stage's counts, window, buffer and cost, as they stand. */
+export const pipelineProgressQuery = defineQuery<PipelineProgress>('serverlessPipelineProgress');
+/** The summary as it stands: how a cancelled pipeline still gives its counts and results' place. */
+export const pipelineSummaryQuery = defineQuery<PipelineSummary>('serverlessPipelineSummary');
+/** Stops admitting pieces to every stage; jobs in flight carry on. */
+export const pausePipelineSignal = defineSignal('serverlessPipelinePause');
+export const resumePipelineSignal = defineSignal('serverlessPipelineResume');
