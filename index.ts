@@ -257,6 +257,36 @@ export {
   startJobOptionsSchema,
   validateJobInput,
 } from './client/jobs';
+// Pipelines: items through ordered stages, each on its own endpoint.
+export {
+  awaitPipeline,
+  cancelPipeline,
+  definePipelineTransform,
+  finishedPipelineSummary,
+  getPipelineProgress,
+  PIPELINE_FAILURE,
+  type PipelineFailure,
+  type PipelineHandle,
+  type PipelineInput,
+  type PipelineProgress,
+  type PipelineResultLine,
+  type PipelineStageInput,
+  type PipelineStageProgress,
+  type PipelineSummary,
+  type PipelineTarget,
+  type PipelineTransform,
+  type PipelineWorkflow,
+  pausePipeline,
+  pipelineFailureOf,
+  type ReadPipelineResultsOptions,
+  readPipelineResults,
+  resumePipeline,
+  type StartPipelineOptions,
+  startPipeline,
+  startPipelineOptionsSchema,
+  type TransformPiece,
+  validatePipelineInput,
+} from './client/pipelines';
 export { overlapSchema, schedulePoliciesSchema, scheduleSpecSchema } from './client/schedule-spec';
 // Schedules.
 export {

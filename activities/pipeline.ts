@@ -24,7 +24,7 @@ import { previousResult } from './pipeline-requests';
 export type { PipelineTransform, TransformPiece } from '../contracts/pipeline-types';
 
 /** Checks a transform's name and shape (the name is what a stage's `transform.name` says). */
-export function defineTransform(transform: PipelineTransform): PipelineTransform {
+export function definePipelineTransform(transform: PipelineTransform): PipelineTransform {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(transform.name))
     throw new ValidationError(
       'name',

@@ -127,7 +127,10 @@ export interface PipelineProgress {
 }
 
 export interface PipelineSummary extends PipelineProgress {
-  /** Where the result lines are: the store's name and the key they are written under. */
+  /**
+   * Where its data is: the store's name and the pipeline's key in it (result lines under
+   * pipelineResultsKey, each stage's under stageKeyOf).
+   */
   results: { store?: string; key: string };
   /** Pieces that ended, by outcome (completed: through the last stage). */
   ended: { completed: number; failed: number; dropped: number; notStarted: number };

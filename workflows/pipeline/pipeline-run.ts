@@ -13,7 +13,6 @@ import {
   type PipelineProgress,
   type PipelineResultLine,
   type PipelineSummary,
-  pipelineResultsKey,
   type StagePageSource,
   stageKeyOf,
 } from '../../contracts/pipeline-types';
@@ -247,7 +246,7 @@ export function pipelineSummary(run: PipelineRun): PipelineSummary {
     ...pipelineProgress(run),
     results: {
       ...(state.store === undefined ? {} : { store: state.store }),
-      key: pipelineResultsKey(state.pipelineKey),
+      key: state.pipelineKey,
     },
     ended: { ...state.ended },
   };

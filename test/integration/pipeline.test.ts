@@ -1,0 +1,143 @@
+/**
+ * Pipelines end to end: the real worker, the dev server, the emulator over HTTP. Three stages on
+ * three endpoints: `transcribe` takes the items as they are, `translate` makes its input by a map
+ * from the item and transcribe's output, and `speak` takes its input from a transform registered
+ * on the worker that splits an item into its scenes (and drops one with none). One item fails
+ * translate and ends there, its line naming the stage. Every item is accounted for, and each
+ * stage's endpoint saw exactly one submission per piece that reached it. A second pipeline runs
+ * with the smallest maxEventsPerRun and continues as new mid-flow, carrying every stage's state.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipelineTransform } from '../../activities/pipeline';
+import {
+  awaitPipeline,
+  getPipelineProgress,
+  type PipelineInput,
+  type PipelineResultLine,
+  type PipelineSummary,
+  readPipelineResults,
+  startPipeline,
+} from '../../client/pipelines';
+import { type JobStack, startJobStack } from '../support/integration';
+
+/** The submit lease off: at time scale 100 its default is too short to extend (see batch.test.ts). */
+const JOB = {
+  submitLease: false,
+  polling: { initialInterval: 100, maxInterval: 500, backoffCoefficient: 1.5 },
+} as const;
+
+/** Splits a piece into its scenes: none drops it. */
+const scenes = definePipelineTransform({
+  name: 'scenes',
+  run({ previous, origin }) {
+    const { text, scenes: count } = previous.output as { text: string; scenes: number };
+    return Array.from({ length: count }, (_, scene) => ({ input: { output: { text, scene, origin } } }));
+  },
+});
+
+/** Item i: its scenes, and whether translate fails it (five failures, no retry: for good). */
+const itemOf = (i: number, sceneCount: number, failsTranslate = false) => ({
+  input: {
+    output: {
+      translated: { text: `item ${i}`, scenes: sceneCount },
+      ...(failsTranslate ? { translateFailures: 5 } : {}),
+    },
+  },
+});
+
+function pipelineInput(
+  endpoints: string[],
+  items: unknown[],
+  extra: Partial<PipelineInput> = {},
+): PipelineInput {
+  const [transcribe, translate, speak] = endpoints;
+  return {
+    items: { inline: items as never },
+    stages: [
+      { name: 'transcribe', endpointId: transcribe, maxConcurrency: 4, job: JOB },
+      {
+        name: 'translate',
+        endpointId: translate,
+        maxConcurrency: 2,
+        buffer: 2,
+        job: JOB,
+        failureTolerance: { count: 1 },
+        map: {
+          'input.output': '$.previous.output.translated',
+          'input.failTimes': { path: '$.previous.output.translateFailures', default: 0 },
+          'input.sleepMs': { path: '$.item.input.sleepMs', default: 0 },
+        },
+      },
+      { name: 'speak', endpointId: speak, maxConcurrency: 3, job: JOB, transform: { name: 'scenes' } },
+    ],
+    ...extra,
+  };
+}
+
+const byOrigin = (lines: PipelineResultLine[]) =>
+  [...lines].sort((a, b) => a.origin - b.origin || String(a.part).localeCompare(String(b.part)));
+
+describe('pipelines on the emulator', () => {
+  let stack: JobStack;
+  const readAll = async (summary: PipelineSummary) => {
+    const lines: PipelineResultLine[] = [];
+    const store = stack.workerEnv.RESULT_STORE_DIR as string;
+    for await (const line of readPipelineResults(stack.client, { pipeline: summary, store }))
+      lines.push(line);
+    return lines;
+  };
+  beforeAll(async () => {
+    stack = await startJobStack({ name: 'pipeline', timeScale: 100, transforms: [scenes] });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('moves items through three stages: a map, a split, a drop and a failure at its stage', async () => {
+    const endpoints = [stack.endpoint(), stack.endpoint(), stack.endpoint()];
+    const items = [itemOf(0, 1), itemOf(1, 3), itemOf(2, 0), itemOf(3, 2), itemOf(4, 2, true)];
+    const handle = await startPipeline(stack.client, pipelineInput(endpoints, items), {
+      workflowId: `pipeline-${Date.now()}`,
+      taskQueue: stack.taskQueue,
+    });
+    const summary = await awaitPipeline(stack.client, { pipeline: handle });
+    expect(summary.ended).toEqual({ completed: 6, failed: 1, dropped: 1, notStarted: 0 });
+    expect(summary.stages.map((stage) => [stage.name, stage.counts.completed, stage.counts.failed])).toEqual([
+      ['transcribe', 5, 0],
+      ['translate', 4, 1],
+      ['speak', 6, 0],
+    ]);
+    expect(summary.stages[2]?.counts).toMatchObject({ dropped: 1, split: 2, parts: 5 });
+
+    const lines = byOrigin(await readAll(summary));
+    expect(
+      lines.map(({ origin, part, stage, outcome }) => ({
+        origin,
+        ...(part ? { part } : {}),
+        stage,
+        outcome,
+      })),
+    ).toEqual([
+      { origin: 0, stage: 'speak', outcome: 'completed' },
+      { origin: 1, part: [0], stage: 'speak', outcome: 'completed' },
+      { origin: 1, part: [1], stage: 'speak', outcome: 'completed' },
+      { origin: 1, part: [2], stage: 'speak', outcome: 'completed' },
+      { origin: 2, stage: 'speak', outcome: 'dropped' },
+      { origin: 3, part: [0], stage: 'speak', outcome: 'completed' },
+      { origin: 3, part: [1], stage: 'speak', outcome: 'completed' },
+      { origin: 4, stage: 'translate', outcome: 'failed' },
+    ]);
+    // Each completed piece's output is its scene of its item's text, made by the transform.
+    for (const line of lines.filter((line) => line.outcome === 'completed'))
+      expect(line.output).toEqual({
+        text: `item ${line.origin}`,
+        scene: line.part?.[0] ?? 0,
+        origin: line.origin,
+      });
+    expect(lines.find((line) => line.origin === 4)).toMatchObject({ status: 'FAILED' });
+    // One submission per piece at each stage's endpoint.
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([5, 5, 6]);
+    const progress = await getPipelineProgress(stack.client, { pipeline: handle });
+    expect(progress.stages.map((stage) => stage.name)).toEqual(['transcribe', 'translate', 'speak']);
+  });
+});
