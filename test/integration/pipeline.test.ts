@@ -140,4 +140,25 @@ describe('pipelines on the emulator', () => {
     const progress = await getPipelineProgress(stack.client, { pipeline: handle });
     expect(progress.stages.map((stage) => stage.name)).toEqual(['transcribe', 'translate', 'speak']);
   });
+
+  it('continues as new mid-flow, carrying every stage: each piece ends once, each stage submits it once', async () => {
+    const endpoints = [stack.endpoint(), stack.endpoint(), stack.endpoint()];
+    const ITEMS = 30;
+    // Scenes 0 (dropped), 1 and 2 (split) in turn: 30 pieces complete.
+    const items = Array.from({ length: ITEMS }, (_, i) => itemOf(i, i % 3));
+    const handle = await startPipeline(
+      stack.client,
+      pipelineInput(endpoints, items, { pageSize: 2, maxEventsPerRun: 200 }),
+      { workflowId: `pipeline-continue-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: handle });
+    expect(summary.runs).toBeGreaterThan(1);
+    expect(summary.ended).toEqual({ completed: 30, failed: 0, dropped: 10, notStarted: 0 });
+    const lines = await readAll(summary);
+    const pieces = lines.map((line) => `${line.origin}:${line.part ?? ''}`);
+    expect(new Set(pieces).size).toBe(40);
+    expect(lines.filter((line) => line.outcome === 'completed')).toHaveLength(30);
+    expect(new Set(lines.map((line) => line.origin)).size).toBe(ITEMS);
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([30, 30, 30]);
+  });
 });
