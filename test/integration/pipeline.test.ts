@@ -11,14 +11,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipelineTransform } from '../../activities/pipeline';
 import {
   awaitPipeline,
+  cancelPipeline,
+  finishedPipelineSummary,
   getPipelineProgress,
   type PipelineInput,
   type PipelineResultLine,
   type PipelineSummary,
+  pausePipeline,
   readPipelineResults,
+  resumePipeline,
   startPipeline,
 } from '../../client/pipelines';
-import { type JobStack, startJobStack } from '../support/integration';
+import { eventually, type JobStack, jobsInProgress, startJobStack } from '../support/integration';
 
 /** The submit lease off: at time scale 100 its default is too short to extend (see batch.test.ts). */
 const JOB = {
@@ -36,11 +40,13 @@ const scenes = definePipelineTransform({
 });
 
 /** Item i: its scenes, and whether translate fails it (five failures, no retry: for good). */
-const itemOf = (i: number, sceneCount: number, failsTranslate = false) => ({
+const itemOf = (i: number, sceneCount: number, translate: 'fails' | 'hangs' | 'runs' = 'runs') => ({
   input: {
     output: {
       translated: { text: `item ${i}`, scenes: sceneCount },
-      ...(failsTranslate ? { translateFailures: 5 } : {}),
+      ...(translate === 'fails' ? { translateFailures: 5 } : {}),
+      // An hour of service time: it runs until cancelled.
+      ...(translate === 'hangs' ? { translateSleepMs: 3_600_000 } : {}),
     },
   },
 });
@@ -64,8 +70,8 @@ function pipelineInput(
         failureTolerance: { count: 1 },
         map: {
           'input.output': '$.previous.output.translated',
-          'input.failTimes': { path: '$.previous.output.translateFailures', default: 0 },
-          'input.sleepMs': { path: '$.item.input.sleepMs', default: 0 },
+          'input.failTimes': { path: '$.item.input.output.translateFailures', default: 0 },
+          'input.sleepMs': { path: '$.previous.output.translateSleepMs', default: 0 },
         },
       },
       { name: 'speak', endpointId: speak, maxConcurrency: 3, job: JOB, transform: { name: 'scenes' } },
@@ -95,7 +101,7 @@ describe('pipelines on the emulator', () => {
 
   it('moves items through three stages: a map, a split, a drop and a failure at its stage', async () => {
     const endpoints = [stack.endpoint(), stack.endpoint(), stack.endpoint()];
-    const items = [itemOf(0, 1), itemOf(1, 3), itemOf(2, 0), itemOf(3, 2), itemOf(4, 2, true)];
+    const items = [itemOf(0, 1), itemOf(1, 3), itemOf(2, 0), itemOf(3, 2), itemOf(4, 2, 'fails')];
     const handle = await startPipeline(stack.client, pipelineInput(endpoints, items), {
       workflowId: `pipeline-${Date.now()}`,
       taskQueue: stack.taskQueue,
@@ -160,5 +166,49 @@ describe('pipelines on the emulator', () => {
     expect(lines.filter((line) => line.outcome === 'completed')).toHaveLength(30);
     expect(new Set(lines.map((line) => line.origin)).size).toBe(ITEMS);
     expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([30, 30, 30]);
+  });
+
+  it('holds a slow stage back-pressured, pauses and resumes, and cancels every stage', async () => {
+    const endpoints = [stack.endpoint(), stack.endpoint(), stack.endpoint()];
+    const items = Array.from({ length: 5 }, (_, i) => itemOf(i, 1, 'hangs'));
+    const handle = await startPipeline(stack.client, pipelineInput(endpoints, items), {
+      workflowId: `pipeline-cancel-${Date.now()}`,
+      taskQueue: stack.taskQueue,
+    });
+    // translate holds 2 (its window) and its buffer 2: transcribe stops short of the fifth item.
+    await jobsInProgress(stack.control, endpoints[1] as string, 2);
+    const held = await eventually(async () => {
+      const progress = await getPipelineProgress(stack.client, { pipeline: handle });
+      return progress.stages[1]?.buffered === 2 && progress;
+    });
+    expect(held.stages.map((stage) => stage.counts.started)).toEqual([4, 2, 0]);
+    await pausePipeline(stack.client, { pipeline: handle });
+    await eventually(async () => (await getPipelineProgress(stack.client, { pipeline: handle })).paused);
+    await resumePipeline(stack.client, { pipeline: handle });
+    await eventually(async () => !(await getPipelineProgress(stack.client, { pipeline: handle })).paused);
+
+    await cancelPipeline(stack.client, { pipeline: handle });
+    const error = await awaitPipeline(stack.client, { pipeline: handle }).then(
+      () => undefined,
+      (caught: Error) => caught,
+    );
+    expect((error?.cause as Error | undefined)?.name).toBe('CancelledFailure');
+    const jobs = stack.control.jobs(endpoints[1] as string);
+    expect(jobs.map((job) => job.status)).toEqual(['CANCELLED', 'CANCELLED']);
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([4, 2, 0]);
+    // Every piece read has its line: two cancelled in translate, two ended waiting for it.
+    const summary = await finishedPipelineSummary(stack.client, { pipeline: handle });
+    expect(summary.ended).toEqual({ completed: 0, failed: 2, dropped: 0, notStarted: 2 });
+    const lines = await readAll(summary);
+    expect(
+      lines
+        .map(({ stage, outcome, status }) => ({ stage, outcome, status }))
+        .sort((a, b) => a.outcome.localeCompare(b.outcome)),
+    ).toEqual([
+      { stage: 'translate', outcome: 'failed', status: 'CANCELLED' },
+      { stage: 'translate', outcome: 'failed', status: 'CANCELLED' },
+      { stage: 'translate', outcome: 'not-started', status: undefined },
+      { stage: 'translate', outcome: 'not-started', status: undefined },
+    ]);
   });
 });

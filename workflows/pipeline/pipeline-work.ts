@@ -108,7 +108,7 @@ export function checkPipelineStops(run: PipelineRun): void {
 
 /** Stages 0..upTo start nothing more: their buffered pieces and queued ones end, not started. */
 export function stopStages(run: PipelineRun, upTo: number, why: 'tolerance' | 'budget' | 'cancelled'): void {
-  if (upTo === run.windows.length - 1 || why !== 'budget') run.state.stopped ??= why;
+  run.state.stopped ??= why;
   endPieces(run, stopStarting(run.flow, upTo).ended);
   run.windows.slice(0, upTo + 1).forEach((window) => {
     window.state.stopping = true;
