@@ -19,7 +19,7 @@
  *   holds the timer and no worker holds a slot (see job-wait.ts);
  * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
  * - recordBatchResults: the lines of items that ended without output (failures);
- * - transformPipelinePiece, recordPipelineLines: a pipeline's transforms and result lines
+ * - transformPipelinePieces, recordPipelineLines: a pipeline's transforms and result lines
  *   (pipeline.ts); a pipeline's stages submit and watch with the activities above.
  *
  * Each lives in a module of its own (batch-stage.ts, batch-submit-page.ts, batch-watch-jobs.ts,

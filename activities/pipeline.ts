@@ -38,47 +38,58 @@ export function pipelineActivities(shared: BatchShared, transforms: readonly Pip
   const byName = new Map(transforms.map((transform) => [transform.name, transform]));
   const { store } = shared;
   return {
-    /** Runs the stage's transform on one piece; writes each part's request for its stage. */
-    async transformPipelinePiece(call: TransformCall): Promise<TransformAnswer> {
+    /** Runs the stage's transform on each piece; writes each part's request for its stage. */
+    async transformPipelinePieces(call: TransformCall): Promise<{ answers: TransformAnswer[] }> {
       const transform = byName.get(call.transform.name);
       if (!transform) {
         const known = [...byName.keys()].join(', ') || 'none';
-        return {
-          failed: `no transform named "${call.transform.name}" is registered on this worker (registered: ${known})`,
-        };
+        const failed = `no transform named "${call.transform.name}" is registered on this worker (registered: ${known})`;
+        return { answers: call.pieces.map(() => ({ failed })) };
       }
-      const previous = await previousResult(shared, call.pipelineKey, call.previous, call.seq);
-      if ('failed' in previous) return previous;
-      const [itemLine] = await store.readLines(call.manifestKey, [call.origin]);
-      let parts: JobRequestInput[];
-      try {
-        parts = await transform.run({
-          item: JSON.parse(itemLine as string) as JobRequestInput,
-          previous,
-          ...(call.transform.options === undefined ? {} : { options: call.transform.options }),
-          origin: call.origin,
-          ...(call.part ? { part: call.part } : {}),
-        });
-        if (!Array.isArray(parts)) throw new Error('it must return an array of job requests');
-        if (parts.length > MAX_SPLIT_PARTS)
-          throw new Error(`it made ${parts.length} parts; it may make at most ${MAX_SPLIT_PARTS}`);
-        parts.forEach((request, k) => {
-          requestOf(JSON.stringify(request), k);
-        });
-      } catch (error) {
-        return { failed: `transform "${transform.name}": ${(error as Error).message}` };
-      }
-      const stageKey = stageKeyOf(call.pipelineKey, call.stage);
-      // One part keeps the piece as it is; several become pieces one part longer.
-      await Promise.all(
-        parts.map((request, k) =>
-          store.writeLines(
-            stageInputKey(stageKey, call.origin, parts.length === 1 ? call.part : [...(call.part ?? []), k]),
-            [JSON.stringify(request)],
-          ),
-        ),
+      const items = await store.readLines(
+        call.manifestKey,
+        call.pieces.map((piece) => piece.origin),
       );
-      return { parts: parts.length };
+      const stageKey = stageKeyOf(call.pipelineKey, call.stage);
+      const answers = await Promise.all(
+        call.pieces.map(async (piece, k): Promise<TransformAnswer> => {
+          const previous = await previousResult(shared, call.pipelineKey, call.previous, piece.seq);
+          if ('failed' in previous) return previous;
+          let parts: JobRequestInput[];
+          try {
+            parts = await transform.run({
+              item: JSON.parse(items[k] as string) as JobRequestInput,
+              previous,
+              ...(call.transform.options === undefined ? {} : { options: call.transform.options }),
+              origin: piece.origin,
+              ...(piece.part ? { part: piece.part } : {}),
+            });
+            if (!Array.isArray(parts)) throw new Error('it must return an array of job requests');
+            if (parts.length > MAX_SPLIT_PARTS)
+              throw new Error(`it made ${parts.length} parts; it may make at most ${MAX_SPLIT_PARTS}`);
+            parts.forEach((request, part) => {
+              requestOf(JSON.stringify(request), part);
+            });
+          } catch (error) {
+            return { failed: `transform "${transform.name}": ${(error as Error).message}` };
+          }
+          // One part keeps the piece as it is; several become pieces one part longer.
+          await Promise.all(
+            parts.map((request, part) =>
+              store.writeLines(
+                stageInputKey(
+                  stageKey,
+                  piece.origin,
+                  parts.length === 1 ? piece.part : [...(piece.part ?? []), part],
+                ),
+                [JSON.stringify(request)],
+              ),
+            ),
+          );
+          return { parts: parts.length };
+        }),
+      );
+      return { answers };
     },
 
     /** Writes result lines as one part (named by the caller: a retry replaces it). */

@@ -49,19 +49,21 @@ export interface StagePageSource {
   pieces: PieceRef[];
 }
 
-/** A transform's call for one piece: it reads the item and the previous result from the store. */
+/**
+ * A transform's call for pieces of one stage (a page of them: one activity, a few history events,
+ * for many pieces); it reads each item and previous result from the store.
+ */
 export interface TransformCall {
   pipelineKey: string;
   manifestKey: string;
   stage: string;
   previous: string;
   transform: { name: string; options?: unknown };
-  seq: number;
-  origin: number;
-  part?: number[];
+  /** Each piece: its number (the previous stage's line is under it), origin and part. */
+  pieces: Array<{ seq: number; origin: number; part?: number[] }>;
 }
 
-/** A transform's answer: how many parts it made (0 drops the piece), or why it failed. */
+/** A transform's answer for one piece: how many parts it made (0 drops it), or why it failed. */
 export type TransformAnswer = { parts: number } | { failed: string };
 
 /** What a stage's result gives the next stage's map as `$.previous`. */

@@ -122,7 +122,7 @@ export function fakeService(
     async stageBatchItems() {
       return { batchKey: 'batch-test', manifestKey: 'batch-test/items.jsonl', total };
     },
-    async transformPipelinePiece() {
+    async transformPipelinePieces() {
       throw new Error('a batch runs no pipeline transform');
     },
     async recordPipelineLines() {

@@ -54,11 +54,14 @@ function fakeStages(
       );
       return { changes, running: 0 };
     },
-    async transformPipelinePiece({ origin }) {
-      const made = parts(origin);
-      return made === 'throws'
-        ? { failed: `transform "split": item ${origin} has no scenes` }
-        : { parts: made };
+    async transformPipelinePieces({ pieces }) {
+      const answers = pieces.map(({ origin }) => {
+        const made = parts(origin);
+        return made === 'throws'
+          ? { failed: `transform "split": item ${origin} has no scenes` }
+          : { parts: made };
+      });
+      return { answers };
     },
     async recordPipelineLines({ lines: written }) {
       lines.push(...written);

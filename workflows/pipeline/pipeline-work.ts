@@ -19,8 +19,8 @@ import type { BatchRun } from '../batch/batch-run';
 import { activityOutcome } from '../shared/job-failures';
 import { bumpPipeline, endPieces, type PipelineRun, totalCost, wakeWindow } from './pipeline-run';
 
-/** Transforms under way at once (each an activity on one piece). */
-const MAX_TRANSFORMS = 20;
+/** Transform calls under way at once (each an activity on up to a page of pieces). */
+const MAX_TRANSFORM_CALLS = 4;
 const LINES_PER_PART = 2_000;
 
 /** Pieces that may start enter their stage's window, queued for its next page. */
@@ -37,52 +37,58 @@ export function admitPieces(run: PipelineRun): void {
   }
 }
 
-/** Transforms due start, a few at once; each answer splits, drops or passes its piece on. */
+/**
+ * Transforms due start: a call per stage for up to a page of its pieces, a few calls at once; each
+ * answer splits, drops or passes its piece on.
+ */
 export function startTransforms(run: PipelineRun): void {
   const { state } = run;
-  for (const piece of takeTransforms(run.flow, MAX_TRANSFORMS - run.transforming)) {
-    const stage = run.input.stages[piece.stage] as ParsedPipelineStage;
-    const transform = stage.transform as NonNullable<ParsedPipelineStage['transform']>;
-    const previous = run.input.stages[piece.stage - 1] as ParsedPipelineStage;
-    run.transforming += 1;
-    shortActivities.transformPipelinePiece
-      .executeWithOptions({ summary: `transform ${transform.name}: item ${piece.origin}` }, [
-        {
-          pipelineKey: state.pipelineKey,
-          manifestKey: state.manifestKey,
-          stage: stage.name,
-          previous: previous.name,
-          transform: {
-            name: transform.name,
-            ...(transform.options === undefined ? {} : { options: transform.options }),
+  while (run.transforming < MAX_TRANSFORM_CALLS) {
+    const taken = takeTransforms(run.flow, run.input.pageSize);
+    if (taken.length === 0) return;
+    for (const at of new Set(taken.map((piece) => piece.stage))) {
+      const pieces = taken.filter((piece) => piece.stage === at);
+      const stage = run.input.stages[at] as ParsedPipelineStage;
+      const transform = stage.transform as NonNullable<ParsedPipelineStage['transform']>;
+      const previous = run.input.stages[at - 1] as ParsedPipelineStage;
+      const failAll = (reason: string) => {
+        for (const piece of pieces)
+          endPieces(run, pieceFailed(run.flow, piece.seq, { status: 'TRANSFORM_FAILED', reason }));
+      };
+      run.transforming += 1;
+      shortActivities.transformPipelinePieces
+        .executeWithOptions({ summary: `transform ${transform.name}: ${pieces.length} pieces` }, [
+          {
+            pipelineKey: state.pipelineKey,
+            manifestKey: state.manifestKey,
+            stage: stage.name,
+            previous: previous.name,
+            transform: {
+              name: transform.name,
+              ...(transform.options === undefined ? {} : { options: transform.options }),
+            },
+            pieces: pieces.map(({ seq, origin, part }) => ({ seq, origin, ...(part ? { part } : {}) })),
           },
-          seq: piece.seq,
-          origin: piece.origin,
-          ...(piece.part ? { part: piece.part } : {}),
-        },
-      ])
-      .then(
-        (answer) => {
-          if ('failed' in answer)
-            endPieces(
-              run,
-              pieceFailed(run.flow, piece.seq, { status: 'TRANSFORM_FAILED', reason: answer.failed }),
-            );
-          else endPieces(run, transformed(run.flow, piece.seq, answer.parts).ended);
-        },
-        (error: unknown) =>
-          endPieces(
-            run,
-            pieceFailed(run.flow, piece.seq, {
-              status: 'TRANSFORM_FAILED',
-              reason: activityOutcome(error)?.message ?? String(error),
-            }),
-          ),
-      )
-      .finally(() => {
-        run.transforming -= 1;
-        bumpPipeline(run);
-      });
+        ])
+        .then(
+          ({ answers }) => {
+            pieces.forEach((piece, k) => {
+              const answer = answers[k] ?? { failed: 'the transform gave no answer for this piece' };
+              if ('failed' in answer)
+                endPieces(
+                  run,
+                  pieceFailed(run.flow, piece.seq, { status: 'TRANSFORM_FAILED', reason: answer.failed }),
+                );
+              else endPieces(run, transformed(run.flow, piece.seq, answer.parts).ended);
+            });
+          },
+          (error: unknown) => failAll(activityOutcome(error)?.message ?? String(error)),
+        )
+        .finally(() => {
+          run.transforming -= 1;
+          bumpPipeline(run);
+        });
+    }
   }
 }
 
