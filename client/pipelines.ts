@@ -18,6 +18,7 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import type { BatchResultLine } from '../contracts/batch-summary';
+import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
 import { type PipelineInput, parsePipelineInput } from '../contracts/pipeline-input';
 import {
@@ -108,6 +109,7 @@ export async function startPipeline(
         ...(firstEndpoint === undefined ? [] : [{ key: endpointIdKey, value: firstEndpoint }]),
         ...tagAttributes(tags),
       ],
+      ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

@@ -23,6 +23,7 @@ import {
   startPipeline,
 } from '../../client/pipelines';
 import { eventually, type JobStack, jobsInProgress, startJobStack } from '../support/integration';
+import { currentDetails } from '../support/workflow-metadata';
 
 /** The submit lease off: at time scale 100 its default is too short to extend (see batch.test.ts). */
 const JOB = {
@@ -182,6 +183,12 @@ describe('pipelines on the emulator', () => {
       return progress.stages[1]?.buffered === 2 && progress;
     });
     expect(held.stages.map((stage) => stage.counts.started)).toEqual([4, 2, 0]);
+    // The UI's current details show each stage's row: translate with 2 in its window, 2 buffered.
+    const details = await eventually(async () => {
+      const text = await currentDetails(handle);
+      return text.includes('| translate | 0 | 0 | 2 | 2 |') && text;
+    });
+    expect(details).toContain('| transcribe | 4 | 0 | 0 | 0 |');
     await pausePipeline(stack.client, { pipeline: handle });
     await eventually(async () => (await getPipelineProgress(stack.client, { pipeline: handle })).paused);
     await resumePipeline(stack.client, { pipeline: handle });
