@@ -50,6 +50,8 @@ function fakeStages(
           i,
           status: fails(endpointId, origins.get(jobId) as number) ? 'FAILED' : 'COMPLETED',
           at: Date.now(),
+          // Each run's estimated cost: 1.
+          cost: 1,
         }),
       );
       return { changes, running: 0 };
@@ -170,5 +172,35 @@ describe('pipeline workflow', () => {
     expect(fake.lines.every((line) => line.stage === 'crop')).toBe(true);
     expect(summary.ended.failed + summary.ended.notStarted).toBe(read);
     expect(fake.submits.get('ep-upscale')).toBeUndefined();
+  });
+
+  it("stops at the pipeline's budget with every stage's cost counted, and at a stage's share", async () => {
+    const whole = fakeStages(20, () => false);
+    const failure = await withWorker(env, bundle, whole.activities, async (queue) =>
+      failureOf((await start(queue, input({ budget: 9 }))).result()),
+    );
+    expect(failure.type).toBe('PipelineBudgetExceeded');
+    const summary = failure.details?.[0] as PipelineSummary;
+    expect(summary.stopped).toBe('budget');
+    // No run starts that would pass it (runs under way counted at the mean cost so far).
+    expect(summary.cost.amount).toBeLessThanOrEqual(9);
+    expect(summary.stages.reduce((sum, stage) => sum + stage.cost.amount, 0)).toBe(summary.cost.amount);
+    const read = summary.stages[0]?.counts.started ?? 0;
+    expect(new Set(whole.lines.map((line) => line.seq)).size).toBe(whole.lines.length);
+    expect(summary.ended.completed + summary.ended.failed + summary.ended.notStarted).toBe(read);
+
+    // crop may spend a tenth of 40: the stages up to it stop there, upscale finishes what reached it.
+    const shared = fakeStages(20, () => false);
+    const stages = input().stages.map((stage) =>
+      stage.name === 'crop' ? { ...stage, budgetShare: 0.1 } : stage,
+    );
+    const stopped = await withWorker(env, bundle, shared.activities, async (queue) =>
+      failureOf((await start(queue, { ...input(), stages, budget: 40 })).result()),
+    );
+    expect(stopped.type).toBe('PipelineBudgetExceeded');
+    const atShare = stopped.details?.[0] as PipelineSummary;
+    expect(atShare.stages[1]?.cost.amount).toBeLessThanOrEqual(4);
+    expect(atShare.stages.map((stage) => stage.stopped)).toEqual([true, true, false]);
+    expect(atShare.stages[2]?.counts.completed).toBe(atShare.stages[1]?.counts.completed);
   });
 });

@@ -140,6 +140,8 @@ export interface BatchRun {
 export interface StageWindow {
   pageSource(indexes: readonly number[]): StagePageSource;
   ended(item: EndedItem, line: Partial<PendingResultLine>): void;
+  /** Pieces wait for this stage beyond its window (in its buffer, or items not yet read). */
+  waiting(): boolean;
 }
 
 export function bump(run: BatchRun): void {

@@ -144,6 +144,13 @@ export function newPipelineRun(
     window.stage = {
       pageSource: (indexes) => pageSource(run, at, indexes),
       ended: (item) => pieceEnded(run, at, item),
+      waiting: () => {
+        const flowStage = run.flow.stages[at];
+        return (
+          flowStage !== undefined &&
+          (buffered(flowStage) > 0 || flowStage.source.next < flowStage.source.total)
+        );
+      },
     };
     run.windows.push(window);
   });

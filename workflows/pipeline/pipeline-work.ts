@@ -4,15 +4,17 @@
  */
 import { CancellationScope, log, workflowInfo } from '@temporalio/workflow';
 import type { ParsedPipelineStage } from '../../contracts/pipeline-input';
+import { type BudgetView, budgetRoom as budgetRoomOf, budgetSpent } from '../../engine/batch-budget';
 import { queuedItem } from '../../engine/item-state';
 import {
   admit,
   failed as pieceFailed,
+  type StageStart,
   stopStarting,
   takeTransforms,
   transformed,
 } from '../../engine/pipeline-flow';
-import { leave, notStarted } from '../../engine/pipeline-state';
+import { buffered, leave, notStarted } from '../../engine/pipeline-state';
 import { shortActivities } from '../batch/batch-activities';
 import { budgetRoom, checkStops } from '../batch/batch-controls';
 import type { BatchRun } from '../batch/batch-run';
@@ -23,18 +25,38 @@ import { bumpPipeline, endPieces, type PipelineRun, totalCost, wakeWindow } from
 const MAX_TRANSFORM_CALLS = 4;
 const LINES_PER_PART = 2_000;
 
-/** Pieces that may start enter their stage's window, queued for its next page. */
+/**
+ * Pieces that may start enter their stage's window, queued for its next page. Each stage's budget
+ * share bounds its own window (its submits plan within it, as a batch's do); the pipeline's budget
+ * is one pool for every stage, handed out last stage first (a piece further on is closer to done).
+ */
 export function admitPieces(run: PipelineRun): void {
-  const allowed = run.windows.map((window) => budgetRoom(window));
-  for (const start of admit(run.flow, { allowed, pageSize: run.input.pageSize })) {
+  let pool = budgetRoomOf(pipelineBudget(run));
+  const stageRooms = run.windows.map((window) => budgetRoom(window));
+  if (pool === Number.POSITIVE_INFINITY) {
+    enterWindows(run, admit(run.flow, { allowed: stageRooms, pageSize: run.input.pageSize }));
+    return;
+  }
+  for (let at = run.windows.length - 1; at >= 0 && pool > 0; at--) {
+    const allowed = stageRooms.map((room, k) => (k === at ? Math.min(room, pool) : 0));
+    pool -= enterWindows(run, admit(run.flow, { allowed, pageSize: run.input.pageSize }));
+  }
+}
+
+/** The admitted pieces queued in their windows; returns how many. */
+function enterWindows(run: PipelineRun, starts: StageStart[]): number {
+  let count = 0;
+  for (const start of starts) {
     const window = run.windows[start.stage] as BatchRun;
     for (const piece of start.pieces) window.items.set(piece.seq, queuedItem(piece.seq));
     // The window's cursor is its count of pieces admitted: its tolerance's rate counts them, and
     // it reads no item of its own (cursor and total kept equal).
     window.state.total += start.pieces.length;
     window.state.cursor = window.state.total;
+    count += start.pieces.length;
     wakeWindow(window);
   }
+  return count;
 }
 
 /**
@@ -105,11 +127,25 @@ export function checkPipelineStops(run: PipelineRun): void {
     if (window.state.budgetExceeded) stopStages(run, at, 'budget');
     else stopStages(run, run.windows.length - 1, 'tolerance');
   });
-  const { budget } = run.input;
-  if (budget !== undefined && run.state.stopped === undefined && totalCost(run).amount >= budget) {
-    log.warn('the pipeline budget is reached: no more submissions; jobs in flight finish', { budget });
+  const waiting = run.flow.stages.some(
+    (stage) => buffered(stage) > 0 || stage.source.next < stage.source.total,
+  );
+  if (run.state.stopped === undefined && waiting && budgetSpent(pipelineBudget(run))) {
+    log.warn('the pipeline budget is reached: no more submissions; jobs in flight finish', {
+      budget: run.input.budget,
+    });
     stopStages(run, run.windows.length - 1, 'budget');
   }
+}
+
+/** The pipeline's budget against every stage's cost and jobs under way (engine/batch-budget.ts's rule). */
+function pipelineBudget(run: PipelineRun): BudgetView {
+  return {
+    budget: run.input.budget,
+    cost: totalCost(run),
+    // Every piece in a window may cost: queued for its page too (admitted against this budget).
+    underWay: run.windows.reduce((sum, window) => sum + window.items.size, 0),
+  };
 }
 
 /** Stages 0..upTo start nothing more: their buffered pieces and queued ones end, not started. */
