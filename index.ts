@@ -338,8 +338,10 @@ export {
   type WatchBatchOptions,
   type WatchJobOptions,
   type WatchOptions,
+  type WatchPipelineOptions,
   watchBatch,
   watchJob,
+  watchPipeline,
 } from './client/watch';
 export type { WorkflowTarget } from './client/workflow-target';
 // The schemas every input is checked against, and the types they give.

@@ -126,6 +126,8 @@ export interface PipelineProgress {
   /** Why new work stopped: a stage's failures past its tolerance, or the budget. */
   stopped?: 'tolerance' | 'budget' | 'cancelled';
   runs: number;
+  /** History events of every run so far (this one's included). */
+  events: number;
 }
 
 export interface PipelineSummary extends PipelineProgress {

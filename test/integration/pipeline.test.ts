@@ -15,6 +15,7 @@ import {
   finishedPipelineSummary,
   getPipelineProgress,
   type PipelineInput,
+  type PipelineProgress,
   type PipelineResultLine,
   type PipelineSummary,
   pausePipeline,
@@ -22,6 +23,7 @@ import {
   resumePipeline,
   startPipeline,
 } from '../../client/pipelines';
+import { watchPipeline } from '../../client/watch';
 import { eventually, type JobStack, jobsInProgress, startJobStack } from '../support/integration';
 import { currentDetails } from '../support/workflow-metadata';
 
@@ -107,8 +109,16 @@ describe('pipelines on the emulator', () => {
       workflowId: `pipeline-${Date.now()}`,
       taskQueue: stack.taskQueue,
     });
+    const watched: PipelineProgress[] = [];
+    const watching = (async () => {
+      for await (const progress of watchPipeline(stack.client, { pipeline: handle, interval: 50 }))
+        watched.push(progress);
+    })();
     const summary = await awaitPipeline(stack.client, { pipeline: handle });
     expect(summary.ended).toEqual({ completed: 6, failed: 1, dropped: 1, notStarted: 0 });
+    // The watch ends with the snapshot the pipeline ended on.
+    await watching;
+    expect(watched.at(-1)?.stages.map((stage) => stage.counts.completed)).toEqual([5, 4, 6]);
     expect(summary.stages.map((stage) => [stage.name, stage.counts.completed, stage.counts.failed])).toEqual([
       ['transcribe', 5, 0],
       ['translate', 4, 1],

@@ -4,6 +4,7 @@
  * tolerance, budget), joined by the window's stage hooks: a page's requests are made from its
  * pieces, and an item that ends is the flow's to move on. What continues as new is PipelineCarry.
  */
+import { workflowInfo } from '@temporalio/workflow';
 import type { BatchInput, ParsedBatchInput } from '../../contracts/batch-input';
 import type { BatchCost } from '../../contracts/batch-summary';
 import type { EndpointLimit } from '../../contracts/batch-types';
@@ -244,6 +245,7 @@ export function pipelineProgress(run: PipelineRun): PipelineProgress {
     paused: state.paused,
     ...(state.stopped === undefined ? {} : { stopped: state.stopped }),
     runs: state.runs,
+    events: state.events + workflowInfo().historyLength,
   };
 }
 
