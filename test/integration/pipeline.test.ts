@@ -228,4 +228,35 @@ describe('pipelines on the emulator', () => {
       { stage: 'translate', outcome: 'not-started', status: undefined },
     ]);
   });
+
+  it('runs a stage over a route: its pages go to the route endpoints, each piece once', async () => {
+    const [transcribe, speak] = [stack.endpoint(), stack.endpoint()];
+    const near = stack.endpoint({ workersMin: 0, workersMax: 2 });
+    const far = stack.endpoint({ workersMin: 0, workersMax: 100 });
+    const items = Array.from({ length: 12 }, (_, i) => itemOf(i, 1));
+    const input = pipelineInput([transcribe as string, near, speak as string], items);
+    const stages = input.stages.map((stage) =>
+      stage.name === 'translate'
+        ? {
+            name: stage.name,
+            map: stage.map,
+            maxConcurrency: 8,
+            job: JOB,
+            route: { endpoints: [{ endpointId: near }, { endpointId: far, inputOverrides: { on: 'far' } }] },
+          }
+        : stage,
+    );
+    const handle = await startPipeline(
+      stack.client,
+      { ...input, stages },
+      { workflowId: `pipeline-route-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: handle });
+    expect(summary.ended).toMatchObject({ completed: 12, failed: 0 });
+    expect(stack.control.submissions(near) + stack.control.submissions(far)).toBe(12);
+    // The route's windows are sized by each endpoint's workers: the near one's is small, so the far one takes work too.
+    expect(stack.control.submissions(far)).toBeGreaterThan(0);
+    const farJobs = stack.control.jobs(far).filter((job) => job.input !== undefined);
+    expect(farJobs.every((job) => job.input?.on === 'far')).toBe(true);
+  });
 });

@@ -37,6 +37,7 @@ import { runIsFull } from '../batch/batch-continue';
 import { batchWantsHintQuery, batchWebhooksSignal } from '../batch/batch-definitions';
 import { carriedState } from '../batch/batch-run';
 import { idle } from '../batch/batch-run-counts';
+import { readWorkers } from '../batch/batch-submit';
 import { cancelWatchers, receiveHint, wantsHint } from '../batch/batch-watch';
 import { settleWindow, startWindowWork, windowDue } from '../batch/batch-window';
 import { wakeAt } from '../shared/wake-timer';
@@ -76,6 +77,9 @@ export async function serverlessPipeline(input: PipelineRunInput): Promise<Pipel
   const state = carried?.state ?? (await stageItems(caller.items));
   const run = newPipelineRun(parsed.value, caller, state, carried, Date.now());
   listen(run);
+  // A stage over a route sizes each endpoint's window by its workers, as a batch's does.
+  if (!carried)
+    for (const window of run.windows) if (window.route.endpoints.length > 1) await readWorkers(window);
   try {
     return await loop(run);
   } catch (error) {
