@@ -7,6 +7,7 @@
  * stage's endpoint saw exactly one submission per piece that reached it. A second pipeline runs
  * with the smallest maxEventsPerRun and continues as new mid-flow, carrying every stage's state.
  */
+import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipelineTransform } from '../../activities/pipeline';
 import {
@@ -25,6 +26,7 @@ import {
 } from '../../client/pipelines';
 import { watchPipeline } from '../../client/watch';
 import { eventually, type JobStack, jobsInProgress, startJobStack } from '../support/integration';
+import { LIBRARY_WORKFLOWS, workflowBundleFile } from '../support/workflow-bundles';
 import { currentDetails } from '../support/workflow-metadata';
 
 /** The submit lease off: at time scale 100 its default is too short to extend (see batch.test.ts). */
@@ -177,6 +179,15 @@ describe('pipelines on the emulator', () => {
     expect(lines.filter((line) => line.outcome === 'completed')).toHaveLength(30);
     expect(new Set(lines.map((line) => line.origin)).size).toBe(ITEMS);
     expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([30, 30, 30]);
+    // The last run (started from the carry) replays on the current code: the workflow is deterministic.
+    const history = await handle.fetchHistory();
+    await expect(
+      Worker.runReplayHistory(
+        { workflowBundle: { codePath: await workflowBundleFile(LIBRARY_WORKFLOWS) } },
+        history,
+        handle.workflowId,
+      ),
+    ).resolves.toBeUndefined();
   });
 
   it('holds a slow stage back-pressured, pauses and resumes, and cancels every stage', async () => {
