@@ -174,6 +174,18 @@ describe('pipeline workflow', () => {
     expect(fake.submits.get('ep-upscale')).toBeUndefined();
   });
 
+  it("measures a stage's failure percentage against the pipeline's items, not the pieces started so far", async () => {
+    // Two of twenty items fail crop early: 10% of the items, within a tolerance of 10%.
+    const fake = fakeStages(20, (endpointId, origin) => endpointId === 'ep-crop' && origin < 2);
+    const stages = input().stages.map((stage) =>
+      stage.name === 'crop' ? { ...stage, failureTolerance: { percentage: 10 } } : stage,
+    );
+    const summary = await withWorker(env, bundle, fake.activities, async (queue) =>
+      (await start(queue, { ...input(), stages })).result(),
+    );
+    expect(summary.ended).toEqual({ completed: 18, failed: 2, dropped: 0, notStarted: 0 });
+  });
+
   it("stops at the pipeline's budget with every stage's cost counted, and at a stage's share", async () => {
     const whole = fakeStages(20, () => false);
     const failure = await withWorker(env, bundle, whole.activities, async (queue) =>

@@ -49,9 +49,11 @@ function enterWindows(run: PipelineRun, starts: StageStart[]): number {
   for (const start of starts) {
     const window = run.windows[start.stage] as BatchRun;
     for (const piece of start.pieces) window.items.set(piece.seq, queuedItem(piece.seq));
-    // The window's cursor is its count of pieces admitted: its tolerance's rate counts them, and
-    // it reads no item of its own (cursor and total kept equal).
-    window.state.total += start.pieces.length;
+    // A stage's failure percentage is of the pipeline's items (of the pieces it started, once
+    // splits made more), as a batch's is of all its items. Its window reads no item of its own:
+    // cursor and total kept equal.
+    const started = run.flow.stages[start.stage]?.counts.started ?? 0;
+    window.state.total = Math.max(run.state.total, started);
     window.state.cursor = window.state.total;
     count += start.pieces.length;
     wakeWindow(window);
