@@ -23,7 +23,12 @@ import { bumpPipeline, endPieces, type PipelineRun, totalCost, wakeWindow } from
 
 /** Transform calls under way at once (each an activity on up to a page of pieces). */
 const MAX_TRANSFORM_CALLS = 4;
-const LINES_PER_PART = 2_000;
+/**
+ * Result lines per part. Every piece ends with a line (a completed one too, unlike a batch's whose
+ * watchers write those): they wait in the workflow's state until a part is full or the run ends,
+ * so a write costs a few history events for a thousand pieces, not for each.
+ */
+const LINES_PER_PART = 1_000;
 
 /**
  * Pieces that may start enter their stage's window, queued for its next page. Each stage's budget
@@ -165,10 +170,14 @@ export function stopStages(run: PipelineRun, upTo: number, why: 'tolerance' | 'b
   bumpPipeline(run);
 }
 
-/** Writes the lines waiting, a part at a time (a part's name is fixed before it is written). */
-export function startLines(run: PipelineRun): void {
+/**
+ * Writes the lines waiting, a part at a time, once a part is full (or `now`: the run is ending).
+ * A part's name is fixed before it is written, so a retried write replaces it.
+ */
+export function startLines(run: PipelineRun, now = false): void {
   const { state } = run;
   if (run.recording || state.lines.length === 0) return;
+  if (!now && state.lines.length < LINES_PER_PART) return;
   const lines = state.lines.slice(0, LINES_PER_PART);
   const part = `${workflowInfo().runId}-${state.parts}`;
   run.recording = true;

@@ -154,7 +154,9 @@ async function loop(run: PipelineRun): Promise<PipelineSummary> {
       startTransforms(run);
       for (const window of run.windows) startWindowWork(window, now);
     }
-    startLines(run);
+    // Lines are written a full part at a time, and all of them once nothing is left to do or
+    // the run is about to continue as new.
+    startLines(run, run.draining || flowDone(run.flow));
     // The UI's current details: no history event, so every turn may refresh them.
     setCurrentDetails(pipelineCurrentDetails(pipelineProgress(run)));
     if (finished(run)) return end(run);
@@ -230,7 +232,7 @@ async function cancelAll(run: PipelineRun): Promise<void> {
   stopStages(run, run.windows.length - 1, 'cancelled');
   await condition(() => !run.recording);
   while (run.state.lines.length > 0) {
-    startLines(run);
+    startLines(run, true);
     await condition(() => !run.recording);
   }
 }
