@@ -84,6 +84,8 @@ export interface PipelineResultLine {
   /** The job's status, or the pipeline's word for a map or transform failure. */
   status?: string;
   reason?: string;
+  /** A failed job's error text, in the store under this key (the handler's words stay out of history). */
+  errorRef?: string;
   jobId?: string;
   /** A completed piece's output (read from the last stage's line by readPipelineResults). */
   output?: unknown;

@@ -153,7 +153,12 @@ describe('pipelines on the emulator', () => {
         scene: line.part?.[0] ?? 0,
         origin: line.origin,
       });
-    expect(lines.find((line) => line.origin === 4)).toMatchObject({ status: 'FAILED' });
+    // Its job's error text is in the store, named by its line (never in history).
+    const broken = lines.find((line) => line.origin === 4);
+    expect(broken).toMatchObject({
+      status: 'FAILED',
+      errorRef: expect.stringContaining('/stages/translate/errors/'),
+    });
     // One submission per piece at each stage's endpoint.
     expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([5, 5, 6]);
     const progress = await getPipelineProgress(stack.client, { pipeline: handle });

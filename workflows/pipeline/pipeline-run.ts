@@ -144,7 +144,7 @@ export function newPipelineRun(
     }
     window.stage = {
       pageSource: (indexes) => pageSource(run, at, indexes),
-      ended: (item) => pieceEnded(run, at, item),
+      ended: (item, line) => pieceEnded(run, at, item, line.errorRef),
       waiting: () => {
         const flowStage = run.flow.stages[at];
         return (
@@ -176,7 +176,7 @@ function pageSource(run: PipelineRun, at: number, indexes: readonly number[]): S
 }
 
 /** A stage's window ended an item: the piece moves on (into the next buffer) or ends. */
-function pieceEnded(run: PipelineRun, at: number, item: EndedItem): void {
+function pieceEnded(run: PipelineRun, at: number, item: EndedItem, errorRef: string | undefined): void {
   const ended =
     item.outcome === 'completed'
       ? finished(run.flow, item.index)
@@ -184,16 +184,19 @@ function pieceEnded(run: PipelineRun, at: number, item: EndedItem): void {
           status: item.status,
           ...(item.reason === undefined ? {} : { reason: item.reason }),
         });
-  endPieces(
-    run,
-    ended,
-    at === run.flow.stages.length - 1 || item.outcome !== 'completed' ? item.jobId : undefined,
-  );
+  // The job is the piece's own where it ended: at the last stage, or where it failed.
+  const ranHere = at === run.flow.stages.length - 1 || item.outcome !== 'completed';
+  endPieces(run, ended, ranHere ? { jobId: item.jobId, errorRef } : {});
   bumpPipeline(run);
 }
 
 /** Pieces that ended: their lines queued for the results, counted by outcome. */
-export function endPieces(run: PipelineRun, ended: readonly EndedPiece[], jobId?: string): void {
+export function endPieces(
+  run: PipelineRun,
+  ended: readonly EndedPiece[],
+  job: { jobId?: string | undefined; errorRef?: string | undefined } = {},
+): void {
+  const { jobId, errorRef } = job;
   for (const piece of ended) {
     const key = piece.outcome === 'not-started' ? 'notStarted' : piece.outcome;
     run.state.ended[key] += 1;
@@ -205,6 +208,7 @@ export function endPieces(run: PipelineRun, ended: readonly EndedPiece[], jobId?
       ...(piece.status === undefined ? {} : { status: piece.status }),
       ...(piece.reason === undefined ? {} : { reason: piece.reason }),
       ...(jobId === undefined ? {} : { jobId }),
+      ...(errorRef === undefined ? {} : { errorRef }),
       seq: piece.seq,
     });
   }
