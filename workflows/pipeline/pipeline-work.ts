@@ -2,7 +2,7 @@
  * The pipeline's own work beside its windows': admitting pieces to the stages' windows, running
  * transforms, stopping stages (a tolerance passed, a budget spent) and writing result lines.
  */
-import { CancellationScope, log, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, log, workflowInfo } from '@temporalio/workflow';
 import type { ParsedPipelineStage } from '../../contracts/pipeline-input';
 import { type BudgetView, budgetRoom as budgetRoomOf, budgetSpent } from '../../engine/batch-budget';
 import { queuedItem } from '../../engine/item-state';
@@ -80,9 +80,16 @@ export function startTransforms(run: PipelineRun): void {
       const stage = run.input.stages[at] as ParsedPipelineStage;
       const transform = stage.transform as NonNullable<ParsedPipelineStage['transform']>;
       const previous = run.input.stages[at - 1] as ParsedPipelineStage;
-      const failAll = (reason: string) => {
+      const failAll = (error: unknown) => {
+        const reason = activityOutcome(error)?.message ?? String(error);
         for (const piece of pieces)
-          endPieces(run, pieceFailed(run.flow, piece.seq, { status: 'TRANSFORM_FAILED', reason }));
+          endPieces(
+            run,
+            // Cancelled with the pipeline: they end where they waited, not started.
+            isCancellation(error)
+              ? [notStarted(run.flow, leave(run.flow, piece.seq, 'transforming'))]
+              : pieceFailed(run.flow, piece.seq, { status: 'TRANSFORM_FAILED', reason }),
+          );
       };
       run.transforming += 1;
       shortActivities.transformPipelinePieces
@@ -111,7 +118,7 @@ export function startTransforms(run: PipelineRun): void {
               else endPieces(run, transformed(run.flow, piece.seq, answer.parts).ended);
             });
           },
-          (error: unknown) => failAll(activityOutcome(error)?.message ?? String(error)),
+          (error: unknown) => failAll(error),
         )
         .finally(() => {
           run.transforming -= 1;
