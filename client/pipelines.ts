@@ -20,7 +20,7 @@ import type { JobRequestInput } from '../api/schemas/job';
 import type { BatchResultLine } from '../contracts/batch-summary';
 import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
-import { type PipelineInput, parsePipelineInput } from '../contracts/pipeline-input';
+import { type PipelineInput, parsePipelineInput, stageConcurrencyIssue } from '../contracts/pipeline-input';
 import {
   PIPELINE_FAILURE,
   type PipelineProgress,
@@ -36,6 +36,7 @@ import {
   pipelineProgressQuery,
   pipelineSummaryQuery,
   resumePipelineSignal,
+  setPipelineConcurrencyUpdate,
 } from '../workflows/pipeline/pipeline-definitions';
 import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { type BatchStoreOption, MAX_BATCH_INPUT_BYTES, startBatchOptionsSchema, storeOf } from './batches';
@@ -166,6 +167,25 @@ export async function pausePipeline(client: Client, { pipeline }: PipelineTarget
 
 export async function resumePipeline(client: Client, { pipeline }: PipelineTarget): Promise<void> {
   await handleOf(client, pipeline).signal(resumePipelineSignal);
+}
+
+export interface SetPipelineConcurrencyOptions extends PipelineTarget {
+  /** The stage, by name. */
+  stage: string;
+  /** Its jobs in flight at most from now on (the stages' together at most 10,000). */
+  maxConcurrency: number;
+}
+
+/** Sets one stage's window (its jobs in flight at most); returns the previous value. */
+export async function setPipelineConcurrency(
+  client: Client,
+  { pipeline, stage, maxConcurrency }: SetPipelineConcurrencyOptions,
+): Promise<number> {
+  const issue = stageConcurrencyIssue({ stage, maxConcurrency });
+  if (issue) throw new ValidationError(issue.field, issue.rule);
+  return handleOf(client, pipeline).executeUpdate(setPipelineConcurrencyUpdate, {
+    args: [{ stage, maxConcurrency }],
+  });
 }
 
 /** Cancels the pipeline: every stage's jobs in flight are cancelled, then it ends as cancelled. */

@@ -5,7 +5,8 @@
 import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../api/errors';
-import { type PipelineInput, startPipeline } from '../../client/pipelines';
+import { type PipelineInput, setPipelineConcurrency, startPipeline } from '../../client/pipelines';
+import { stageConcurrencyIssue } from '../../contracts/pipeline-input';
 
 /** A client that fails the test if anything reaches it. */
 const untouched = new Proxy({} as Client, {
@@ -48,5 +49,23 @@ describe('startPipeline', () => {
     });
     expect((await refusal({ ...valid, items: { inline: [{ input: 'text' }] } })).field).toMatch(/^items/);
     expect((await refusal(valid, { workflowId: '' })).field).toBe('options.workflowId');
+  });
+
+  it("checks a stage's new maxConcurrency: here its shape, in the workflow the stage and the sum", async () => {
+    await expect(
+      setPipelineConcurrency(untouched, { pipeline: 'p-1', stage: 'translate', maxConcurrency: 0 }),
+    ).rejects.toMatchObject({ field: 'maxConcurrency', rule: 'must be a whole number from 1 to 10000' });
+    const stages = [
+      { name: 'transcribe', maxConcurrency: 6_000 },
+      { name: 'translate', maxConcurrency: 100 },
+    ];
+    expect(stageConcurrencyIssue({ stage: 'translate', maxConcurrency: 4_000 }, stages)).toBeUndefined();
+    expect(stageConcurrencyIssue({ stage: 'translate', maxConcurrency: 4_001 }, stages)).toEqual({
+      field: 'maxConcurrency',
+      rule: "the stages' maxConcurrency together must be at most 10000 (10001)",
+    });
+    expect(stageConcurrencyIssue({ stage: 'speak', maxConcurrency: 1 }, stages)?.rule).toBe(
+      'names no stage of the pipeline (transcribe, translate)',
+    );
   });
 });

@@ -22,6 +22,7 @@ import {
   pausePipeline,
   readPipelineResults,
   resumePipeline,
+  setPipelineConcurrency,
   startPipeline,
 } from '../../client/pipelines';
 import { watchPipeline } from '../../client/watch';
@@ -195,7 +196,7 @@ describe('pipelines on the emulator', () => {
     ).resolves.toBeUndefined();
   });
 
-  it('holds a slow stage back-pressured, pauses and resumes, and cancels every stage', async () => {
+  it('holds a slow stage back-pressured, pauses, resumes, widens a stage and cancels every stage', async () => {
     const endpoints = [stack.endpoint(), stack.endpoint(), stack.endpoint()];
     const items = Array.from({ length: 5 }, (_, i) => itemOf(i, 1, 'hangs'));
     const handle = await startPipeline(stack.client, pipelineInput(endpoints, items), {
@@ -219,6 +220,18 @@ describe('pipelines on the emulator', () => {
     await eventually(async () => (await getPipelineProgress(stack.client, { pipeline: handle })).paused);
     await resumePipeline(stack.client, { pipeline: handle });
     await eventually(async () => !(await getPipelineProgress(stack.client, { pipeline: handle })).paused);
+    // A wider translate window takes one more from its buffer, which lets transcribe read the last item.
+    await expect(
+      setPipelineConcurrency(stack.client, { pipeline: handle, stage: 'nope', maxConcurrency: 3 }),
+    ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/names no stage of the pipeline/) } });
+    expect(
+      await setPipelineConcurrency(stack.client, { pipeline: handle, stage: 'translate', maxConcurrency: 3 }),
+    ).toBe(2);
+    await jobsInProgress(stack.control, endpoints[1] as string, 3);
+    await eventually(async () => {
+      const progress = await getPipelineProgress(stack.client, { pipeline: handle });
+      return progress.stages[0]?.counts.completed === 5 && progress.stages[1]?.buffered === 2;
+    });
 
     await cancelPipeline(stack.client, { pipeline: handle });
     const error = await awaitPipeline(stack.client, { pipeline: handle }).then(
@@ -227,17 +240,18 @@ describe('pipelines on the emulator', () => {
     );
     expect((error?.cause as Error | undefined)?.name).toBe('CancelledFailure');
     const jobs = stack.control.jobs(endpoints[1] as string);
-    expect(jobs.map((job) => job.status)).toEqual(['CANCELLED', 'CANCELLED']);
-    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([4, 2, 0]);
-    // Every piece read has its line: two cancelled in translate, two ended waiting for it.
+    expect(jobs.map((job) => job.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED']);
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([5, 3, 0]);
+    // Every item has its line: three cancelled in translate, two ended waiting for it.
     const summary = await finishedPipelineSummary(stack.client, { pipeline: handle });
-    expect(summary.ended).toEqual({ completed: 0, failed: 2, dropped: 0, notStarted: 2 });
+    expect(summary.ended).toEqual({ completed: 0, failed: 3, dropped: 0, notStarted: 2 });
     const lines = await readAll(summary);
     expect(
       lines
         .map(({ stage, outcome, status }) => ({ stage, outcome, status }))
         .sort((a, b) => a.outcome.localeCompare(b.outcome)),
     ).toEqual([
+      { stage: 'translate', outcome: 'failed', status: 'CANCELLED' },
       { stage: 'translate', outcome: 'failed', status: 'CANCELLED' },
       { stage: 'translate', outcome: 'failed', status: 'CANCELLED' },
       { stage: 'translate', outcome: 'not-started', status: undefined },

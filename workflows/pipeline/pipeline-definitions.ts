@@ -3,7 +3,7 @@
  * definitions only. A stage's webhooks reach the pipeline by the batch's own signal and query
  * (batch-definitions.ts): a piece's number names its item in every stage's window.
  */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PipelineProgress, PipelineSummary } from '../../contracts/pipeline-types';
 
 /** Each stage's counts, window, buffer and cost, as they stand. */
@@ -13,3 +13,10 @@ export const pipelineSummaryQuery = defineQuery<PipelineSummary>('serverlessPipe
 /** Stops admitting pieces to every stage; jobs in flight carry on. */
 export const pausePipelineSignal = defineSignal('serverlessPipelinePause');
 export const resumePipelineSignal = defineSignal('serverlessPipelineResume');
+/**
+ * Sets one stage's maxConcurrency (its buffers keep their bounds); refused by the validator when
+ * the stage is unknown or the stages' windows together would pass 10,000. Returns the previous value.
+ */
+export const setPipelineConcurrencyUpdate = defineUpdate<number, [{ stage: string; maxConcurrency: number }]>(
+  'serverlessPipelineSetConcurrency',
+);

@@ -26,16 +26,16 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { pipelineCurrentDetails } from '../../contracts/current-details';
-import { parsePipelineInput } from '../../contracts/pipeline-input';
+import { parsePipelineInput, stageConcurrencyIssue } from '../../contracts/pipeline-input';
 import { PIPELINE_FAILURE, type PipelineSummary } from '../../contracts/pipeline-types';
 import type { ItemDue } from '../../engine/item-state';
 import { carryFlow } from '../../engine/pipeline-carry';
-import { flowDone } from '../../engine/pipeline-flow';
+import { flowDone, setStageConcurrency } from '../../engine/pipeline-flow';
 import { stageActivities } from '../batch/batch-activities';
 import { cancelInFlight } from '../batch/batch-cancel';
 import { runIsFull } from '../batch/batch-continue';
 import { batchWantsHintQuery, batchWebhooksSignal } from '../batch/batch-definitions';
-import { carriedState } from '../batch/batch-run';
+import { type BatchRun, carriedState } from '../batch/batch-run';
 import { idle } from '../batch/batch-run-counts';
 import { readWorkers } from '../batch/batch-submit';
 import { cancelWatchers, receiveHint, wantsHint } from '../batch/batch-watch';
@@ -46,6 +46,7 @@ import {
   pipelineProgressQuery,
   pipelineSummaryQuery,
   resumePipelineSignal,
+  setPipelineConcurrencyUpdate,
 } from './pipeline-definitions';
 import {
   bumpPipeline,
@@ -119,6 +120,24 @@ function listen(run: PipelineRun): void {
     for (const window of run.windows) window.state.paused = paused;
     bumpPipeline(run);
   };
+  setHandler(
+    setPipelineConcurrencyUpdate,
+    ({ stage, maxConcurrency }) => {
+      const at = run.flow.stages.findIndex((flowStage) => flowStage.name === stage);
+      const window = run.windows[at] as BatchRun;
+      const previous = window.state.maxConcurrency;
+      setStageConcurrency(run.flow, at, maxConcurrency);
+      window.state.maxConcurrency = maxConcurrency;
+      bumpPipeline(run);
+      return previous;
+    },
+    {
+      validator: (change) => {
+        const issue = stageConcurrencyIssue(change, run.flow.stages);
+        if (issue) throw new Error(`${issue.field}: ${issue.rule}`);
+      },
+    },
+  );
   setHandler(pausePipelineSignal, () => pause(true));
   setHandler(resumePipelineSignal, () => pause(false));
   // A piece's number names its item in the window of the stage it is at.
