@@ -257,6 +257,38 @@ export {
   startJobOptionsSchema,
   validateJobInput,
 } from './client/jobs';
+// Pipelines: items through ordered stages, each on its own endpoint.
+export {
+  awaitPipeline,
+  cancelPipeline,
+  definePipelineTransform,
+  finishedPipelineSummary,
+  getPipelineProgress,
+  PIPELINE_FAILURE,
+  type PipelineFailure,
+  type PipelineHandle,
+  type PipelineInput,
+  type PipelineProgress,
+  type PipelineResultLine,
+  type PipelineStageInput,
+  type PipelineStageProgress,
+  type PipelineSummary,
+  type PipelineTarget,
+  type PipelineTransform,
+  type PipelineWorkflow,
+  pausePipeline,
+  pipelineFailureOf,
+  type ReadPipelineResultsOptions,
+  readPipelineResults,
+  resumePipeline,
+  type SetPipelineConcurrencyOptions,
+  type StartPipelineOptions,
+  setPipelineConcurrency,
+  startPipeline,
+  startPipelineOptionsSchema,
+  type TransformPiece,
+  validatePipelineInput,
+} from './client/pipelines';
 export { overlapSchema, schedulePoliciesSchema, scheduleSpecSchema } from './client/schedule-spec';
 // Schedules.
 export {
@@ -308,8 +340,10 @@ export {
   type WatchBatchOptions,
   type WatchJobOptions,
   type WatchOptions,
+  type WatchPipelineOptions,
   watchBatch,
   watchJob,
+  watchPipeline,
 } from './client/watch';
 export type { WorkflowTarget } from './client/workflow-target';
 // The schemas every input is checked against, and the types they give.

@@ -9,6 +9,7 @@ import type { ServiceClient } from '../api/client';
 import { batchItemOutcome, type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { terminalStatuses } from '../api/schemas/job';
 import type { EndpointLimit } from '../contracts/batch-types';
+import type { PipelineTransform } from '../contracts/pipeline-types';
 import { type BatchStore, defaultBatchStore } from '../stores/batch-store';
 import { createLocalResultStore, type ResultStore } from '../stores/result-store';
 import type { BatchJobReports } from './batch-job-reports';
@@ -39,6 +40,8 @@ export interface BatchActivityDeps {
   batchJobReports?: BatchJobReports;
   /** Asks the endpoint's gate for room in its /run window (default: activities/send-grant.ts askToSend). */
   askToSend?: AskToSend;
+  /** The pipeline transforms this worker runs, by name (activities/pipeline.ts). */
+  transforms?: readonly PipelineTransform[];
 }
 
 /** A job's end: the service changes nothing after these but a /retry's new run. */

@@ -10,6 +10,7 @@ import { createRateLimiter } from '../api/rate-limit';
 import { JOB_LIMITS, type JobRequestInput } from '../api/schemas/job';
 import type { PageSend, SubmitItemResult } from '../contracts/batch-types';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
+import type { StagePageSource } from '../contracts/pipeline-types';
 import { requestFor } from '../contracts/route';
 import type { SubmitBeat } from '../contracts/submit-beat';
 import {
@@ -21,6 +22,7 @@ import {
 import { requestOf } from './batch-items';
 import { type BatchShared, batchContext } from './batch-shared';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
+import { type StageRequestLine, stageRequestLines } from './pipeline-requests';
 import { grantToSend } from './send-grant';
 import { beatBeforeSending } from './submit-beat';
 
@@ -44,11 +46,15 @@ export function submitPageActivities(shared: BatchShared) {
        * cannot go within its grant's time is not sent, and comes back unsent.
        */
       send?: PageSend;
+      /** A pipeline stage's page: its requests are made from its pieces (activities/pipeline-requests.ts). */
+      pipeline?: StagePageSource;
     }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
       const { workflowId } = batchContext();
-      let lines: string[];
+      let lines: StageRequestLine[];
       try {
-        lines = await store.readLines(input.manifestKey, input.indexes);
+        lines = input.pipeline
+          ? await stageRequestLines(shared, input.pipeline, input.indexes)
+          : await store.readLines(input.manifestKey, input.indexes);
       } catch (error) {
         // Nothing was sent: the workflow queues the page's items again (the stage has read every
         // line once, so what fails here is the store, not the manifest).
@@ -90,8 +96,12 @@ export function submitPageActivities(shared: BatchShared) {
             return undefined;
           }
           let request: JobRequestInput;
+          const line = lines[k] as StageRequestLine;
+          // A map or a stage input that could not be made: the piece fails at its stage.
+          if (typeof line !== 'string')
+            return { i, rejected: { type: 'BadRequest', message: line.failed, retryable: false } };
           try {
-            request = requestFor(requestOf(lines[k] as string, i), {
+            request = requestFor(requestOf(line, i), {
               endpointId: input.endpointId,
               ...(input.inputOverrides === undefined ? {} : { inputOverrides: input.inputOverrides }),
             });

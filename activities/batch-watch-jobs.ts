@@ -22,6 +22,7 @@ import { roundCost } from '../contracts/cost';
 import type { Polling } from '../contracts/job-types';
 import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS } from '../contracts/job-wait-policy';
 import { type LookLog, lookLogOf } from '../contracts/look-log';
+import { stageLineKey } from '../contracts/pipeline-types';
 import { isCapacityFailure } from '../contracts/route';
 import { DEFAULT_INLINE_MAX_BYTES, inlineOrStore } from '../stores/result-store';
 import type { BatchJobReports } from './batch-job-reports';
@@ -59,6 +60,11 @@ export interface WatchBatchJobsInput {
    * once, as for an adopted orphan).
    */
   extend?: Array<[index: number, ttl: number, dueAt?: number]>;
+  /**
+   * Each COMPLETED line written under a key of its own (a pipeline stage's: the next stage reads
+   * it by the piece's number), not in a part of the results.
+   */
+  linePerItem?: boolean;
 }
 
 export interface WatchBatchJobsAnswer {
@@ -186,7 +192,8 @@ export function watchActivities(shared: BatchShared) {
         submittedAt,
         finishedAt: at,
       };
-      watch.lines.push(JSON.stringify(line));
+      if (input.linePerItem) await store.writeLines(stageLineKey(input.batchKey, i), [JSON.stringify(line)]);
+      else watch.lines.push(JSON.stringify(line));
       watch.completed++;
     }
     watch.changes.push(change);

@@ -18,7 +18,9 @@
  *   JobUnchanged whose nextRetryDelay is the next polling interval: between looks the server
  *   holds the timer and no worker holds a slot (see job-wait.ts);
  * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
- * - recordBatchResults: the lines of items that ended without output (failures).
+ * - recordBatchResults: the lines of items that ended without output (failures);
+ * - transformPipelinePieces, recordPipelineLines: a pipeline's transforms and result lines
+ *   (pipeline.ts); a pipeline's stages submit and watch with the activities above.
  *
  * Each lives in a module of its own (batch-stage.ts, batch-submit-page.ts, batch-watch-jobs.ts,
  * batch-job-actions.ts, batch-record.ts) over what they share (batch-shared.ts); this one puts them
@@ -31,6 +33,7 @@ import { type BatchActivityDeps, createBatchShared } from './batch-shared';
 import { stageActivities } from './batch-stage';
 import { submitPageActivities } from './batch-submit-page';
 import { watchActivities } from './batch-watch-jobs';
+import { pipelineActivities } from './pipeline';
 
 export type { BatchActivityDeps } from './batch-shared';
 
@@ -42,6 +45,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     ...watchActivities(shared),
     ...jobActionActivities(shared),
     ...recordActivities(shared),
+    // A pipeline's stages are batch windows: its own activities share the batch's stores.
+    ...pipelineActivities(shared, deps.transforms),
   };
 }
 

@@ -22,5 +22,6 @@ export {
 } from './bulk';
 export { createEndpointActivities } from './endpoint';
 export { createJobActivities, type JobActivities, type JobActivityDeps } from './job';
+export { definePipelineTransform, type PipelineTransform, type TransformPiece } from './pipeline';
 export { createRouteActivities, type RouteActivities } from './route';
 export { createStackCheckActivities } from './stack-check';

@@ -278,7 +278,7 @@ async function resultsRefOf(
  */
 export type BatchStoreOption = string | BatchStore;
 
-async function storeOf(store: BatchStoreOption): Promise<BatchStore> {
+export async function storeOf(store: BatchStoreOption): Promise<BatchStore> {
   if (typeof store !== 'string') return store;
   try {
     return (await openStores(storeLocationFromUrl(store, 'store'))).batchStore;

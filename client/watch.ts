@@ -10,8 +10,10 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { ValidationError } from '../api/errors';
 import type { BatchProgress } from '../contracts/batch-summary';
 import { durationSchema } from '../contracts/input-rules';
+import type { PipelineProgress } from '../contracts/pipeline-types';
 import { type BatchTarget, getBatchProgress } from './batches';
 import { getJobSnapshot, type JobHandle, type LiveJobSnapshot } from './jobs';
+import { getPipelineProgress, type PipelineTarget } from './pipelines';
 import { workflowHandleOf } from './workflow-target';
 
 export interface WatchOptions {
@@ -83,6 +85,23 @@ export function watchBatch(
   return watchSnapshots(
     {
       read: () => getBatchProgress(client, { batch: handle.workflowId }),
+      ended: () => workflowEnded(handle),
+    },
+    options,
+  );
+}
+
+export interface WatchPipelineOptions extends WatchOptions, PipelineTarget {}
+
+/** A pipeline's progress per stage (counts, window, buffer, cost) each time it changes. */
+export function watchPipeline(
+  client: Client,
+  { pipeline, ...options }: WatchPipelineOptions,
+): AsyncGenerator<PipelineProgress> {
+  const handle = workflowHandleOf(client, pipeline, 'pipeline');
+  return watchSnapshots(
+    {
+      read: () => getPipelineProgress(client, { pipeline: handle.workflowId }),
       ended: () => workflowEnded(handle),
     },
     options,

@@ -9,6 +9,7 @@ import type { AutomationControls, AutomationState } from './automation-input';
 import type { BatchProgress } from './batch-summary';
 import type { GateView } from './endpoint-gate';
 import type { JobSnapshot } from './job-snapshot';
+import type { PipelineProgress } from './pipeline-types';
 import { formatCount, formatDuration, formatInstant, formatMoney, markdownTable } from './progress-markdown';
 
 /** A batch: counts, throughput, estimated end, cost so far, budget left, paused. `now`: workflow time. */
@@ -173,5 +174,35 @@ export function gateCurrentDetails(view: GateView): string {
           (key.weight === undefined ? '' : `, weight ${key.weight}`),
       ]),
     ]),
+  ].join('\n');
+}
+
+/** A pipeline: a row per stage (its pieces done, failed, in its window and in its buffer, its cost). */
+export function pipelineCurrentDetails(progress: PipelineProgress): string {
+  const state = progress.paused
+    ? 'paused: no new submissions'
+    : progress.stopped === undefined
+      ? 'running'
+      : `stopping: ${progress.stopped === 'tolerance' ? 'failure tolerance exceeded' : progress.stopped === 'budget' ? 'budget reached' : 'cancelled'}`;
+  const rows = progress.stages.map((stage) => {
+    const { counts } = stage;
+    const cells = [
+      stage.name,
+      formatCount(counts.completed),
+      formatCount(counts.failed),
+      formatCount(stage.running),
+      formatCount(stage.buffered),
+      formatCount(counts.dropped),
+      formatCount(counts.parts),
+      formatMoney(stage.cost.amount, stage.cost.currency),
+    ];
+    return `| ${cells.join(' | ')} |`;
+  });
+  return [
+    `**${formatCount(progress.total)} items through ${progress.stages.length} stages: ${state}**`,
+    '',
+    '| Stage | Completed | Failed | In window | Buffered | Dropped | Split into | Cost |',
+    '| --- | --: | --: | --: | --: | --: | --: | --: |',
+    ...rows,
   ].join('\n');
 }

@@ -235,3 +235,35 @@ export function parsePipelineInput(
   });
   return { ok: true, value: { ...input, stages } };
 }
+
+/**
+ * A live change of one stage's maxConcurrency (setPipelineConcurrency): the rule it breaks, or
+ * undefined. The stages' windows together stay within MAX_PIPELINE_IN_FLIGHT (they cross
+ * continue-as-new in one payload); `current` is every stage's maxConcurrency now, when known.
+ */
+export function stageConcurrencyIssue(
+  change: { stage: unknown; maxConcurrency: unknown },
+  stages?: ReadonlyArray<{ name: string; maxConcurrency: number }>,
+): { field: string; rule: string } | undefined {
+  const name = nameSchema.safeParse(change.stage);
+  if (!name.success) return { field: 'stage', rule: name.error.issues[0]?.message ?? 'is invalid' };
+  const checked = concurrencySchema.safeParse(change.maxConcurrency);
+  if (!checked.success)
+    return { field: 'maxConcurrency', rule: `must be a whole number from 1 to ${MAX_BATCH_CONCURRENCY}` };
+  if (stages === undefined) return undefined;
+  if (!stages.some((stage) => stage.name === name.data))
+    return {
+      field: 'stage',
+      rule: `names no stage of the pipeline (${stages.map((stage) => stage.name).join(', ')})`,
+    };
+  const others = stages.reduce(
+    (sum, stage) => (stage.name === name.data ? sum : sum + stage.maxConcurrency),
+    0,
+  );
+  if (others + checked.data > MAX_PIPELINE_IN_FLIGHT)
+    return {
+      field: 'maxConcurrency',
+      rule: `the stages' maxConcurrency together must be at most ${MAX_PIPELINE_IN_FLIGHT} (${others + checked.data})`,
+    };
+  return undefined;
+}

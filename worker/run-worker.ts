@@ -22,6 +22,7 @@ import {
   type JobActivityDeps,
 } from '../activities';
 import { createCostEstimator } from '../activities/cost-estimator';
+import type { PipelineTransform } from '../activities/pipeline';
 import { createServiceClient, type ServiceClient } from '../api';
 import { connectionOptions, describeConnection } from '../client/connection';
 import { openStores } from '../stores/store-location';
@@ -44,7 +45,7 @@ import { workflowBundlerOptions } from './workflow-bundler-options';
  */
 export type ActivityDeps = JobActivityDeps &
   Pick<AutomationActivityDeps, 'automations' | 'temporalClient' | 'taskQueue'> &
-  Pick<BatchActivityDeps, 'batchJobReports'> & {
+  Pick<BatchActivityDeps, 'batchJobReports' | 'transforms'> & {
     client: ServiceClient;
     resultStoreDir: string;
   };
@@ -99,6 +100,8 @@ export interface RunWorkerOptions {
   activityOptions?: ActivityOptions;
   /** The automations this worker runs (defineAutomation); events for any other name fail. */
   automations?: readonly AutomationDefinition[];
+  /** The pipeline transforms this worker runs (definePipelineTransform), by the name a stage gives. */
+  transforms?: readonly PipelineTransform[];
   /**
    * Event sources (defineEventSource) for the gateway beside this worker, besides those of
    * EVENT_SIGNING_SECRETS and EVENT_SOURCES: who may send events to which of `automations`.
@@ -277,6 +280,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       ...(batchJobReports ? { batchJobReports } : {}),
       resultStoreDir: config.resultStoreDir,
       automations: options.automations ?? [],
+      transforms: options.transforms ?? [],
       // Automations signal workflows (end events) and look runs up by id.
       temporalClient: new Client({ connection: connected, namespace }),
       taskQueue,

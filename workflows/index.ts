@@ -1,7 +1,10 @@
 // Every workflow the worker registers. The worker bundles this file.
 import type { BatchInput } from '../contracts/batch-input';
 import type { BatchSummary } from '../contracts/batch-summary';
+import type { PipelineInput } from '../contracts/pipeline-input';
+import type { PipelineSummary } from '../contracts/pipeline-types';
 import { serverlessBatch as batchWorkflow } from './batch/batch';
+import { serverlessPipeline as pipelineWorkflow } from './pipeline/pipeline';
 
 export { automationWorkflow } from './automation/automation';
 export { bulkAction } from './bulk/bulk-action';
@@ -20,6 +23,9 @@ export { stackCheck } from './shared/stack-check';
  * through continue-as-new is its own).
  */
 export const serverlessBatch: (input: BatchInput) => Promise<BatchSummary> = batchWorkflow;
+
+/** The pipeline workflow as a caller starts it: a PipelineInput in, its summary out. */
+export const serverlessPipeline: (input: PipelineInput) => Promise<PipelineSummary> = pipelineWorkflow;
 
 // The inputs and results of the workflows, and the schemas they are checked with.
 export { type Endpoint, endpointSchema } from '../api/schemas/endpoint';

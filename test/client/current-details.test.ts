@@ -6,8 +6,10 @@ import {
   automationCurrentDetails,
   batchCurrentDetails,
   jobCurrentDetails,
+  pipelineCurrentDetails,
 } from '../../contracts/current-details';
 import type { JobSnapshot } from '../../contracts/job-snapshot';
+import type { PipelineProgress, PipelineStageProgress } from '../../contracts/pipeline-types';
 
 const counts = {
   completed: 2_000,
@@ -20,6 +22,53 @@ const counts = {
 };
 
 describe('current details', () => {
+  it('a pipeline shows a row per stage: completed, failed, in its window, buffered, dropped, parts, cost', () => {
+    const stage = (name: string, extra: Partial<PipelineStageProgress>): PipelineStageProgress => ({
+      name,
+      endpointId: `ep-${name}`,
+      counts: { started: 0, completed: 0, failed: 0, dropped: 0, split: 0, parts: 0, notStarted: 0 },
+      running: 0,
+      buffered: 0,
+      maxConcurrency: 10,
+      cost: { amount: 0, items: 0 },
+      stopped: false,
+      inFlight: 0,
+      ...extra,
+    });
+    const progress: PipelineProgress = {
+      total: 2_000,
+      stages: [
+        stage('transcribe', {
+          counts: {
+            started: 1_500,
+            completed: 1_490,
+            failed: 2,
+            dropped: 0,
+            split: 0,
+            parts: 0,
+            notStarted: 0,
+          },
+          running: 8,
+          cost: { amount: 1.5, currency: 'USD', items: 1_492 },
+        }),
+        stage('speak', {
+          counts: { started: 900, completed: 880, failed: 0, dropped: 4, split: 3, parts: 9, notStarted: 0 },
+          running: 10,
+          buffered: 20,
+        }),
+      ],
+      cost: { amount: 1.5, currency: 'USD', items: 1_492 },
+      paused: false,
+      stopped: 'tolerance',
+      runs: 1,
+      events: 300,
+    };
+    const text = pipelineCurrentDetails(progress);
+    expect(text).toContain('**2,000 items through 2 stages: stopping: failure tolerance exceeded**');
+    expect(text).toContain('| transcribe | 1,490 | 2 | 8 | 0 | 0 | 0 |');
+    expect(text).toContain('| speak | 880 | 0 | 10 | 20 | 4 | 9 |');
+  });
+
   it('a batch shows counts, throughput, estimated end, cost, budget left and state', () => {
     const progress = {
       total: 5_000,

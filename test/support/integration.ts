@@ -15,6 +15,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { AutomationDefinition } from '../../activities/automation';
+import type { PipelineTransform } from '../../activities/pipeline';
 import { createServiceClient, type ServiceClient } from '../../api';
 import { getJobSnapshot, type JobHandle, type LiveJobSnapshot, startJob } from '../../client/jobs';
 import type { JobWorkflowInput } from '../../contracts/job-input';
@@ -139,6 +140,8 @@ export interface JobStackOptions {
   worker?: boolean;
   /** The automations the in-process worker registers. */
   automations?: AutomationDefinition[];
+  /** The pipeline transforms the in-process worker registers. */
+  transforms?: PipelineTransform[];
   /** A Temporal server of the file's own (host:port) instead of the shared dev server. */
   temporalAddress?: string;
   /** More worker variables (e.g. RESULT_STORE_URL), over the stack's own. */
@@ -288,6 +291,7 @@ export async function startJobStack(options: JobStackOptions): Promise<JobStack>
       logger: createLogger({ level: 'error', secrets: [apiKey, ...(webhookSecret ? [webhookSecret] : [])] }),
       publicUrlFromGateway: options.webhooks === true,
       ...(options.automations ? { automations: options.automations } : {}),
+      ...(options.transforms ? { transforms: options.transforms } : {}),
     });
     running = started.running;
     gatewayUrl = started.info.gatewayUrl;

@@ -122,6 +122,12 @@ export function fakeService(
     async stageBatchItems() {
       return { batchKey: 'batch-test', manifestKey: 'batch-test/items.jsonl', total };
     },
+    async transformPipelinePieces() {
+      throw new Error('a batch runs no pipeline transform');
+    },
+    async recordPipelineLines() {
+      throw new Error('a batch writes no pipeline lines');
+    },
     async submitBatchPage({ indexes, submitLease }) {
       const leased = lease && submitLease !== undefined ? { lease: lease.ms } : {};
       const results: SubmitItemResult[] = indexes.map((i) => {

@@ -77,7 +77,7 @@ export function checkStops(run: BatchRun): void {
 /** Items still to submit (a budget reached after the last submit stops nothing). */
 function waiting(run: BatchRun): boolean {
   const { state } = run;
-  if (state.cursor < state.total) return true;
+  if (state.cursor < state.total || run.stage?.waiting()) return true;
   for (const item of run.items.values())
     if (item.phase === 'queued' || item.phase === 'uncertain') return true;
   return false;

@@ -12,6 +12,7 @@ import type { BatchCost, BatchCounts } from '../../contracts/batch-summary';
 import type { EndpointLimit, LookShare, PendingResultLine } from '../../contracts/batch-types';
 import { roundCost } from '../../contracts/cost';
 import type { Polling } from '../../contracts/job-types';
+import type { StagePageSource } from '../../contracts/pipeline-types';
 import type { Route } from '../../contracts/route';
 import type { SubmitLeaseSetting } from '../../contracts/submit-lease';
 import type { EndpointTally } from '../../engine/batch-route';
@@ -127,7 +128,20 @@ export interface BatchRun {
   cancelled: boolean;
   /** Bumped by everything that may let the loop do more (an activity's end, a signal, a timer). */
   dirty: number;
+  /** Set when this run is a pipeline stage's window (workflows/pipeline/); absent for a batch. */
+  stage?: StageWindow;
   timer?: { due: number; scope: CancellationScope };
+}
+
+/**
+ * What makes a window a pipeline stage's: its pages' requests come from the pieces (the submit
+ * makes them), and an item that ended is the pipeline's to move on (no batch result line).
+ */
+export interface StageWindow {
+  pageSource(indexes: readonly number[]): StagePageSource;
+  ended(item: EndedItem, line: Partial<PendingResultLine>): void;
+  /** Pieces wait for this stage beyond its window (in its buffer, or items not yet read). */
+  waiting(): boolean;
 }
 
 export function bump(run: BatchRun): void {
@@ -188,9 +202,14 @@ export function endItem(run: BatchRun, item: EndedItem, line: Partial<PendingRes
   const at = endpointOf(item);
   if (item.outcome === 'completed') {
     tallyAt(run, at).completed += 1;
+    run.stage?.ended(item, line);
     return;
   }
   tallyAt(run, at).failed += 1;
+  if (run.stage) {
+    run.stage.ended(item, line);
+    return;
+  }
   run.state.lines.push({
     index: item.index,
     ...(item.jobId === undefined ? {} : { jobId: item.jobId }),

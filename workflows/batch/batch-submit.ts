@@ -42,7 +42,7 @@ export async function stage(run: BatchRun): Promise<void> {
  * Each endpoint's maximum worker count, which sizes its window on a route. Unknown (the read
  * failed, an endpoint of another account) means unsized: its share of maxConcurrency alone.
  */
-async function readWorkers(run: BatchRun): Promise<void> {
+export async function readWorkers(run: BatchRun): Promise<void> {
   const endpointIds = run.route.endpoints.map((endpoint) => endpoint.endpointId);
   try {
     const { workersMax } = await routeActivities.endpointWorkers.executeWithOptions(
@@ -146,6 +146,7 @@ function submitPage(run: BatchRun, page: number[], endpoint: number, now: number
           endpointId,
           manifestKey: state.manifestKey,
           indexes: page,
+          ...(run.stage === undefined ? {} : { pipeline: run.stage.pageSource(page) }),
           // Only an orphan that may be adopted needs a webhook; every other job is watched.
           webhook: input.job.uncertainSubmitWait > 0 || lease !== undefined,
           ...(lease === undefined ? {} : { submitLease: lease }),

@@ -124,6 +124,7 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
           ...(share === undefined ? {} : { share }),
           ...(seed.length === 0 ? {} : { seed, seedSources: sources }),
           ...(extend.length === 0 ? {} : { extend }),
+          ...(run.stage === undefined ? {} : { linePerItem: true }),
         },
       ]),
     )

@@ -41,30 +41,25 @@ import {
   condition,
   isCancellation,
   setCurrentDetails,
-  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import { nextDueSummary } from '../../contracts/activity-summaries';
 import { type BatchInput, type ParsedBatchInput, parseBatchInput } from '../../contracts/batch-input';
 import type { BatchSummary } from '../../contracts/batch-summary';
 import { batchCurrentDetails } from '../../contracts/current-details';
 import { BATCH_FAILURE } from '../../contracts/failures';
-import { dueOf, type ItemDue } from '../../engine/item-state';
 import { emitOnEnd, failureData, isEnd } from '../shared/emit-on-end';
-import { cancelInFlight, startCancels } from './batch-cancel';
+import { wakeAt } from '../shared/wake-timer';
+import { cancelInFlight } from './batch-cancel';
 import { runChildBatch } from './batch-children';
 import { type BatchRunInput, continueBatch, runIsFull } from './batch-continue';
 import { checkStops, listen, progress, summary } from './batch-controls';
-import { startExtensions } from './batch-lease';
 import { endWith } from './batch-outcomes';
-import { startRecord } from './batch-record';
-import { startRetries } from './batch-retry';
-import { routeDue, startRouteWork } from './batch-route-run';
 import { type BatchRun, type BatchState, bump, carriedState } from './batch-run';
 import { idle } from './batch-run-counts';
 import { newBatchRun } from './batch-run-start';
-import { stage, startSubmits } from './batch-submit';
-import { adoptOrphans, cancelWatchers, settleUncertain, startWatch } from './batch-watch';
+import { stage } from './batch-submit';
+import { cancelWatchers } from './batch-watch';
+import { settleWindow, startWindowWork, windowDue } from './batch-window';
 
 export type { BatchInput } from '../../contracts/batch-input';
 export type { BatchProgress, BatchSummary } from '../../contracts/batch-summary';
@@ -129,64 +124,20 @@ async function runActivityBatch(
 async function loop(run: BatchRun): Promise<BatchSummary> {
   for (;;) {
     const now = Date.now();
-    adoptOrphans(run);
-    settleUncertain(run, now);
+    settleWindow(run, now);
     checkStops(run);
     if (!run.draining && runIsFull(run.input.maxEventsPerRun)) run.draining = true;
     if (run.draining) {
       cancelWatchers(run);
       if (idle(run)) await continueWithNewRun(run);
-    } else {
-      startRouteWork(run, now);
-      startSubmits(run, now);
-      startRetries(run, now);
-      startExtensions(run);
-      startWatch(run);
-      startRecord(run);
-      startCancels(run);
-    }
+    } else startWindowWork(run, now);
     // The UI's current details: no history event, so every turn may refresh them.
     setCurrentDetails(batchCurrentDetails(progress(run), now));
     if (finished(run)) return endWith(summary(run));
     const seen = run.dirty;
-    wakeAt(run, nextDue(run, now));
+    wakeAt(run, windowDue(run, now), () => bump(run));
     await condition(() => run.dirty !== seen);
   }
-}
-
-/**
- * One timer for the next due time, kept while that time stands: a timer per loop turn would add
- * two events to every workflow task.
- */
-function wakeAt(run: BatchRun, next: ItemDue | undefined): void {
-  if (next?.at === run.timer?.due) return;
-  run.timer?.scope.cancel();
-  run.timer = undefined;
-  if (next === undefined) return;
-  const due = next.at;
-  const scope = new CancellationScope();
-  const timer = { due, scope };
-  run.timer = timer;
-  scope
-    .run(() => sleep(Math.max(due - Date.now(), 1), { summary: nextDueSummary(due, next.work) }))
-    .then(
-      () => {
-        if (run.timer === timer) run.timer = undefined;
-        bump(run);
-      },
-      () => undefined,
-    );
-}
-
-/** The next time something falls due; what is due already waits for a bump (an activity ending). */
-function nextDue(run: BatchRun, now: number): ItemDue | undefined {
-  let next = routeDue(run, now);
-  for (const item of run.items.values()) {
-    if (run.retrying.has(item.index)) continue;
-    const due = dueOf(item);
-    if (due !== undefined && due.at > now && (next === undefined || due.at < next.at)) next = due;
-  }
-  return next;
 }
 
 function finished(run: BatchRun): boolean {

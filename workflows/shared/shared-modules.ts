@@ -33,6 +33,9 @@ import * as jobSnapshot from '../../contracts/job-snapshot';
 import * as jobTypes from '../../contracts/job-types';
 import * as jobWaitPolicy from '../../contracts/job-wait-policy';
 import * as lookLog from '../../contracts/look-log';
+import * as pipelineInput from '../../contracts/pipeline-input';
+import * as pipelineMapPaths from '../../contracts/pipeline-map-paths';
+import * as pipelineTypes from '../../contracts/pipeline-types';
 import * as progressMarkdown from '../../contracts/progress-markdown';
 import * as route from '../../contracts/route';
 import * as searchAttributes from '../../contracts/search-attributes';
@@ -61,6 +64,9 @@ for (const namespace of [
   jobTypes,
   jobWaitPolicy,
   lookLog,
+  pipelineInput,
+  pipelineMapPaths,
+  pipelineTypes,
   progressMarkdown,
   route,
   searchAttributes,
