@@ -8,15 +8,20 @@
  * 2. alone: one batch of --batches x --items items;
  * 3. shared: --batches batches of --items items started together, plus a single job started every
  *    second while they run (priority 3, the default, then priority 1);
- * 4. tenants: --tenants batches with fairness weights 1..N on one endpoint, their items short
+ * 4. apart: --burst single jobs started at once on endpoint A, and a single job on endpoint B right
+ *    after: B's latency against idle, how many of A's submits were out before B's, and how long
+ *    A's took to go out (each endpoint's work is its own fairness key in the worker's task queue);
+ * 5. tenants: --tenants batches with fairness weights 1..N on one endpoint, their items short
  *    (--tenant-job-ms) so that the /run window is what they share, granted shares per tenant over
  *    the first minute against the weights.
  *
  * Prints times, the ratio shared/alone, 429s by operation at the emulator, single-job latencies
- * (median, max) against idle, and the tenants' shares. Asserts nothing.
+ * (median, max) against idle, B's latency beside A's burst, and the tenants' shares. Asserts
+ * nothing.
  *
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
- *                                  [--tenants 10] [--tenant-items 2000] [--tenant-job-ms 100]
+ *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
+ *                                  [--tenant-job-ms 100]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -52,6 +57,7 @@ const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
 // Short enough that the /run window, not the endpoint's workers, is what the tenants share.
 const TENANT_JOB_MS = Math.round(numberArg('tenant-job-ms', 100));
 const IDLE_JOBS = 10;
+const BURST = Math.round(numberArg('burst', 1_000));
 
 async function main() {
   quietRuntime();
@@ -191,7 +197,39 @@ async function main() {
     );
   }
 
-  // 4. tenants
+  // 4. apart: a burst on endpoint A, a single job on endpoint B right after it
+  if (BURST > 0) {
+    const [burstEndpoint, besideEndpoint] = await Promise.all([
+      warmEndpoint(emulator, apiKey, WORKERS),
+      warmEndpoint(emulator, apiKey, WORKERS),
+    ]);
+    started = performance.now();
+    const burst = await Promise.all(
+      Array.from({ length: BURST }, (_, k) =>
+        startJob(
+          client,
+          { endpointId: burstEndpoint, request: { input: { sleepMs: JOB_MS, output: { burst: k } } } },
+          { workflowId: `bench-burst-${k}-${randomUUID()}`, taskQueue },
+        ),
+      ),
+    );
+    const startedIn = performance.now() - started;
+    const beside = await singleJob(besideEndpoint);
+    const [besideJob] = emulator.control.jobs(besideEndpoint, { removed: true });
+    const submittedAt = (endpointId: string) =>
+      emulator.control.jobs(endpointId, { removed: true }).map((job) => job.submittedAt);
+    while (emulator.control.submissions(burstEndpoint) < BURST) await sleep(100);
+    const burstOut = performance.now() - started;
+    const ahead = submittedAt(burstEndpoint).filter((at) => at < (besideJob?.submittedAt ?? 0)).length;
+    await Promise.all(burst.map((job) => awaitJob(client, { job })));
+    say(
+      `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
+        `${seconds(burstOut)} after the first start), a single job on endpoint B right after: ` +
+        `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}`,
+    );
+  }
+
+  // 5. tenants
   if (TENANTS > 0) {
     const tenantEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
     const tenants = await Promise.all(
