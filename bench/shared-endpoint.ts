@@ -34,9 +34,7 @@ import { getEndpointLimits } from '../client/endpoint-limits';
 import { awaitJob, startJob } from '../client/jobs';
 import { ASK_TO_SEND_UPDATE, ENDPOINT_GATE_WORKFLOW, endpointGateId } from '../contracts/endpoint-gate';
 import { startEmulator } from '../emulator';
-import { loadWorkerConfig } from '../worker/config';
-import { createLogger } from '../worker/logger';
-import { runWorker } from '../worker/run-worker';
+import { historyFigures } from './batch-breakdown';
 import {
   median,
   numberArg,
@@ -45,6 +43,7 @@ import {
   seconds,
   sleep,
   startDevServer,
+  startInProcessWorker,
   warmEndpoint,
 } from './support';
 
@@ -67,38 +66,21 @@ async function main() {
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-shared-endpoint-'));
   const taskQueue = `bench-shared-endpoint-${randomUUID()}`;
   const client = env.client;
-  const config = loadWorkerConfig(
-    {
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SERVERLESS_API_KEY: apiKey,
-      SERVERLESS_API_URL: emulator.apiUrl,
-      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-      SERVERLESS_REST_URL: emulator.restUrl,
-      RESULT_STORE_DIR: resultDir,
-      WEBHOOK_SECRET: randomUUID(),
-      WEBHOOK_PORT: '0',
-      WORKER_SHUTDOWN_GRACE_MS: '500',
-    },
-    process.cwd(),
-  );
-  const stop = new AbortController();
-  let worker: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve, reject) => {
-    worker = runWorker(config, {
-      signal: stop.signal,
-      logger: createLogger({ level: 'error', secrets: [apiKey] }),
-      publicUrlFromGateway: true,
-      onReady: () => resolve(),
-    });
-    worker.catch(reject);
+  const worker = await startInProcessWorker({
+    address: env.address,
+    taskQueue,
+    emulator,
+    apiKey,
+    resultStoreDir: resultDir,
+    webhooks: true,
+    run: { publicUrlFromGateway: true },
   });
 
   const items = (count: number, tag: string, sleepMs = JOB_MS) =>
     Array.from({ length: count }, (_, i) => ({ input: { sleepMs, output: { tag, i } } }));
 
   /** One job, start to result, in ms. */
-  async function singleJob(endpointId: string, priority?: number): Promise<number> {
+  async function singleJob(endpointId: string, priority?: number, workflowId?: string): Promise<number> {
     const started = performance.now();
     const job = await startJob(
       client,
@@ -107,7 +89,7 @@ async function main() {
         request: { input: { sleepMs: JOB_MS, output: { single: true } } },
         ...(priority === undefined ? {} : { priority }),
       },
-      { workflowId: `bench-single-${randomUUID()}`, taskQueue },
+      { workflowId: workflowId ?? `bench-single-${randomUUID()}`, taskQueue },
     );
     await awaitJob(client, { job });
     return performance.now() - started;
@@ -214,7 +196,17 @@ async function main() {
       ),
     );
     const startedIn = performance.now() - started;
-    const beside = await singleJob(besideEndpoint);
+    const besideId = `bench-beside-${randomUUID()}`;
+    const beside = await singleJob(besideEndpoint, undefined, besideId);
+    // Where B's job waited: for a worker to take its workflow tasks, and its activities.
+    const figures = historyFigures((await client.workflow.getHandle(besideId).fetchHistory()).events ?? []);
+    const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+    const taskWaits = sum(figures.taskPickup);
+    const activityWaits = sum(
+      figures.activities.map(
+        (activity) => (activity.startedAt ?? activity.scheduledAt) - activity.scheduledAt,
+      ),
+    );
     const [besideJob] = emulator.control.jobs(besideEndpoint, { removed: true });
     const submittedAt = (endpointId: string) =>
       emulator.control.jobs(endpointId, { removed: true }).map((job) => job.submittedAt);
@@ -225,7 +217,9 @@ async function main() {
     say(
       `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
         `${seconds(burstOut)} after the first start), a single job on endpoint B right after: ` +
-        `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}`,
+        `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
+        `its ${figures.taskPickup.length} workflow tasks waited ${seconds(taskWaits, 2)} for the worker in all, ` +
+        `its ${figures.activities.length} activities ${seconds(activityWaits, 2)}`,
     );
   }
 
@@ -261,8 +255,7 @@ async function main() {
     }
   }
 
-  stop.abort();
-  await worker.catch(() => undefined);
+  await worker.stop();
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });
