@@ -18,7 +18,7 @@
  * library's 60 s): completed / uncertain resolved / failed, submissions per item, and the
  * emulator's check that no item's job ran to completion twice.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,12 +30,10 @@ import { awaitBatch, startBatch } from '../client/batches';
 import { startEmulator } from '../emulator';
 import { injectLeaseFaultMix } from '../emulator/fault-mix';
 import { provisionedServers } from '../scripts/servers';
-import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
-import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import { searchAttributeKeys } from '../workflows/shared/search-attributes';
-import { warmEndpoint } from './support';
+import { startInProcessWorker, warmEndpoint } from './support';
 import { installWorkerProbe } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
@@ -113,32 +111,16 @@ async function main() {
   // --- the batch engine
   const batchEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
   const taskQueue = `bench-batch-${randomUUID()}`;
-  const config = loadWorkerConfig(
-    {
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SERVERLESS_API_KEY: apiKey,
-      SERVERLESS_API_URL: emulator.apiUrl,
-      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-      SERVERLESS_REST_URL: emulator.restUrl,
-      RESULT_STORE_DIR: resultDir,
-      WORKER_SHUTDOWN_GRACE_MS: '500',
-      ...(FAULTS ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
-    },
-    process.cwd(),
-  );
   // Before runWorker creates its Worker: the probe wraps Worker.create.
   const probe = installWorkerProbe();
-  const stop = new AbortController();
-  let worker: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve, reject) => {
-    worker = runWorker(config, {
-      signal: stop.signal,
-      logger: createLogger({ level: 'error', secrets: [apiKey] }),
-      publicUrlFromGateway: FAULTS,
-      onReady: () => resolve(),
-    });
-    worker.catch(reject);
+  const worker = await startInProcessWorker({
+    address: env.address,
+    taskQueue,
+    emulator,
+    apiKey,
+    resultStoreDir: resultDir,
+    webhooks: FAULTS,
+    run: { publicUrlFromGateway: FAULTS },
   });
   const removeFaults = FAULTS ? injectLeaseFaultMix(emulator.control, batchEndpoint) : () => undefined;
   const rssBefore = process.memoryUsage().rss;
@@ -200,8 +182,7 @@ async function main() {
     );
   } else say(`ratio (bare loop time / batch time): ${(bareMs / batchMs).toFixed(2)}`);
 
-  stop.abort();
-  await worker.catch(() => undefined);
+  await worker.stop();
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });
