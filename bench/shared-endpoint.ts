@@ -21,14 +21,17 @@
  *
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
  *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
- *                                  [--tenant-job-ms 100]
+ *                                  [--tenant-job-ms 100] [--server prod]
+ *
+ * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
+ * instead of the CLI dev server (one history shard).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { awaitBatch, type BatchInput, cancelBatch, startBatch } from '../client/batches';
 import { getEndpointLimits } from '../client/endpoint-limits';
 import { awaitJob, startJob } from '../client/jobs';
@@ -42,7 +45,7 @@ import {
   say,
   seconds,
   sleep,
-  startDevServer,
+  startBenchTemporal,
   startInProcessWorker,
   warmEndpoint,
 } from './support';
@@ -62,7 +65,8 @@ async function main() {
   quietRuntime();
   const apiKey = `sk-bench-${randomUUID()}`;
   const emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }] });
-  const env: TestWorkflowEnvironment = await startDevServer();
+  const env = await startBenchTemporal();
+  say(`on ${env.name}`);
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-shared-endpoint-'));
   const taskQueue = `bench-shared-endpoint-${randomUUID()}`;
   const client = env.client;
@@ -79,8 +83,15 @@ async function main() {
   const items = (count: number, tag: string, sleepMs = JOB_MS) =>
     Array.from({ length: count }, (_, i) => ({ input: { sleepMs, output: { tag, i } } }));
 
-  /** One job, start to result, in ms. */
-  async function singleJob(endpointId: string, priority?: number, workflowId?: string): Promise<number> {
+  /**
+   * One job, start to result, in ms. `trace`: its workflow id, and it gets how long the start call
+   * took and when (epoch ms) the result was seen.
+   */
+  async function singleJob(
+    endpointId: string,
+    priority?: number,
+    trace?: { workflowId: string; startCallMs?: number; resultSeenAt?: number },
+  ): Promise<number> {
     const started = performance.now();
     const job = await startJob(
       client,
@@ -89,9 +100,11 @@ async function main() {
         request: { input: { sleepMs: JOB_MS, output: { single: true } } },
         ...(priority === undefined ? {} : { priority }),
       },
-      { workflowId: workflowId ?? `bench-single-${randomUUID()}`, taskQueue },
+      { workflowId: trace?.workflowId ?? `bench-single-${randomUUID()}`, taskQueue },
     );
+    if (trace) trace.startCallMs = performance.now() - started;
     await awaitJob(client, { job });
+    if (trace) trace.resultSeenAt = Date.now();
     return performance.now() - started;
   }
 
@@ -196,17 +209,22 @@ async function main() {
       ),
     );
     const startedIn = performance.now() - started;
-    const besideId = `bench-beside-${randomUUID()}`;
-    const beside = await singleJob(besideEndpoint, undefined, besideId);
-    // Where B's job waited: for a worker to take its workflow tasks, and its activities.
-    const figures = historyFigures((await client.workflow.getHandle(besideId).fetchHistory()).events ?? []);
+    const trace: { workflowId: string; startCallMs?: number; resultSeenAt?: number } = {
+      workflowId: `bench-beside-${randomUUID()}`,
+    };
+    const beside = await singleJob(besideEndpoint, undefined, trace);
+    // Where B's job waited: for the server to take its start, for a worker to take its workflow
+    // tasks and its activities, and for its result to reach the caller once the workflow ended.
+    const events = (await client.workflow.getHandle(trace.workflowId).fetchHistory()).events ?? [];
+    const figures = historyFigures(events);
+    const resultMs = (trace.resultSeenAt ?? 0) - tsToMs(events.at(-1)?.eventTime);
     const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
     const taskWaits = sum(figures.taskPickup);
-    const activityWaits = sum(
-      figures.activities.map(
-        (activity) => (activity.startedAt ?? activity.scheduledAt) - activity.scheduledAt,
-      ),
+    const activityWaitList = figures.activities.map(
+      (activity) => (activity.startedAt ?? activity.scheduledAt) - activity.scheduledAt,
     );
+    const activityWaits = sum(activityWaitList);
+    const waits = (values: number[]) => values.map((value) => seconds(value, 2)).join(', ');
     const [besideJob] = emulator.control.jobs(besideEndpoint, { removed: true });
     const submittedAt = (endpointId: string) =>
       emulator.control.jobs(endpointId, { removed: true }).map((job) => job.submittedAt);
@@ -218,8 +236,10 @@ async function main() {
       `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
         `${seconds(burstOut)} after the first start), a single job on endpoint B right after: ` +
         `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
-        `its ${figures.taskPickup.length} workflow tasks waited ${seconds(taskWaits, 2)} for the worker in all, ` +
-        `its ${figures.activities.length} activities ${seconds(activityWaits, 2)}`,
+        `the start call took ${seconds(trace.startCallMs ?? 0, 2)}, its ${figures.taskPickup.length} workflow ` +
+        `tasks waited ${seconds(taskWaits, 2)} for the worker in all (${waits(figures.taskPickup)}), its ` +
+        `${figures.activities.length} activities ${seconds(activityWaits, 2)} (${waits(activityWaitList)}), ` +
+        `the result reached the caller ${seconds(resultMs, 2)} after the workflow ended`,
     );
   }
 
