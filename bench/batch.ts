@@ -23,17 +23,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { createServiceClient } from '../api';
 import { awaitBatch, startBatch } from '../client/batches';
 import { startEmulator } from '../emulator';
 import { injectLeaseFaultMix } from '../emulator/fault-mix';
-import { provisionedServers } from '../scripts/servers';
 import { createLogger } from '../worker/logger';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/shared/search-attributes';
-import { startInProcessWorker, warmEndpoint } from './support';
+import { startDevServer, startInProcessWorker, warmEndpoint } from './support';
 import { installWorkerProbe } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
@@ -52,22 +50,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 
 async function main() {
-  const { temporalCli } = provisionedServers();
   Runtime.install({
     logger: temporalLoggerFor(createLogger({ level: 'error' })),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
   });
   const apiKey = `sk-bench-${randomUUID()}`;
   const emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }] });
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
-      ip: '127.0.0.1',
-      ui: false,
-      searchAttributes: searchAttributeKeys,
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
+  const env = await startDevServer();
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-batch-'));
   const service = {
     apiKey,
