@@ -18,10 +18,16 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { awaitBatch, type BatchInput, getBatchProgress, startBatch } from '../client/batches';
 import { startEmulator } from '../emulator';
-import { loadWorkerConfig } from '../worker/config';
-import { createLogger } from '../worker/logger';
-import { runWorker } from '../worker/run-worker';
-import { numberArg, quietRuntime, say, seconds, sleep, startDevServer, warmEndpoint } from './support';
+import {
+  numberArg,
+  quietRuntime,
+  say,
+  seconds,
+  sleep,
+  startDevServer,
+  startInProcessWorker,
+  warmEndpoint,
+} from './support';
 
 const ITEMS = Math.round(numberArg('items', 2_000));
 const WORKERS = Math.round(numberArg('workers', 100));
@@ -37,28 +43,13 @@ async function main() {
   const env: TestWorkflowEnvironment = await startDevServer();
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-batch-route-'));
   const taskQueue = `bench-batch-route-${randomUUID()}`;
-  const config = loadWorkerConfig(
-    {
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SERVERLESS_API_KEY: apiKey,
-      SERVERLESS_API_URL: emulator.apiUrl,
-      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-      SERVERLESS_REST_URL: emulator.restUrl,
-      RESULT_STORE_DIR: resultDir,
-      WORKER_SHUTDOWN_GRACE_MS: '500',
-    },
-    process.cwd(),
-  );
-  const stop = new AbortController();
-  let worker: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve, reject) => {
-    worker = runWorker(config, {
-      signal: stop.signal,
-      logger: createLogger({ level: 'error', secrets: [apiKey] }),
-      onReady: () => resolve(),
-    });
-    worker.catch(reject);
+  const worker = await startInProcessWorker({
+    address: env.address,
+    taskQueue,
+    emulator,
+    apiKey,
+    resultStoreDir: resultDir,
+    webhooks: false,
   });
 
   const items = Array.from({ length: ITEMS }, (_, i) => ({ input: { sleepMs: SERVICE_MS, output: { i } } }));
@@ -114,8 +105,7 @@ async function main() {
   );
   say(`ratio (one endpoint / route): ${(single / routed).toFixed(2)}`);
 
-  stop.abort();
-  await worker.catch(() => undefined);
+  await worker.stop();
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });

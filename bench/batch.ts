@@ -18,24 +18,20 @@
  * library's 60 s): completed / uncertain resolved / failed, submissions per item, and the
  * emulator's check that no item's job ran to completion twice.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { createServiceClient } from '../api';
 import { awaitBatch, startBatch } from '../client/batches';
 import { startEmulator } from '../emulator';
 import { injectLeaseFaultMix } from '../emulator/fault-mix';
-import { provisionedServers } from '../scripts/servers';
-import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
-import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/shared/search-attributes';
-import { warmEndpoint } from './support';
+import { startDevServer, startInProcessWorker, warmEndpoint } from './support';
 import { installWorkerProbe } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
@@ -54,22 +50,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 
 async function main() {
-  const { temporalCli } = provisionedServers();
   Runtime.install({
     logger: temporalLoggerFor(createLogger({ level: 'error' })),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
   });
   const apiKey = `sk-bench-${randomUUID()}`;
   const emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }] });
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
-      ip: '127.0.0.1',
-      ui: false,
-      searchAttributes: searchAttributeKeys,
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
+  const env = await startDevServer();
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-batch-'));
   const service = {
     apiKey,
@@ -113,32 +100,16 @@ async function main() {
   // --- the batch engine
   const batchEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
   const taskQueue = `bench-batch-${randomUUID()}`;
-  const config = loadWorkerConfig(
-    {
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SERVERLESS_API_KEY: apiKey,
-      SERVERLESS_API_URL: emulator.apiUrl,
-      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-      SERVERLESS_REST_URL: emulator.restUrl,
-      RESULT_STORE_DIR: resultDir,
-      WORKER_SHUTDOWN_GRACE_MS: '500',
-      ...(FAULTS ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
-    },
-    process.cwd(),
-  );
   // Before runWorker creates its Worker: the probe wraps Worker.create.
   const probe = installWorkerProbe();
-  const stop = new AbortController();
-  let worker: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve, reject) => {
-    worker = runWorker(config, {
-      signal: stop.signal,
-      logger: createLogger({ level: 'error', secrets: [apiKey] }),
-      publicUrlFromGateway: FAULTS,
-      onReady: () => resolve(),
-    });
-    worker.catch(reject);
+  const worker = await startInProcessWorker({
+    address: env.address,
+    taskQueue,
+    emulator,
+    apiKey,
+    resultStoreDir: resultDir,
+    webhooks: FAULTS,
+    run: { publicUrlFromGateway: FAULTS },
   });
   const removeFaults = FAULTS ? injectLeaseFaultMix(emulator.control, batchEndpoint) : () => undefined;
   const rssBefore = process.memoryUsage().rss;
@@ -200,8 +171,7 @@ async function main() {
     );
   } else say(`ratio (bare loop time / batch time): ${(bareMs / batchMs).toFixed(2)}`);
 
-  stop.abort();
-  await worker.catch(() => undefined);
+  await worker.stop();
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });

@@ -31,15 +31,23 @@ import { automationWorkflowId, sendEvent } from '../client/automations';
 import { eventHeaders } from '../client/event-signature';
 import type { AutomationState } from '../contracts/automation-input';
 import { startEmulator } from '../emulator';
-import { loadWorkerConfig } from '../worker/config';
 import type { EventSink } from '../worker/event-ingress';
 import { temporalEventSink } from '../worker/event-sink';
 import { nativeEventSource } from '../worker/event-sources';
 import { startWebhookGateway, type WebhookGateway } from '../worker/gateway';
 import { createLogger } from '../worker/logger';
-import { runWorker } from '../worker/run-worker';
 import { automationStateQuery } from '../workflows/automation/automation-definitions';
-import { mb, median, numberArg, quietRuntime, say, sleep, startDevServer, until } from './support';
+import {
+  mb,
+  median,
+  numberArg,
+  quietRuntime,
+  say,
+  sleep,
+  startDevServer,
+  startInProcessWorker,
+  until,
+} from './support';
 
 const EVENTS = numberArg('events', 5000);
 const CONCURRENCY = numberArg('concurrency', 64);
@@ -184,23 +192,6 @@ async function downstream(env: TestWorkflowEnvironment, part: 3 | 4): Promise<vo
       polling: { initialInterval: 100, maxInterval: 250, backoffCoefficient: 1.5 },
     },
   });
-  const config = loadWorkerConfig(
-    {
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SERVERLESS_API_KEY: apiKey,
-      SERVERLESS_API_URL: emulator.apiUrl,
-      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-      SERVERLESS_REST_URL: emulator.restUrl,
-      RESULT_STORE_DIR: resultDir,
-      WORKER_SHUTDOWN_GRACE_MS: '500',
-      WEBHOOK_PORT: '0',
-      WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
-      EVENT_SIGNING_SECRETS: SECRET,
-    },
-    process.cwd(),
-  );
-  const stop = new AbortController();
   let gatewayUrl = '';
   // 3. Event to job, paced at ~RATE events/s over 10 keys.
   const latency = async () => {
@@ -235,11 +226,16 @@ async function downstream(env: TestWorkflowEnvironment, part: 3 | 4): Promise<vo
     );
   };
   const memoryBefore = process.memoryUsage();
-  let worker: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve, reject) => {
-    worker = runWorker(config, {
-      signal: stop.signal,
-      logger: createLogger({ level: 'error', secrets: [apiKey, SECRET] }),
+  const worker = await startInProcessWorker({
+    address: env.address,
+    taskQueue,
+    emulator,
+    apiKey,
+    resultStoreDir: resultDir,
+    webhooks: true,
+    env: { EVENT_SIGNING_SECRETS: SECRET },
+    secrets: [SECRET],
+    run: {
       automations: [
         defineAutomation({ name: 'latency', concurrency: 100, run: (events) => job(events[0]?.id) }),
         defineAutomation({
@@ -249,13 +245,9 @@ async function downstream(env: TestWorkflowEnvironment, part: 3 | 4): Promise<vo
           run: (events) => job(events[0]?.id),
         }),
       ],
-      onReady: (info) => {
-        gatewayUrl = info.gatewayUrl ?? '';
-        resolve();
-      },
-    });
-    worker.catch(reject);
+    },
   });
+  gatewayUrl = worker.info.gatewayUrl ?? '';
   try {
     if (part === 3) {
       await latency();
@@ -306,8 +298,7 @@ async function downstream(env: TestWorkflowEnvironment, part: 3 | 4): Promise<vo
       `   memory of this process (worker + gateway + emulator + load): RSS ${mb(memoryBefore.rss)} -> ${mb(memory.rss)}, heap ${mb(memoryBefore.heapUsed)} -> ${mb(memory.heapUsed)}`,
     );
   } finally {
-    stop.abort();
-    await worker.catch(() => undefined);
+    await worker.stop();
     await emulator.close();
     rmSync(resultDir, { recursive: true, force: true });
   }

@@ -46,19 +46,18 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { POLLING_DEFAULTS } from '../contracts/job-input';
 import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../contracts/job-wait-policy';
 import { type Emulator, startEmulator } from '../emulator';
 import { startJob } from '../index';
-import { provisionedServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import type { serverlessJob } from '../workflows/job/job';
-import { searchAttributeKeys } from '../workflows/shared/search-attributes';
+import { startDevServer } from './support';
 import { installWorkerProbe, tasksOf } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
@@ -279,7 +278,6 @@ function scheduleModel(
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const { temporalCli } = provisionedServers();
   Runtime.install({
     logger: temporalLoggerFor(createLogger({ level: 'error' })),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
@@ -322,15 +320,7 @@ async function main(): Promise<void> {
   let worker: Promise<void> | undefined;
 
   try {
-    env = await TestWorkflowEnvironment.createLocal({
-      server: {
-        ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
-        ip: '127.0.0.1',
-        ui: false,
-        searchAttributes: searchAttributeKeys,
-        extraArgs: ['--log-level', 'error'],
-      },
-    });
+    env = await startDevServer();
 
     say('job costs: history events, activity tasks, HTTP calls and finish-to-close delay per job');
     say(

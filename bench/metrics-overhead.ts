@@ -18,16 +18,14 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { startEmulator } from '../emulator';
 import { awaitJob, startJob } from '../index';
-import { provisionedServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/shared/search-attributes';
+import { startDevServer } from './support';
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -36,13 +34,12 @@ const arg = (name: string, fallback: number) => {
 };
 const JOBS = arg('jobs', 50);
 const ROUNDS = arg('rounds', 2);
-const POLLING = { initialIntervalMs: 50, maxIntervalMs: 100, backoffCoefficient: 1.5 };
+const POLLING = { initialInterval: 50, maxInterval: 100, backoffCoefficient: 1.5 };
 
 type Mode = 'metrics off' | 'metrics on' | 'metrics + traces';
 const MODES: Mode[] = ['metrics off', 'metrics on', 'metrics + traces'];
 
 async function main(): Promise<void> {
-  const { temporalCli } = provisionedServers();
   Runtime.install({
     logger: temporalLoggerFor(createLogger({ level: 'error' })),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
@@ -50,15 +47,7 @@ async function main(): Promise<void> {
   const apiKey = randomBytes(24).toString('base64url');
   const run = `${process.pid}-${Date.now()}`;
   const workdir = path.join(os.tmpdir(), `durable-serverless-bench-metrics-${run}`);
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
-      ip: '127.0.0.1',
-      ui: false,
-      searchAttributes: searchAttributeKeys,
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
+  const env = await startDevServer();
   const emulator = await startEmulator({ timeScale: 50, accounts: [{ apiKey }] });
   const endpointId = emulator.control.createEndpoint(apiKey, {
     name: 'bench-metrics',

@@ -8,30 +8,36 @@
  * 2. alone: one batch of --batches x --items items;
  * 3. shared: --batches batches of --items items started together, plus a single job started every
  *    second while they run (priority 3, the default, then priority 1);
- * 4. tenants: --tenants batches with fairness weights 1..N on one endpoint, their items short
+ * 4. apart: --burst single jobs started at once on endpoint A, and a single job on endpoint B right
+ *    after: B's latency against idle, how many of A's submits were out before B's, and how long
+ *    A's took to go out (each endpoint's work is its own fairness key in the worker's task queue);
+ * 5. tenants: --tenants batches with fairness weights 1..N on one endpoint, their items short
  *    (--tenant-job-ms) so that the /run window is what they share, granted shares per tenant over
  *    the first minute against the weights.
  *
  * Prints times, the ratio shared/alone, 429s by operation at the emulator, single-job latencies
- * (median, max) against idle, and the tenants' shares. Asserts nothing.
+ * (median, max) against idle, B's latency beside A's burst, and the tenants' shares. Asserts
+ * nothing.
  *
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
- *                                  [--tenants 10] [--tenant-items 2000] [--tenant-job-ms 100]
+ *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
+ *                                  [--tenant-job-ms 100] [--server prod]
+ *
+ * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
+ * instead of the CLI dev server (one history shard).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { awaitBatch, type BatchInput, cancelBatch, startBatch } from '../client/batches';
 import { getEndpointLimits } from '../client/endpoint-limits';
 import { awaitJob, startJob } from '../client/jobs';
 import { ASK_TO_SEND_UPDATE, ENDPOINT_GATE_WORKFLOW, endpointGateId } from '../contracts/endpoint-gate';
 import { startEmulator } from '../emulator';
-import { loadWorkerConfig } from '../worker/config';
-import { createLogger } from '../worker/logger';
-import { runWorker } from '../worker/run-worker';
+import { historyFigures } from './batch-breakdown';
 import {
   median,
   numberArg,
@@ -39,7 +45,8 @@ import {
   say,
   seconds,
   sleep,
-  startDevServer,
+  startBenchTemporal,
+  startInProcessWorker,
   warmEndpoint,
 } from './support';
 
@@ -52,47 +59,39 @@ const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
 // Short enough that the /run window, not the endpoint's workers, is what the tenants share.
 const TENANT_JOB_MS = Math.round(numberArg('tenant-job-ms', 100));
 const IDLE_JOBS = 10;
+const BURST = Math.round(numberArg('burst', 1_000));
 
 async function main() {
   quietRuntime();
   const apiKey = `sk-bench-${randomUUID()}`;
   const emulator = await startEmulator({ timeScale: 1, accounts: [{ apiKey }] });
-  const env: TestWorkflowEnvironment = await startDevServer();
+  const env = await startBenchTemporal();
+  say(`on ${env.name}`);
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-shared-endpoint-'));
   const taskQueue = `bench-shared-endpoint-${randomUUID()}`;
   const client = env.client;
-  const config = loadWorkerConfig(
-    {
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SERVERLESS_API_KEY: apiKey,
-      SERVERLESS_API_URL: emulator.apiUrl,
-      SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-      SERVERLESS_REST_URL: emulator.restUrl,
-      RESULT_STORE_DIR: resultDir,
-      WEBHOOK_SECRET: randomUUID(),
-      WEBHOOK_PORT: '0',
-      WORKER_SHUTDOWN_GRACE_MS: '500',
-    },
-    process.cwd(),
-  );
-  const stop = new AbortController();
-  let worker: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve, reject) => {
-    worker = runWorker(config, {
-      signal: stop.signal,
-      logger: createLogger({ level: 'error', secrets: [apiKey] }),
-      publicUrlFromGateway: true,
-      onReady: () => resolve(),
-    });
-    worker.catch(reject);
+  const worker = await startInProcessWorker({
+    address: env.address,
+    taskQueue,
+    emulator,
+    apiKey,
+    resultStoreDir: resultDir,
+    webhooks: true,
+    run: { publicUrlFromGateway: true },
   });
 
   const items = (count: number, tag: string, sleepMs = JOB_MS) =>
     Array.from({ length: count }, (_, i) => ({ input: { sleepMs, output: { tag, i } } }));
 
-  /** One job, start to result, in ms. */
-  async function singleJob(endpointId: string, priority?: number): Promise<number> {
+  /**
+   * One job, start to result, in ms. `trace`: its workflow id, and it gets how long the start call
+   * took and when (epoch ms) the result was seen.
+   */
+  async function singleJob(
+    endpointId: string,
+    priority?: number,
+    trace?: { workflowId: string; startCallMs?: number; resultSeenAt?: number },
+  ): Promise<number> {
     const started = performance.now();
     const job = await startJob(
       client,
@@ -101,9 +100,11 @@ async function main() {
         request: { input: { sleepMs: JOB_MS, output: { single: true } } },
         ...(priority === undefined ? {} : { priority }),
       },
-      { workflowId: `bench-single-${randomUUID()}`, taskQueue },
+      { workflowId: trace?.workflowId ?? `bench-single-${randomUUID()}`, taskQueue },
     );
+    if (trace) trace.startCallMs = performance.now() - started;
     await awaitJob(client, { job });
+    if (trace) trace.resultSeenAt = Date.now();
     return performance.now() - started;
   }
 
@@ -191,7 +192,58 @@ async function main() {
     );
   }
 
-  // 4. tenants
+  // 4. apart: a burst on endpoint A, a single job on endpoint B right after it
+  if (BURST > 0) {
+    const [burstEndpoint, besideEndpoint] = await Promise.all([
+      warmEndpoint(emulator, apiKey, WORKERS),
+      warmEndpoint(emulator, apiKey, WORKERS),
+    ]);
+    started = performance.now();
+    const burst = await Promise.all(
+      Array.from({ length: BURST }, (_, k) =>
+        startJob(
+          client,
+          { endpointId: burstEndpoint, request: { input: { sleepMs: JOB_MS, output: { burst: k } } } },
+          { workflowId: `bench-burst-${k}-${randomUUID()}`, taskQueue },
+        ),
+      ),
+    );
+    const startedIn = performance.now() - started;
+    const trace: { workflowId: string; startCallMs?: number; resultSeenAt?: number } = {
+      workflowId: `bench-beside-${randomUUID()}`,
+    };
+    const beside = await singleJob(besideEndpoint, undefined, trace);
+    // Where B's job waited: for the server to take its start, for a worker to take its workflow
+    // tasks and its activities, and for its result to reach the caller once the workflow ended.
+    const events = (await client.workflow.getHandle(trace.workflowId).fetchHistory()).events ?? [];
+    const figures = historyFigures(events);
+    const resultMs = (trace.resultSeenAt ?? 0) - tsToMs(events.at(-1)?.eventTime);
+    const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+    const taskWaits = sum(figures.taskPickup);
+    const activityWaitList = figures.activities.map(
+      (activity) => (activity.startedAt ?? activity.scheduledAt) - activity.scheduledAt,
+    );
+    const activityWaits = sum(activityWaitList);
+    const waits = (values: number[]) => values.map((value) => seconds(value, 2)).join(', ');
+    const [besideJob] = emulator.control.jobs(besideEndpoint, { removed: true });
+    const submittedAt = (endpointId: string) =>
+      emulator.control.jobs(endpointId, { removed: true }).map((job) => job.submittedAt);
+    while (emulator.control.submissions(burstEndpoint) < BURST) await sleep(100);
+    const burstOut = performance.now() - started;
+    const ahead = submittedAt(burstEndpoint).filter((at) => at < (besideJob?.submittedAt ?? 0)).length;
+    await Promise.all(burst.map((job) => awaitJob(client, { job })));
+    say(
+      `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
+        `${seconds(burstOut)} after the first start), a single job on endpoint B right after: ` +
+        `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
+        `the start call took ${seconds(trace.startCallMs ?? 0, 2)}, its ${figures.taskPickup.length} workflow ` +
+        `tasks waited ${seconds(taskWaits, 2)} for the worker in all (${waits(figures.taskPickup)}), its ` +
+        `${figures.activities.length} activities ${seconds(activityWaits, 2)} (${waits(activityWaitList)}), ` +
+        `the result reached the caller ${seconds(resultMs, 2)} after the workflow ended`,
+    );
+  }
+
+  // 5. tenants
   if (TENANTS > 0) {
     const tenantEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
     const tenants = await Promise.all(
@@ -223,8 +275,7 @@ async function main() {
     }
   }
 
-  stop.abort();
-  await worker.catch(() => undefined);
+  await worker.stop();
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });

@@ -24,17 +24,16 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import type { JobResult } from '../contracts/job-snapshot';
 import { startEmulator } from '../emulator';
 import { awaitJob, jobFailureOf, startJob } from '../index';
-import { provisionedServers } from '../scripts/servers';
 import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { runWorker } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { searchAttributeKeys } from '../workflows/shared/search-attributes';
+import { startDevServer } from './support';
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -63,7 +62,6 @@ interface Outcome {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const { temporalCli } = provisionedServers();
   Runtime.install({
     logger: temporalLoggerFor(createLogger({ level: 'error' })),
     telemetryOptions: { logging: { forward: {}, filter: { core: 'ERROR', other: 'ERROR' } } },
@@ -83,15 +81,7 @@ async function main(): Promise<void> {
   });
 
   try {
-    env = await TestWorkflowEnvironment.createLocal({
-      server: {
-        ...(temporalCli ? { executable: { type: 'existing-path' as const, path: temporalCli } } : {}),
-        ip: '127.0.0.1',
-        ui: false,
-        searchAttributes: searchAttributeKeys,
-        extraArgs: ['--log-level', 'error'],
-      },
-    });
+    env = await startDevServer();
     const config = loadWorkerConfig(
       {
         TEMPORAL_ADDRESS: env.address,

@@ -1,6 +1,7 @@
 /**
  * Plumbing shared by the benches that run the whole stack: the dev server, quiet SDK logs, a port
- * for the webhook gateway, a worker process configured as `npm run worker` is, and small helpers.
+ * for the webhook gateway, a worker (in its own process or in the bench's) configured as
+ * `npm run worker` is, and small helpers.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -15,7 +16,10 @@ import {
 } from '../scripts/prod-temporal';
 import { dynamicConfigFlags } from '../scripts/server-settings';
 import { provisionedServers } from '../scripts/servers';
+import { runWorkerUntilReady } from '../test/support/run-worker-until-ready';
+import { loadWorkerConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
+import type { RunWorkerOptions, WorkerReadyInfo } from '../worker/run-worker';
 import { temporalLoggerFor } from '../worker/temporal-logger';
 import { searchAttributeKeys } from '../workflows/shared/search-attributes';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
@@ -129,34 +133,88 @@ export async function startBenchTemporal(): Promise<BenchTemporal> {
   };
 }
 
+/** Where a bench's worker finds Temporal, the emulator and its result store. */
+export interface BenchWorkerTarget {
+  address: string;
+  taskQueue: string;
+  emulator: Emulator;
+  apiKey: string;
+  resultStoreDir: string;
+}
+
+/** A bench worker's variables, as `npm run worker` reads them, for the target; with webhooks, the gateway's. */
+function benchWorkerEnv(target: BenchWorkerTarget, webhooks: boolean): Record<string, string> {
+  const { emulator } = target;
+  return {
+    TEMPORAL_ADDRESS: target.address,
+    TEMPORAL_TASK_QUEUE: target.taskQueue,
+    SERVERLESS_API_KEY: target.apiKey,
+    SERVERLESS_API_URL: emulator.apiUrl,
+    SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
+    SERVERLESS_REST_URL: emulator.restUrl,
+    ...(webhooks ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
+    RESULT_STORE_DIR: target.resultStoreDir,
+  };
+}
+
 /**
  * One worker in its own process (bench/worker-child.ts), configured through the environment as
  * `npm run worker` is, with no WORKER_MAX_* setting (the SDK's default slots); with webhooks, the
  * gateway beside it and the worker handing out its URLs.
  */
-export async function startBenchWorker(options: {
-  address: string;
-  taskQueue: string;
-  emulator: Emulator;
-  apiKey: string;
-  webhooks: boolean;
-  resultStoreDir: string;
-  /** WORKER_MAX_CACHED_WORKFLOWS; absent: the SDK's default. */
-  maxCachedWorkflows?: number;
-}): Promise<WorkerProcess> {
-  const { emulator } = options;
+export async function startBenchWorker(
+  options: BenchWorkerTarget & {
+    webhooks: boolean;
+    /** WORKER_MAX_CACHED_WORKFLOWS; absent: the SDK's default. */
+    maxCachedWorkflows?: number;
+  },
+): Promise<WorkerProcess> {
   return startWorkerProcess({
-    TEMPORAL_ADDRESS: options.address,
-    TEMPORAL_TASK_QUEUE: options.taskQueue,
-    SERVERLESS_API_KEY: options.apiKey,
-    SERVERLESS_API_URL: emulator.apiUrl,
-    SERVERLESS_GRAPHQL_URL: emulator.graphqlUrl,
-    SERVERLESS_REST_URL: emulator.restUrl,
-    ...(options.webhooks ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
-    RESULT_STORE_DIR: options.resultStoreDir,
+    ...benchWorkerEnv(options, options.webhooks),
     LOG_LEVEL: 'error',
     ...(options.maxCachedWorkflows === undefined
       ? {}
       : { WORKER_MAX_CACHED_WORKFLOWS: String(options.maxCachedWorkflows) }),
   });
+}
+
+/** A worker running in the bench's own process. */
+export interface InProcessWorker {
+  /** What it reported once ready (its gateway's URL, with webhooks). */
+  info: WorkerReadyInfo;
+  /** Stops it and waits until it has stopped. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The library's worker (runWorker) in this process, configured as `npm run worker` is from the
+ * target (and `env` over it), shut down within half a second, logging errors only with the API key
+ * (and `secrets`) redacted; resolves once it polls its task queue. With webhooks, the gateway
+ * beside it; `run` takes runWorker's own options (automations, publicUrlFromGateway).
+ */
+export async function startInProcessWorker(
+  options: BenchWorkerTarget & {
+    webhooks: boolean;
+    env?: Record<string, string>;
+    secrets?: string[];
+    run?: Omit<RunWorkerOptions, 'signal' | 'logger' | 'onReady'>;
+  },
+): Promise<InProcessWorker> {
+  const config = loadWorkerConfig(
+    { ...benchWorkerEnv(options, options.webhooks), WORKER_SHUTDOWN_GRACE_MS: '500', ...options.env },
+    process.cwd(),
+  );
+  const stopping = new AbortController();
+  const { info, running } = await runWorkerUntilReady(config, {
+    ...options.run,
+    signal: stopping.signal,
+    logger: createLogger({ level: 'error', secrets: [options.apiKey, ...(options.secrets ?? [])] }),
+  });
+  return {
+    info,
+    async stop() {
+      stopping.abort();
+      await running.catch(() => undefined);
+    },
+  };
 }

@@ -34,10 +34,10 @@ import type {
   BatchResultsRef,
   BatchSummary,
 } from '../contracts/batch-summary';
-import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { BATCH_FAILURE } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
+import { workloadTaskPriority } from '../contracts/task-priority';
 import type { BatchStore } from '../stores/batch-store';
 import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import {
@@ -142,7 +142,7 @@ export async function startBatch(
       args: [input],
       ...describeBatch(input),
       typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
-      ...taskPriorityOf(input),
+      ...workloadTaskPriority(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

@@ -17,13 +17,13 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
-import { taskPriorityOf } from '../contracts/endpoint-gate';
 import type { JobFailureDetails } from '../contracts/failures';
 import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
 import { tagAttributes, tagSchema, tagsSchema } from '../contracts/tags';
+import { workloadTaskPriority } from '../contracts/task-priority';
 import { type ResultStore, resultRefSchema } from '../stores/result-store';
 import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import type { serverlessJob } from '../workflows/job/job';
@@ -125,7 +125,7 @@ export async function startJob(
       args: [input],
       ...describeJob(input),
       typedSearchAttributes: [...jobSearchAttributes(input), ...tagAttributes(tags)],
-      ...taskPriorityOf(input),
+      ...workloadTaskPriority(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
     });

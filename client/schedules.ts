@@ -19,11 +19,11 @@ import type { SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import type { BatchInput } from '../contracts/batch-input';
-import { type Scheduling, taskPriorityOf } from '../contracts/endpoint-gate';
 import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../contracts/endpoint-input';
 import { firstIssue } from '../contracts/input-rules';
 import type { JobWorkflowInput } from '../contracts/job-input';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
+import { workloadTaskPriority } from '../contracts/task-priority';
 import { tagsKey } from '../workflows/shared/search-attributes';
 import {
   existingRunTimes,
@@ -194,8 +194,9 @@ async function createSchedule(
       taskQueue: options.taskQueue,
       args,
       ...actionDescription(kind, args, options.tags),
-      // Each run's task priority, as a job's or batch's started by hand (its submits' at the gate).
-      ...(kind === 'ephemeral' ? {} : taskPriorityOf(options.input as Scheduling)),
+      // Each run's task priority, as a job's or batch's started by hand. An ephemeral run's endpoint
+      // is made by the run, which names it on the work it starts there.
+      ...(kind === 'ephemeral' ? {} : workloadTaskPriority(args[0] as JobWorkflowInput | BatchInput)),
     },
     ...(options.policies ? { policies: options.policies } : {}),
     memo: { ...options.memo, durableServerlessKind: kind },

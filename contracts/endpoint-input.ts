@@ -17,6 +17,7 @@ import { pathSegmentSchema } from '../api/schemas/path-segment';
 import { type BatchInput, batchItemOptionsSchema, parseBatchInput } from './batch-input';
 import { positiveDurationSchema } from './input-rules';
 import { parseJobWorkflowInput } from './job-input';
+import { shortTag } from './short-tag';
 
 export { firstIssue } from './input-rules';
 
@@ -280,16 +281,6 @@ const NAME_PREFIX = 'ds-';
 // The spec sets no bound on names; the emulator allows 191 characters, and shorter is friendlier.
 const NAME_MAX = 120;
 
-/** FNV-1a, 32 bits: a short, stable tag for ids too long to use whole. */
-function fnv1a(text: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, '0');
-}
-
 /**
  * The endpoint name a workflow owns when the caller gives none: a pure function of the workflow id,
  * so a retried activity, a replay and a new run with the same id all look for the same endpoint.
@@ -297,7 +288,7 @@ function fnv1a(text: string): string {
 export function endpointNameFor(workflowId: string): string {
   const whole = `${NAME_PREFIX}${workflowId}`;
   if (whole.length <= NAME_MAX) return whole;
-  return `${NAME_PREFIX}${workflowId.slice(0, NAME_MAX - NAME_PREFIX.length - 9)}-${fnv1a(workflowId)}`;
+  return `${NAME_PREFIX}${workflowId.slice(0, NAME_MAX - NAME_PREFIX.length - 9)}-${shortTag(workflowId)}`;
 }
 
 /** How the createEndpoint activity creates an endpoint. */

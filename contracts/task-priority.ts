@@ -1,15 +1,72 @@
 /**
- * The order in which a backlogged task queue hands out activity tasks. A look that finds nothing
- * new is retried by the server on the job's polling schedule, so with thousands of jobs waiting
- * on one worker the looks can outrun what the worker takes from the queue. A backlog of looks must
- * not hold up the calls that start or end work (a submit, a cancel, a lease's extension): the looks
- * go below the default priority (3 of 1 to 5), and everything else keeps it.
+ * The order in which a backlogged task queue hands out workflow and activity tasks.
  *
- * The server honours priority when its matcher does (Temporal Cloud; self-hosted with
- * `matching.useNewMatcher`, off by default up to v1.29); a server that does not ignores the key,
- * and the queue is first in, first out as before.
+ * Priority: a look that finds nothing new is retried by the server on the job's polling schedule,
+ * so with thousands of jobs waiting on one worker the looks can outrun what the worker takes from
+ * the queue. A backlog of looks must not hold up the calls that start or end work (a submit, a
+ * cancel, a lease's extension): the looks go at 4 (of 1 first to 5 last), and everything else at
+ * the workload's own priority (its `priority`, default 3).
+ *
+ * Fairness: one worker's task queue serves every endpoint, and first in, first out a burst of
+ * jobs on one endpoint would hold up every other endpoint's work until its tasks were through.
+ * Each job and batch workflow starts with its endpoint as its task fairness key (a route's first
+ * endpoint, as its search attribute), so the server hands out the tasks of the endpoints with work
+ * waiting in turn: a short job on endpoint B goes beside a thousand just started on A, not after.
+ *
+ * The key is the endpoint alone, not the endpoint and the workload's tenant (its `fairnessKey`):
+ * - the share of the worker an endpoint gets must not grow with the number of tenants on it
+ *   (Temporal weighs each key alike: ten tenants on A would give A ten shares to B's one);
+ * - the tenants' shares of an endpoint are the gate's to hold (workflows/endpoint/endpoint-gate.ts),
+ *   with their weights, over every worker process; a second rule of the same shares in the queue
+ *   would only disagree with it;
+ * - a key holds at most 64 bytes, which an endpoint id (up to 1,024 characters) and a tenant (up
+ *   to 64 bytes) together would not fit without losing one of them to a hash.
+ * Within one endpoint the queue goes by priority, then first in, first out; what a tenant's work
+ * waits for there is its turn at the gate, where the tenants' weights hold.
+ *
+ * Activities and child workflows inherit the workflow's priority field by field (the server merges
+ * an activity's own fields over its workflow's: priorities.Merge, Temporal server 1.29), so the
+ * looks' priority 4 keeps their workflow's fairness key, and a workflow's every task carries its
+ * endpoint. Child workflows that run on an endpoint of their own (a batch's children, an
+ * automation's runs, an ephemeral endpoint's work) name theirs when started.
+ *
+ * The server honours priority when its matcher does, fairness when `matching.enableFairness` is on
+ * (Temporal Cloud; self-hosted with the dynamic config of scripts/server-settings.ts, off by default
+ * up to v1.29); a server that does not ignores the fields, and the queue is first in, first out.
  */
 import type { Priority } from '@temporalio/common';
+import { type Scheduling, taskPriorityOf } from './endpoint-gate';
+import { routeOrder } from './route';
+import { shortTag } from './short-tag';
 
 /** The job poller's looks and the batch watchers' rounds. */
 export const LOOK_PRIORITY: Priority = { priorityKey: 4 };
+
+/** Temporal's limit on a fairness key. */
+const FAIRNESS_KEY_MAX_BYTES = 64;
+
+/** An endpoint's task fairness key: its id, or a tag of it when the id is longer than a key holds. */
+export function endpointTaskKey(endpointId: string): string {
+  return new TextEncoder().encode(endpointId).length <= FAIRNESS_KEY_MAX_BYTES
+    ? endpointId
+    : `endpoint~${shortTag(endpointId)}`;
+}
+
+/** What a workload's task priority is made of: its scheduling, and where it runs. */
+export interface TaskPriorityOf extends Scheduling {
+  endpointId?: string | undefined;
+  route?:
+    | { endpoints: ReadonlyArray<{ endpointId: string; pricePerSecond?: number | undefined }> }
+    | undefined;
+}
+
+/**
+ * A job's or batch's task priority in Temporal, from its input (checked already): its own priority
+ * (none: the default), and its endpoint, or its route's first in the order work goes to them, as
+ * the fairness key. Its user-facing fairness key and weight are the gate's alone (see above).
+ */
+export function workloadTaskPriority(workload: TaskPriorityOf): { priority: Priority } {
+  const endpointId = workload.endpointId ?? routeOrder(workload.route?.endpoints ?? [])[0]?.endpointId ?? '';
+  const own: { priority?: Priority } = taskPriorityOf(workload);
+  return { priority: { ...own.priority, fairnessKey: endpointTaskKey(endpointId) } };
+}

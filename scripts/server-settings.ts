@@ -5,11 +5,15 @@
  * which test/foundation/compose.test.ts holds to these values).
  *
  * `matching.useNewMatcher`: the matcher that hands out backlogged tasks by priority, so that the
- * looks of thousands of waiting jobs go after a submit (contracts/task-priority.ts). Off by
- * default up to server v1.29; Temporal Cloud has it.
+ * looks of thousands of waiting jobs go after a submit (contracts/task-priority.ts).
+ * `matching.enableFairness`: the same matcher handing out each priority's tasks by fairness key in
+ * turn, so that a burst of work on one endpoint never holds up another endpoint's (the key is the
+ * endpoint: contracts/task-priority.ts). It implies the new matcher; both are off by default up to
+ * server v1.29, and Temporal Cloud has both.
  */
 export const SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'matching.useNewMatcher': true,
+  'matching.enableFairness': true,
 };
 
 /** The same as `temporal server start-dev` flags, with any of a caller's own on top. */

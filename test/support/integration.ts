@@ -21,15 +21,16 @@ import { getJobSnapshot, type JobHandle, type LiveJobSnapshot, startJob } from '
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import { DEFAULT_LEASE_MS } from '../../contracts/submit-lease';
 import { type Emulator, type EndpointFields, startEmulator } from '../../emulator';
-import { loadWorkerConfig, type WorkerConfig } from '../../worker/config';
+import { loadWorkerConfig } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
-import { type RunWorkerOptions, runWorker, type WorkerReadyInfo } from '../../worker/run-worker';
 import { describeCheck, pollUntil } from './poll';
+import { runWorkerUntilReady } from './run-worker-until-ready';
 import { devServerEnv, uniqueTaskQueue } from './temporal';
 import { LIBRARY_WORKFLOWS, workflowBundleFile } from './workflow-bundles';
 
 export { historyText, scheduledActivities } from './history';
 export { inBatches } from './in-batches';
+export { runWorkerUntilReady } from './run-worker-until-ready';
 export { jobsInProgress } from './service-jobs';
 export { describeWorkflowWait } from './workflow-waits';
 
@@ -177,27 +178,6 @@ export interface JobStack {
     timeoutMs?: number,
   ): Promise<LiveJobSnapshot>;
   close(): Promise<void>;
-}
-
-/**
- * Runs a worker (runWorker) and resolves once it is ready, with what it reported; rejects if it
- * stops first. `running` settles when the worker has stopped (abort `options.signal` to stop it).
- */
-export async function runWorkerUntilReady(
-  config: WorkerConfig,
-  options: Omit<RunWorkerOptions, 'onReady'>,
-): Promise<{ info: WorkerReadyInfo; running: Promise<void> }> {
-  let ready!: (info: WorkerReadyInfo) => void;
-  const isReady = new Promise<WorkerReadyInfo>((resolve) => {
-    ready = resolve;
-  });
-  const running = runWorker(config, { ...options, onReady: ready });
-  running.catch(() => undefined); // awaited by the caller when it stops the worker
-  const info = await Promise.race([
-    isReady,
-    running.then(() => Promise.reject(new Error('the worker stopped before it was ready'))),
-  ]);
-  return { info, running };
 }
 
 /** An hour of service time: a job that sleeps this long ends only when a test moves the clock. */

@@ -21,6 +21,7 @@ import type { AutomationActivities } from '../../activities/automation';
 import { awaitRunSummary, planRunSummary } from '../../contracts/activity-summaries';
 import { type AutomationEvent, runCost } from '../../contracts/automation-input';
 import { failedRunCost } from '../../contracts/automation-run-cost';
+import { workloadTaskPriority } from '../../contracts/task-priority';
 import { overBudget } from './automation-budget';
 import { showDetails } from './automation-details';
 import { type Automation, hasFreeSlot } from './automation-state';
@@ -92,8 +93,16 @@ async function startRun(automation: Automation, events: AutomationEvent[]): Prom
   try {
     const child =
       plan.kind === 'job'
-        ? await startChild('serverlessJob', { ...options, args: [plan.input] })
-        : await startChild('serverlessBatch', { ...options, args: [plan.input] });
+        ? await startChild('serverlessJob', {
+            ...options,
+            args: [plan.input],
+            ...workloadTaskPriority(plan.input),
+          })
+        : await startChild('serverlessBatch', {
+            ...options,
+            args: [plan.input],
+            ...workloadTaskPriority(plan.input),
+          });
     result = child.result();
   } catch (error) {
     counters.runsFailed++;

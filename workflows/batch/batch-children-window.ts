@@ -13,6 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { BatchActivities } from '../../activities/batch';
 import { type JobWorkflowInput, pollingInputOf } from '../../contracts/job-input';
+import { workloadTaskPriority } from '../../contracts/task-priority';
 import type { serverlessJob } from '../job/job';
 import { addCost, completedLine, failedLine, itemEnded, notStartedLine } from './batch-children-lines';
 import { bump, type ChildBatch, viewOf } from './batch-children-state';
@@ -64,6 +65,9 @@ function launch(batch: ChildBatch, index: number): void {
   startChild<typeof serverlessJob>('serverlessJob', {
     workflowId: `${batch.batchId}/item-${index}`,
     args: [childInput(batch, index)],
+    // The batch's priority, and its endpoint (a route's first) as the child's task fairness key, as
+    // each child's own start would have it (contracts/task-priority.ts).
+    ...workloadTaskPriority(batch.input),
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
   })
     .then(

@@ -15,6 +15,7 @@ import {
 import type { BatchSummary } from '../../contracts/batch-summary';
 import type { EphemeralBatch } from '../../contracts/endpoint-input';
 import { BATCH_FAILURE } from '../../contracts/failures';
+import { workloadTaskPriority } from '../../contracts/task-priority';
 import type { serverlessBatch } from '../batch/batch';
 import { endpointIdKey } from '../shared/search-attributes';
 
@@ -52,6 +53,8 @@ export function runEphemeralBatch(
     workflowId: ephemeralBatchIdFor(workflowInfo().workflowId),
     args: [{ ...batch, endpointId }],
     ...(taskQueue !== undefined ? { taskQueue } : {}),
+    // Its priority, and the endpoint as its task fairness key (contracts/task-priority.ts).
+    ...workloadTaskPriority({ ...batch, endpointId }),
     // As startBatch does: `cost endpoint` and visibility queries find the batches of an endpoint.
     typedSearchAttributes: [{ key: endpointIdKey, value: endpointId }],
     cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,

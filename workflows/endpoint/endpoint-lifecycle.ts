@@ -36,6 +36,7 @@ import type {
   TeardownResult,
 } from '../../contracts/endpoint-results';
 import { EPHEMERAL_FAILURE } from '../../contracts/failures';
+import { workloadTaskPriority } from '../../contracts/task-priority';
 import { parseInput, type Tracker, tracked, tracker } from './endpoint-common';
 import { batchFailureSummary, runEphemeralBatch } from './endpoint-ephemeral';
 import { type ProvisionProgress, provision, update } from './endpoint-provision';
@@ -97,6 +98,8 @@ async function runJobs(
       workflowId: job.workflowId ?? `${parentId}/job-${index}`,
       args: [{ ...job.input, endpointId }],
       ...(request.jobTaskQueue !== undefined ? { taskQueue: request.jobTaskQueue } : {}),
+      // Its priority, and the endpoint as its task fairness key (contracts/task-priority.ts).
+      ...workloadTaskPriority({ ...job.input, endpointId }),
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       // Terminated or timed out, this workflow still asks its jobs to cancel (and so their remote jobs).
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
