@@ -24,6 +24,7 @@ import {
   sendGrantSchema,
 } from '../contracts/endpoint-gate';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
+import { GATE_PRIORITY } from '../contracts/task-priority';
 import { type QueueReader, serviceQueueReading, serviceQueueReadingSoon } from './service-queue-look';
 
 /** How long a submit of more than one request waits for a first reading of the service's queue. */
@@ -88,12 +89,18 @@ interface GateHealth {
 const gates = new Map<string, GateHealth>();
 
 /**
- * A gate that answers nothing for this long (its worker gone: it runs on the task queue of the
- * worker that started it) is passed by: the lane's submits go out under their process's own limiter
- * for UNGATED_MS, then ask it again. Liveness before the shared window: no submit waits on a gate
- * no worker runs.
+ * A gate that answers nothing for this long is passed by: the lane's submits go out under their
+ * process's own limiter for UNGATED_MS, then ask it again. Liveness before the shared window: no
+ * submit waits on a gate that cannot answer.
+ *
+ * The gate runs on the task queue of the workers that ask it, so any of them can run it; but when
+ * the process whose cache holds it dies, the server hands its next workflow task to another only
+ * after the sticky queue's schedule-to-start timeout (the worker's
+ * `stickyQueueScheduleToStartTimeout`, 10 s by default). Passed by within that time, the gate
+ * would let every surviving process send at its own full limit at once, and the endpoint answer
+ * 429s; so only a gate silent for twice that is passed by.
  */
-const UNREACHABLE_MS = ANSWER_MS;
+const UNREACHABLE_MS = 20_000;
 const UNGATED_MS = 60_000;
 
 /** What an ungated submit is granted: all it asked, with no time to keep. */
@@ -197,6 +204,7 @@ export async function askToSend(
         workflowId: endpointGateId(ask.endpointId),
         taskQueue,
         workflowIdConflictPolicy: 'USE_EXISTING',
+        priority: GATE_PRIORITY,
         args: [{ endpointId: ask.endpointId } satisfies EndpointGateInput],
       }),
     });

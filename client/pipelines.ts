@@ -18,7 +18,6 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import type { BatchResultLine } from '../contracts/batch-summary';
-import { taskPriorityOf } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
 import { type PipelineInput, parsePipelineInput, stageConcurrencyIssue } from '../contracts/pipeline-input';
 import {
@@ -31,6 +30,7 @@ import {
   stageLineKey,
 } from '../contracts/pipeline-types';
 import { tagAttributes } from '../contracts/tags';
+import { workloadTaskPriority } from '../contracts/task-priority';
 import {
   pausePipelineSignal,
   pipelineProgressQuery,
@@ -110,7 +110,8 @@ export async function startPipeline(
         ...(firstEndpoint === undefined ? [] : [{ key: endpointIdKey, value: firstEndpoint }]),
         ...tagAttributes(tags),
       ],
-      ...taskPriorityOf(input),
+      // The first stage's endpoint as its task fairness key (contracts/task-priority.ts).
+      ...workloadTaskPriority({ ...input, endpointId: firstEndpoint }),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

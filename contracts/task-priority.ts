@@ -42,6 +42,13 @@ import { shortTag } from './short-tag';
 /** The job poller's looks and the batch watchers' rounds. */
 export const LOOK_PRIORITY: Priority = { priorityKey: 4 };
 
+/**
+ * An endpoint's gate (workflows/endpoint/endpoint-gate.ts): every submit to the endpoint waits on
+ * its workflow tasks, each a few milliseconds, so they go first. No fairness key: the gates share
+ * the default key, apart from every endpoint's work.
+ */
+export const GATE_PRIORITY: Priority = { priorityKey: 1 };
+
 /** Temporal's limit on a fairness key. */
 const FAIRNESS_KEY_MAX_BYTES = 64;
 

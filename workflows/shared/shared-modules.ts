@@ -39,6 +39,7 @@ import * as pipelineTypes from '../../contracts/pipeline-types';
 import * as progressMarkdown from '../../contracts/progress-markdown';
 import * as route from '../../contracts/route';
 import * as searchAttributes from '../../contracts/search-attributes';
+import * as shortTag from '../../contracts/short-tag';
 import * as signalNames from '../../contracts/signal-names';
 import * as submitBeat from '../../contracts/submit-beat';
 import * as submitLease from '../../contracts/submit-lease';
@@ -70,6 +71,7 @@ for (const namespace of [
   progressMarkdown,
   route,
   searchAttributes,
+  shortTag,
   signalNames,
   submitBeat,
   submitLease,
