@@ -201,6 +201,8 @@ interface SingleJobs {
   failed: number;
   /** Start to result, in ms, of each completed one. */
   latenciesMs: number[];
+  /** The first failure's message, if any failed. */
+  firstFailure?: string;
 }
 
 interface Row {
@@ -327,8 +329,9 @@ async function singleJobsWhile(
             jobs.completed++;
             jobs.latenciesMs.push(performance.now() - at);
           },
-          () => {
+          (error: unknown) => {
             jobs.failed++;
+            jobs.firstFailure ??= error instanceof Error ? error.message : String(error);
           },
         ),
     );
@@ -552,11 +555,12 @@ function report(row: Row): void {
     reportBatches(row);
   }
   if (row.singleJobs) {
-    const { started, completed, failed, latenciesMs } = row.singleJobs;
+    const { started, completed, failed, latenciesMs, firstFailure } = row.singleJobs;
     say(
       `  single jobs (one a second while the batches ran): ${started} started, ${completed} completed, ${failed} failed; ` +
         `latency median ${seconds(latenciesMs.length > 0 ? median(latenciesMs) : 0, 2)}, ` +
-        `max ${seconds(Math.max(0, ...latenciesMs), 2)}`,
+        `max ${seconds(Math.max(0, ...latenciesMs), 2)}` +
+        (firstFailure === undefined ? '' : `; the first failure: ${firstFailure}`),
     );
   }
   const fmt = (pairs: Iterable<readonly [string, number]>) =>
