@@ -203,6 +203,29 @@ interface SingleJobs {
   latenciesMs: number[];
   /** The first failure's message, if any failed. */
   firstFailure?: string;
+  /** When each completed one was started and its result seen (ms since the epoch), by its number. */
+  spans: Map<number, { startedAt: number; resultAt: number }>;
+}
+
+/**
+ * Where the single jobs' time went, from the service's record of each (time scale 1 only, where
+ * service time is real time): started to submitted (waiting in the worker), submitted to running
+ * (queued at the service), finished to result seen (the notice of its end).
+ */
+function singleJobPhases(
+  singles: SingleJobs,
+  jobs: ReturnType<Emulator['control']['jobs']>,
+): Record<'toSubmit' | 'queued' | 'toResult', number[]> {
+  const phases = { toSubmit: [] as number[], queued: [] as number[], toResult: [] as number[] };
+  for (const job of jobs) {
+    const single = (job.input as { output?: { single?: unknown } } | undefined)?.output?.single;
+    const span = typeof single === 'number' ? singles.spans.get(single) : undefined;
+    if (!span || job.startedAt === undefined || job.finishedAt === undefined) continue;
+    phases.toSubmit.push(job.submittedAt - span.startedAt);
+    phases.queued.push(job.startedAt - job.submittedAt);
+    phases.toResult.push(span.resultAt - job.finishedAt);
+  }
+  return phases;
 }
 
 interface Row {
@@ -210,7 +233,7 @@ interface Row {
   finished: boolean;
   wallMs: number;
   batches: BatchRow[];
-  singleJobs?: SingleJobs;
+  singleJobs?: SingleJobs & { phases?: ReturnType<typeof singleJobPhases> };
   emulator429: (readonly [string, number])[];
   library429: Map<string, number>;
   libraryRetries: number;
@@ -307,11 +330,12 @@ async function singleJobsWhile(
   killing: boolean,
   running: () => boolean,
 ): Promise<SingleJobs> {
-  const jobs: SingleJobs = { started: 0, completed: 0, failed: 0, latenciesMs: [] };
+  const jobs: SingleJobs = { started: 0, completed: 0, failed: 0, latenciesMs: [], spans: new Map() };
   const pending: Promise<void>[] = [];
   const began = performance.now();
   while (running()) {
     const at = performance.now();
+    const startedAt = Date.now();
     const single = jobs.started++;
     pending.push(
       startJob(
@@ -328,6 +352,7 @@ async function singleJobsWhile(
           () => {
             jobs.completed++;
             jobs.latenciesMs.push(performance.now() - at);
+            jobs.spans.set(single, { startedAt, resultAt: Date.now() });
           },
           (error: unknown) => {
             jobs.failed++;
@@ -449,6 +474,7 @@ async function runBatches(
     const wallMs = Date.now() - began;
     await killed;
     const singles = await singleJobs;
+    const held = control.jobs(endpointId, { removed: true });
     const emulator429 = throttledBy(answers);
     const library429 = new Map<string, number>();
     let libraryRetries = 0;
@@ -473,14 +499,16 @@ async function runBatches(
       finished: batches.every((batch) => batch.summary !== undefined),
       wallMs,
       batches,
-      ...(singles ? { singleJobs: singles } : {}),
+      ...(singles
+        ? { singleJobs: TIME_SCALE === 1 ? { ...singles, phases: singleJobPhases(singles, held) } : singles }
+        : {}),
       emulator429,
       library429,
       libraryRetries,
       emulatorSubmissions: control.submissions(endpointId),
       workers: figures,
       ...(killedAt === undefined ? {} : { killedAt }),
-      ranTwice: itemsRunTwice(control.jobs(endpointId, { removed: true })),
+      ranTwice: itemsRunTwice(held),
       timeline: {
         refusedBySecond: bySecond(statusRefusedAt, began),
         ...(killedAtMs === undefined ? {} : { killedAtMs }),
@@ -555,13 +583,23 @@ function report(row: Row): void {
     reportBatches(row);
   }
   if (row.singleJobs) {
-    const { started, completed, failed, latenciesMs, firstFailure } = row.singleJobs;
+    const { started, completed, failed, latenciesMs, firstFailure, phases } = row.singleJobs;
     say(
       `  single jobs (one a second while the batches ran): ${started} started, ${completed} completed, ${failed} failed; ` +
         `latency median ${seconds(latenciesMs.length > 0 ? median(latenciesMs) : 0, 2)}, ` +
         `max ${seconds(Math.max(0, ...latenciesMs), 2)}` +
         (firstFailure === undefined ? '' : `; the first failure: ${firstFailure}`),
     );
+    if (phases) {
+      const spread = (values: number[]) =>
+        values.length > 0
+          ? `median ${seconds(median(values), 2)}, max ${seconds(Math.max(...values), 2)}`
+          : 'none';
+      say(
+        `    of which waiting to submit ${spread(phases.toSubmit)}; queued at the service ${spread(phases.queued)}; ` +
+          `from its end to its result ${spread(phases.toResult)}`,
+      );
+    }
   }
   const fmt = (pairs: Iterable<readonly [string, number]>) =>
     [...pairs].map(([op, n]) => `${op} ${n}`).join(', ') || 'none';
