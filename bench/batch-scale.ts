@@ -142,8 +142,9 @@ const SCALED_LIMITS = JSON.stringify(
 
 /** The emulator's answers, by operation (the path's last known segment) and status. */
 const answers = new Map<string, number>();
-/** When the emulator refused a /status (ms since the epoch): the timeline of the report. */
+/** When the emulator refused a /status, and a /run (ms since the epoch): the timeline of the report. */
 const statusRefusedAt: number[] = [];
+const runRefusedAt: number[] = [];
 function countAnswers(): void {
   diagnostics.subscribe('http.server.response.finish', (message) => {
     const { request, response } = message as { request: IncomingMessage; response: ServerResponse };
@@ -153,6 +154,7 @@ function countAnswers(): void {
     const key = `${operation} ${response.statusCode}`;
     answers.set(key, (answers.get(key) ?? 0) + 1);
     if (operation === 'status' && response.statusCode === 429) statusRefusedAt.push(Date.now());
+    if (operation === 'run' && response.statusCode === 429) runRefusedAt.push(Date.now());
   });
 }
 const throttledBy = (counts: Map<string, number>) =>
@@ -244,7 +246,11 @@ interface Row {
   /** Items (and single jobs) more than one of whose jobs ran, of the jobs the emulator remembers. */
   ranTwice: number;
   /** When, from the batches' start, the /status refusals came and the kill fell. */
-  timeline: { refusedBySecond: Map<number, number>; killedAtMs?: number };
+  timeline: {
+    refusedBySecond: Map<number, number>;
+    runRefusedBySecond: Map<number, number>;
+    killedAtMs?: number;
+  };
   /** The emulator's refusals by the limit that refused them (rate or requests at once). */
   refusedBy: Record<string, Partial<Record<string, number>>>;
 }
@@ -457,6 +463,7 @@ async function runBatches(
     let killedAt: number | undefined;
     let killedAtMs: number | undefined;
     statusRefusedAt.length = 0;
+    runRefusedAt.length = 0;
     const items = ITEMS * manifestKeys.length;
     const killed =
       kill === undefined
@@ -511,6 +518,7 @@ async function runBatches(
       ranTwice: itemsRunTwice(held),
       timeline: {
         refusedBySecond: bySecond(statusRefusedAt, began),
+        runRefusedBySecond: bySecond(runRefusedAt, began),
         ...(killedAtMs === undefined ? {} : { killedAtMs }),
       },
       refusedBy: control.throttledBy(endpointId),
@@ -608,9 +616,13 @@ function report(row: Row): void {
       `(retried after waiting ${row.libraryRetries}); refused by ${JSON.stringify(row.refusedBy)}`,
   );
   const { timeline } = row;
-  if (timeline.refusedBySecond.size > 0) {
-    const spans = [...timeline.refusedBySecond].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}s:${n}`);
-    say(`  /status refused, by second from the start: ${spans.join(' ')}`);
+  for (const [operation, refused] of [
+    ['/status', timeline.refusedBySecond],
+    ['/run', timeline.runRefusedBySecond],
+  ] as const) {
+    if (refused.size === 0) continue;
+    const spans = [...refused].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}s:${n}`);
+    say(`  ${operation} refused, by second from the start: ${spans.join(' ')}`);
   }
   const killAt =
     timeline.killedAtMs === undefined ? undefined : `the kill at ${seconds(timeline.killedAtMs, 1)}`;
