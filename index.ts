@@ -321,6 +321,7 @@ export {
   scheduleEphemeralRun,
   scheduleJob,
   scheduleOptionsSchema,
+  schedulePipeline,
   scheduleUpdateSchema,
   type TriggerScheduleOptions,
   triggerSchedule,

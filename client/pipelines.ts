@@ -12,7 +12,7 @@ import {
   WorkflowFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type SearchAttributePair } from '@temporalio/common';
 import type { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
@@ -41,6 +41,7 @@ import {
 import type { PipelineRunInput } from '../workflows/pipeline/pipeline-run';
 import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { type BatchStoreOption, MAX_BATCH_INPUT_BYTES, startBatchOptionsSchema, storeOf } from './batches';
+import { describePipeline } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import { startInputOf, workflowHandleOf } from './workflow-target';
 
@@ -86,6 +87,13 @@ export function validatePipelineInput(input: PipelineInput): void {
     );
 }
 
+/** ServerlessEndpointId: the first stage's endpoint (its route's first), as a batch's is its own. */
+export function pipelineSearchAttributes(input: PipelineInput): SearchAttributePair[] {
+  const parsed = parsePipelineInput(input);
+  const first = parsed.ok ? parsed.value.stages[0]?.endpointId : undefined;
+  return first === undefined ? [] : [{ key: endpointIdKey, value: first }];
+}
+
 /** Starts a pipeline, or returns the one already started with this workflow id. */
 export async function startPipeline(
   client: Client,
@@ -99,18 +107,13 @@ export async function startPipeline(
     throw new ValidationError(field, rule);
   }
   const { workflowId, taskQueue, tags } = parsedOptions.data;
-  const parsed = parsePipelineInput(input);
-  const firstEndpoint = parsed.ok ? parsed.value.stages[0]?.endpointId : undefined;
   try {
     return await client.workflow.start<PipelineWorkflow>('serverlessPipeline', {
       taskQueue,
       workflowId,
       args: [input],
-      staticSummary: `Pipeline of ${input.stages.length} stages: ${input.stages.map((stage) => stage.name).join(' → ')}`,
-      typedSearchAttributes: [
-        ...(firstEndpoint === undefined ? [] : [{ key: endpointIdKey, value: firstEndpoint }]),
-        ...tagAttributes(tags),
-      ],
+      ...describePipeline(input),
+      typedSearchAttributes: [...pipelineSearchAttributes(input), ...tagAttributes(tags)],
       ...taskPriorityOf(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',

@@ -1,7 +1,8 @@
 /**
  * The flags of `pipeline start` and `pipeline redrive`: a bad one is refused naming the flag (and
  * the field behind it), with the bad-input exit code, before the client factory is ever called;
- * good ones reach the workflow start as written. And `pipeline status`'s line per stage.
+ * good ones reach the workflow start as written; `schedule create --kind pipeline` takes the same
+ * stages and items. And `pipeline status`'s line per stage.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -38,6 +39,12 @@ async function cli(...args: string[]) {
         return { workflowId: options.workflowId };
       },
     },
+    schedule: {
+      create: async (options: Record<string, unknown>) => {
+        started.push(options.action as Record<string, unknown>);
+        return {};
+      },
+    },
   } as unknown as Client;
   const code = await runCli(
     args,
@@ -47,7 +54,14 @@ async function cli(...args: string[]) {
       return client;
     },
   );
-  return { code, out, err, connected, input: (started[0]?.args as unknown[] | undefined)?.[0] };
+  return {
+    code,
+    out,
+    err,
+    connected,
+    scheduled: started[0],
+    input: (started[0]?.args as unknown[] | undefined)?.[0],
+  };
 }
 
 const start = ['pipeline', 'start', 'p1'];
@@ -160,6 +174,49 @@ describe('pipeline start', () => {
     const result = await cli('pipeline', 'concurrency', 'p1', 'translate', 'many');
     expect(result).toMatchObject({ code: 2, connected: 0 });
     expect(result.err).toContain('error: <n>: must be an integer');
+  });
+});
+
+describe('schedule create --kind pipeline', () => {
+  const create = ['schedule', 'create', 's1', '--kind', 'pipeline', '--cron', '@daily'];
+
+  it('schedules the stages over the items, as pipeline start takes them', async () => {
+    const result = await cli(...create, '--stages', `@${stagesFile}`, '--items', `@${items}`);
+    expect(result).toMatchObject({ code: 0, connected: 1 });
+    expect(result.scheduled).toMatchObject({ workflowType: 'serverlessPipeline', workflowId: 's1' });
+    expect(result.input).toEqual({
+      stages,
+      items: { inline: [{ input: { n: 1 } }, { input: { n: 2 } }] },
+    });
+  });
+
+  it.each([
+    { flags: ['--stages', '{}', '--items', `@${items}`], flag: '--stages', rule: 'JSON array' },
+    {
+      flags: [
+        '--stages',
+        JSON.stringify([stages[0], { ...stages[1], map: undefined }]),
+        '--items',
+        `@${items}`,
+      ],
+      flag: '--stages (input.stages.1.map)',
+      rule: 'exactly one of map and transform',
+    },
+    {
+      flags: ['--stages', `@${stagesFile}`, '--items', `@${items}`, '--endpoint', 'ep-a'],
+      flag: '--endpoint',
+      rule: "a pipeline's stages name their endpoints",
+    },
+    {
+      flags: ['--stages', `@${stagesFile}`],
+      flag: '--input (input.items)',
+      rule: 'must be { inline: [requests] }',
+    },
+  ])('refuses $flag before connecting', async ({ flags, flag, rule }) => {
+    const result = await cli(...create, ...flags);
+    expect(result).toMatchObject({ code: 2, connected: 0 });
+    expect(result.err).toContain(`error: ${flag}`);
+    expect(result.err).toContain(rule);
   });
 });
 

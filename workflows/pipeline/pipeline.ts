@@ -44,6 +44,7 @@ import { idle } from '../batch/batch-run-counts';
 import { readWorkers } from '../batch/batch-submit';
 import { cancelWatchers, receiveHint, wantsHint } from '../batch/batch-watch';
 import { settleWindow, startWindowWork, windowDue } from '../batch/batch-window';
+import { emitOnEnd, failureData, isEnd } from '../shared/emit-on-end';
 import { wakeAt } from '../shared/wake-timer';
 import {
   pausePipelineSignal,
@@ -87,13 +88,16 @@ export async function serverlessPipeline(input: PipelineRunInput): Promise<Pipel
   // A stage over a route sizes each endpoint's window by its workers, as a batch's does.
   if (!carried)
     for (const window of run.windows) if (window.route.endpoints.length > 1) await readWorkers(window);
+  const emitTo = parsed.value.emitOnEnd;
   try {
-    return await loop(run);
+    const summary = await loop(run);
+    await emitOnEnd(emitTo, 'pipeline.completed', { ...summary });
+    return summary;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
       run.cancelled = true;
       await CancellationScope.nonCancellable(() => cancelAll(run));
-    }
+    } else if (isEnd(error)) await emitOnEnd(emitTo, 'pipeline.failed', failureData(error));
     throw error;
   }
 }
