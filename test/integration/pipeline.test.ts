@@ -7,7 +7,9 @@
  * stage's endpoint saw exactly one submission per piece that reached it. A second pipeline runs
  * with the smallest maxEventsPerRun and continues as new mid-flow, carrying every stage's state.
  * A pipeline whose translate endpoint fails every item is redriven once the endpoint is fixed:
- * each item starts again at translate, never at transcribe.
+ * each item starts again at translate, never at transcribe; one whose speak endpoint and transform
+ * failed is redriven at speak (split parts on the inputs their transform wrote, the failed
+ * transform run again); one stopped by a tolerance is redriven with the items it never read.
  */
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,10 +41,14 @@ const JOB = {
   polling: { initialInterval: 100, maxInterval: 500, backoffCoefficient: 1.5 },
 } as const;
 
+/** Items the scenes transform fails on, until a test "deploys the fix" by emptying it. */
+const brokenScenes = new Set<number>();
+
 /** Splits a piece into its scenes: none drops it. */
 const scenes = definePipelineTransform({
   name: 'scenes',
   run({ previous, origin }) {
+    if (brokenScenes.has(origin)) throw new Error(`no scenes for item ${origin}`);
     const { text, scenes: count } = previous.output as { text: string; scenes: number };
     return Array.from({ length: count }, (_, scene) => ({ input: { output: { text, scene, origin } } }));
   },
@@ -263,6 +269,59 @@ describe('pipelines on the emulator', () => {
       field: 'pipeline',
       rule: 'has no failed or unstarted pieces to redrive',
     });
+  });
+
+  it('redrives at the last stage: split parts on the inputs their transform wrote, a failed transform run again', async () => {
+    const [transcribe, translate] = [stack.endpoint(), stack.endpoint()];
+    const speak = stack.endpoint({ templateId: 'fail' });
+    const endpoints = [transcribe as string, translate as string, speak];
+    const input = pipelineInput(endpoints, [itemOf(0, 2), itemOf(1, 1), itemOf(2, 1)]);
+    const stages = input.stages.map((stage) =>
+      stage.name === 'speak' ? { ...stage, failureTolerance: { count: 4 } } : stage,
+    );
+    brokenScenes.add(2);
+    const handle = await startPipeline(
+      stack.client,
+      { ...input, stages },
+      { workflowId: `pipeline-speak-broken-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const broken = await awaitPipeline(stack.client, { pipeline: handle });
+    expect(broken.ended).toEqual({ completed: 0, failed: 4, dropped: 0, notStarted: 0 });
+    const failedLines = byOrigin(await readAll(broken));
+    expect(
+      failedLines.map(({ origin, part, status }) => ({ origin, ...(part ? { part } : {}), status })),
+    ).toEqual([
+      { origin: 0, part: [0], status: 'FAILED' },
+      { origin: 0, part: [1], status: 'FAILED' },
+      { origin: 1, status: 'FAILED' },
+      { origin: 2, status: 'TRANSFORM_FAILED' },
+    ]);
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([3, 3, 3]);
+
+    stack.control.updateEndpoint(speak, { templateId: 'scripted' });
+    brokenScenes.delete(2);
+    const redrive = await redrivePipeline(
+      stack.client,
+      { pipeline: handle },
+      { workflowId: `pipeline-speak-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: redrive });
+    expect(summary.ended).toEqual({ completed: 4, failed: 0, dropped: 0, notStarted: 0 });
+    // Only speak ran again: once per piece, item 2 after its transform ran again.
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([3, 3, 7]);
+    const lines = byOrigin(await readAll(summary));
+    expect(lines.map(({ origin, part, stage }) => ({ origin, ...(part ? { part } : {}), stage }))).toEqual([
+      { origin: 0, part: [0], stage: 'speak' },
+      { origin: 0, part: [1], stage: 'speak' },
+      { origin: 1, stage: 'speak' },
+      { origin: 2, stage: 'speak' },
+    ]);
+    for (const line of lines)
+      expect(line.output).toEqual({
+        text: `item ${line.origin}`,
+        scene: line.part?.[0] ?? 0,
+        origin: line.origin,
+      });
   });
 
   it('redrives a pipeline stopped by a tolerance: every item ends once, each stage runs it once more at most', async () => {
