@@ -9,7 +9,8 @@
  * A pipeline whose translate endpoint fails every item is redriven once the endpoint is fixed:
  * each item starts again at translate, never at transcribe; one whose speak endpoint and transform
  * failed is redriven at speak (split parts on the inputs their transform wrote, the failed
- * transform run again); one stopped by a tolerance is redriven with the items it never read.
+ * transform run again); one stopped by a tolerance is redriven with the items it never read; a
+ * redrive is redriven again, its inputs made from the first pipeline's outputs.
  */
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -322,6 +323,44 @@ describe('pipelines on the emulator', () => {
         scene: line.part?.[0] ?? 0,
         origin: line.origin,
       });
+  });
+
+  it('redrives a redrive: the pieces still failing start again at their stage, from the outputs the first pipeline made', async () => {
+    const [transcribe, speak] = [stack.endpoint(), stack.endpoint()];
+    const translate = stack.endpoint({ templateId: 'fail' });
+    const endpoints = [transcribe as string, translate, speak as string];
+    const input = pipelineInput(endpoints, [itemOf(0, 1), itemOf(1, 2)]);
+    const stages = input.stages.map((stage) =>
+      stage.name === 'translate' ? { ...stage, failureTolerance: { count: 2 } } : stage,
+    );
+    const first = await startPipeline(
+      stack.client,
+      { ...input, stages },
+      { workflowId: `pipeline-twice-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    await awaitPipeline(stack.client, { pipeline: first });
+    // Redriven while translate still fails: they fail there again.
+    const again = await redrivePipeline(
+      stack.client,
+      { pipeline: first },
+      { workflowId: `${first.workflowId}-again`, taskQueue: stack.taskQueue },
+    );
+    expect((await awaitPipeline(stack.client, { pipeline: again })).ended).toMatchObject({ failed: 2 });
+    stack.control.updateEndpoint(translate, { templateId: 'scripted' });
+    const last = await redrivePipeline(
+      stack.client,
+      { pipeline: again },
+      { workflowId: `${first.workflowId}-last`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: last });
+    expect(summary.ended).toEqual({ completed: 3, failed: 0, dropped: 0, notStarted: 0 });
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([2, 6, 3]);
+    const lines = byOrigin(await readAll(summary));
+    expect(lines.map((line) => line.output)).toEqual([
+      { text: 'item 0', scene: 0, origin: 0 },
+      { text: 'item 1', scene: 0, origin: 1 },
+      { text: 'item 1', scene: 1, origin: 1 },
+    ]);
   });
 
   it('redrives a pipeline stopped by a tolerance: every item ends once, each stage runs it once more at most', async () => {
