@@ -28,11 +28,15 @@ import { automationStartOptions } from '../contracts/automation-start';
 import { type BatchInput, parseBatchInput } from '../contracts/batch-input';
 import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
+import { type PipelineInput, parsePipelineInput } from '../contracts/pipeline-input';
 import { SIGNAL_NAMES } from '../contracts/signal-names';
 import { type BatchStore, batchKeyFor, createLocalBatchStore } from '../stores/batch-store';
 
-/** What an automation runs for a group of events: a job or a batch (or nothing: null). */
-export type RunPlan = { kind: 'job'; input: JobWorkflowInput } | { kind: 'batch'; input: BatchInput };
+/** What an automation runs for a group of events: a job, a batch or a pipeline (or nothing: null). */
+export type RunPlan =
+  | { kind: 'job'; input: JobWorkflowInput }
+  | { kind: 'batch'; input: BatchInput }
+  | { kind: 'pipeline'; input: PipelineInput };
 
 export interface AutomationRunContext {
   name: string;
@@ -90,10 +94,11 @@ export interface PlanRunInput {
   events: AutomationEvent[];
 }
 
-/** A validated plan; a batch's items are always in a manifest, so no item list enters history. */
+/** A validated plan; a batch's or pipeline's items are always in a manifest, so no item list enters history. */
 export type PlannedRun =
   | { kind: 'job'; input: JobWorkflowInput }
-  | { kind: 'batch'; input: BatchInput & { items: { manifest: { key: string } } } };
+  | { kind: 'batch'; input: BatchInput & { items: { manifest: { key: string } } } }
+  | { kind: 'pipeline'; input: PipelineInput & { items: { manifest: { key: string } } } };
 
 export const AUTOMATION_NOT_REGISTERED = 'AutomationNotRegistered';
 export const AUTOMATION_RUN_RUNNING = 'AutomationRunRunning';
@@ -158,13 +163,13 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
         if (!parsed.ok) throw badPlan(input.name, `input.${parsed.field}`, parsed.rule);
         return { kind: 'job', input: job };
       }
-      if (plan.kind !== 'batch') throw badPlan(input.name, 'kind', "must be 'job' or 'batch'");
-      const batch = { ...plan.input, ...emitOnEnd } as BatchInput;
-      const parsed = parseBatchInput(batch);
+      if (plan.kind !== 'batch' && plan.kind !== 'pipeline')
+        throw badPlan(input.name, 'kind', "must be 'job', 'batch' or 'pipeline'");
+      const batch = { ...plan.input, ...emitOnEnd } as BatchInput | PipelineInput;
+      const parsed = plan.kind === 'batch' ? parseBatchInput(batch) : parsePipelineInput(batch);
       if (!parsed.ok) throw badPlan(input.name, `input.${parsed.field}`, parsed.rule);
       const items = batch.items as { inline?: JobRequestInput[] };
-      if (!items.inline)
-        return { kind: 'batch', input: batch as PlannedRun['input'] & BatchInput } as PlannedRun;
+      if (!items.inline) return { kind: plan.kind, input: batch } as PlannedRun;
       const lines = items.inline.map((request, k) => {
         try {
           return jobRequestBody(request, 'run');
@@ -177,7 +182,7 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
       // Keyed by the run's workflow id: a retried plan rewrites the same manifest.
       const key = `automations/${batchKeyFor(input.runId)}.jsonl`;
       await store().writeLines(key, lines);
-      return { kind: 'batch', input: { ...batch, items: { manifest: { key } } } };
+      return { kind: plan.kind, input: { ...batch, items: { manifest: { key } } } } as PlannedRun;
     },
 
     /**

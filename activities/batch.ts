@@ -20,7 +20,9 @@
  * - retryBatchJobs, cancelBatchJobs: POST /retry and /cancel for a list of jobs;
  * - recordBatchResults: the lines of items that ended without output (failures);
  * - transformPipelinePieces, recordPipelineLines: a pipeline's transforms and result lines
- *   (pipeline.ts); a pipeline's stages submit and watch with the activities above.
+ *   (pipeline.ts); stagePipelineRedrive, readPipelineRedriveList: a redrive's pieces, each at the
+ *   stage it ended at (pipeline-redrive.ts); a pipeline's stages submit and watch with the
+ *   activities above.
  *
  * Each lives in a module of its own (batch-stage.ts, batch-submit-page.ts, batch-watch-jobs.ts,
  * batch-job-actions.ts, batch-record.ts) over what they share (batch-shared.ts); this one puts them
@@ -34,6 +36,7 @@ import { stageActivities } from './batch-stage';
 import { submitPageActivities } from './batch-submit-page';
 import { watchActivities } from './batch-watch-jobs';
 import { pipelineActivities } from './pipeline';
+import { pipelineRedriveActivities } from './pipeline-redrive';
 
 export type { BatchActivityDeps } from './batch-shared';
 
@@ -47,6 +50,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     ...recordActivities(shared),
     // A pipeline's stages are batch windows: its own activities share the batch's stores.
     ...pipelineActivities(shared, deps.transforms),
+    ...pipelineRedriveActivities(shared),
   };
 }
 

@@ -23,7 +23,7 @@ export type StageRequestLine = string | { failed: string };
 type Stores = Pick<BatchShared, 'store' | 'outputs'>;
 
 /** Reads one line; a key that is not there is `undefined` (a store that fails throws). */
-async function readOne(shared: Stores, key: string): Promise<string | undefined> {
+export async function readOne(shared: Stores, key: string): Promise<string | undefined> {
   try {
     const [line] = await shared.store.readLines(key, [0]);
     return line;

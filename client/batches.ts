@@ -11,12 +11,7 @@ import {
   WorkflowFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import {
-  ApplicationFailure,
-  CancelledFailure,
-  defaultPayloadConverter,
-  type SearchAttributePair,
-} from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { ConfigError, ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
@@ -51,7 +46,7 @@ import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
-import { workflowHandleOf } from './workflow-target';
+import { startInputOf, workflowHandleOf } from './workflow-target';
 
 export type { BatchInput } from '../contracts/batch-input';
 export type {
@@ -249,10 +244,7 @@ export async function redriveBatch(client: Client, options: RedriveBatchOptions)
   const summary = await finishedSummary(client, { batch: handle });
   if (summary.counts.completed === summary.total)
     throw new ValidationError('batch', 'has no failed items to redrive');
-  const history = await handle.fetchHistory();
-  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
-  if (!payload) throw new Error(`the input of batch ${handle.workflowId} could not be read`);
-  const original = defaultPayloadConverter.fromPayload(payload) as BatchInput;
+  const original = await startInputOf<BatchInput>(handle);
   return startBatch(
     client,
     { ...original, ...changes, items: { redrive: { key: summary.results.key } } },

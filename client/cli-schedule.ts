@@ -16,6 +16,7 @@ import type { Command } from 'commander';
 import { ValidationError } from '../api/errors';
 import { parseTolerance, readItems } from './cli-batch';
 import { parseChoice, parseInteger, parseJsonArgument, parseJsonObject, parseTags } from './cli-input';
+import { parseStages } from './cli-pipeline';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { OVERLAP_POLICIES, type OverlapPolicy, type ScheduleSpecInput } from './schedule-spec';
 import {
@@ -32,6 +33,7 @@ import {
   scheduleBatch,
   scheduleEphemeralRun,
   scheduleJob,
+  schedulePipeline,
   triggerSchedule,
   unpauseSchedule,
   updateSchedule,
@@ -57,6 +59,7 @@ const FLAG_OF: [RegExp, string][] = [
   [/^spec\./, '--spec'],
   [/^policies\.overlap|^overlap/, '--overlap'],
   [/^policies\.catchupWindow/, '--catchup-window'],
+  [/^input\.stages/, '--stages'],
   [/^input/, '--input'],
   [/^start$/, '--start'],
   [/^end$/, '--end'],
@@ -110,17 +113,29 @@ function policiesOf(flags: Flags) {
   };
 }
 
-/** The workflow input: --input (the whole input), or the flags of `job start` / `batch start`. */
+/** The workflow input: --input (the whole input), or the flags of `job start` / `batch start` / `pipeline start`. */
 function inputOf(kind: ScheduleKind, flags: Flags): Record<string, unknown> {
   const input: Record<string, unknown> =
     typeof flags.input === 'string' ? { ...parseJsonObject('--input', flags.input) } : {};
-  // --endpoint or a route (an ephemeral run's endpoint is its own, in --input).
-  if (kind !== 'ephemeral') Object.assign(input, targetOf(flags, { required: false }));
+  // --endpoint or a route (an ephemeral run's endpoint is its own, in --input; a pipeline's stages name theirs).
+  if (
+    kind === 'pipeline' &&
+    (flags.endpoint !== undefined || flags.route !== undefined || flags.routeFile !== undefined)
+  )
+    throw new ValidationError(
+      '--endpoint',
+      "a pipeline's stages name their endpoints: give them in --stages",
+    );
+  if (kind !== 'ephemeral' && kind !== 'pipeline') Object.assign(input, targetOf(flags, { required: false }));
   if (kind === 'job' && typeof flags.jobInput === 'string')
     input.request = { input: parseJsonArgument('--job-input', flags.jobInput) };
-  if (kind === 'batch') {
+  if (kind === 'pipeline' && typeof flags.stages === 'string')
+    input.stages = parseStages('--stages', flags.stages);
+  if (kind === 'batch' || kind === 'pipeline') {
     if (typeof flags.items === 'string') input.items = { inline: readItems('--items', flags.items) };
     if (typeof flags.manifest === 'string') input.items = { manifest: { key: flags.manifest } };
+  }
+  if (kind === 'batch') {
     if (typeof flags.maxConcurrency === 'string')
       input.maxConcurrency = parseInteger('--max-concurrency', flags.maxConcurrency);
     if (typeof flags.tolerate === 'string') input.failureTolerance = parseTolerance(flags.tolerate);
@@ -152,7 +167,7 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
   const print = (value: unknown) => ctx.out(`${JSON.stringify(value, null, 2)}\n`);
   const schedule = program
     .command('schedule')
-    .description('run jobs, batches or ephemeral-endpoint runs on a Temporal Schedule');
+    .description('run jobs, batches, pipelines or ephemeral-endpoint runs on a Temporal Schedule');
   const kinds = Object.keys(SCHEDULE_KINDS) as ScheduleKind[];
 
   specOptions(
@@ -170,8 +185,9 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
       'job, batch: ',
     )
       .option('--job-input <json>', 'job: the handler input, JSON inline or @file')
-      .option('--items <@file>', 'batch: job requests, JSONL or a JSON array')
-      .option('--manifest <key>', 'batch: or a JSONL manifest in the batch store')
+      .option('--stages <json>', 'pipeline: the stages in order, a JSON array inline or @file')
+      .option('--items <@file>', 'batch, pipeline: job requests, JSONL or a JSON array')
+      .option('--manifest <key>', 'batch, pipeline: or a JSONL manifest in the batch store')
       .option('--max-concurrency <n>', 'batch: jobs in flight at once')
       .option('--tolerate <n|p%>', 'batch: failures tolerated, a count or a percentage')
       .option('--options <json>', 'further workflow input fields, merged last'),
@@ -194,7 +210,12 @@ export function addScheduleCommands(program: Command, ctx: ScheduleCliContext): 
         ...(typeof flags.note === 'string' ? { note: flags.note } : {}),
         ...(typeof flags.tags === 'string' ? { tags: parseTags('--tags', flags.tags) } : {}),
       };
-      const create = { job: scheduleJob, batch: scheduleBatch, ephemeral: scheduleEphemeralRun }[kind];
+      const create = {
+        job: scheduleJob,
+        batch: scheduleBatch,
+        pipeline: schedulePipeline,
+        ephemeral: scheduleEphemeralRun,
+      }[kind];
       // Checked before connecting: a bad spec never reaches Temporal (nor waits for it).
       await namingFlags(async () => checkSchedule(kind, input, options));
       await create(await ctx.connect(), input, options);

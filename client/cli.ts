@@ -32,6 +32,7 @@ import {
   parseTag,
   parseTags,
 } from './cli-input';
+import { addPipelineCommands } from './cli-pipeline';
 import { ROUTE_HELP, routeOptions, targetOf } from './cli-route';
 import { addScheduleCommands } from './cli-schedule';
 import { schedulingOf, schedulingOptions } from './cli-scheduling';
@@ -402,6 +403,13 @@ export function buildProgram(
   addEndpointLimitsCommand(endpoint, { out: io.out, connect, taskQueue });
 
   addBatchCommands(program, { out: io.out, err: io.err, errIsTTY: io.errIsTTY === true, connect, taskQueue });
+  addPipelineCommands(program, {
+    out: io.out,
+    err: io.err,
+    errIsTTY: io.errIsTTY === true,
+    connect,
+    taskQueue,
+  });
   addScheduleCommands(program, { out: io.out, err: io.err, connect, taskQueue });
   addCostCommands(program, { out: io.out, connect });
   addEventCommands(program, { out: io.out, err: io.err, connect, taskQueue });

@@ -12,7 +12,7 @@ import {
   WorkflowFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type SearchAttributePair } from '@temporalio/common';
 import type { z } from 'zod';
 import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
@@ -38,10 +38,12 @@ import {
   resumePipelineSignal,
   setPipelineConcurrencyUpdate,
 } from '../workflows/pipeline/pipeline-definitions';
+import type { PipelineRunInput } from '../workflows/pipeline/pipeline-run';
 import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { type BatchStoreOption, MAX_BATCH_INPUT_BYTES, startBatchOptionsSchema, storeOf } from './batches';
+import { describePipeline } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
-import { workflowHandleOf } from './workflow-target';
+import { startInputOf, workflowHandleOf } from './workflow-target';
 
 export { definePipelineTransform, type PipelineTransform, type TransformPiece } from '../activities/pipeline';
 export type { PipelineInput, PipelineStageInput } from '../contracts/pipeline-input';
@@ -85,6 +87,13 @@ export function validatePipelineInput(input: PipelineInput): void {
     );
 }
 
+/** ServerlessEndpointId: the first stage's endpoint (its route's first), as a batch's is its own. */
+export function pipelineSearchAttributes(input: PipelineInput): SearchAttributePair[] {
+  const parsed = parsePipelineInput(input);
+  const first = parsed.ok ? parsed.value.stages[0]?.endpointId : undefined;
+  return first === undefined ? [] : [{ key: endpointIdKey, value: first }];
+}
+
 /** Starts a pipeline, or returns the one already started with this workflow id. */
 export async function startPipeline(
   client: Client,
@@ -98,20 +107,15 @@ export async function startPipeline(
     throw new ValidationError(field, rule);
   }
   const { workflowId, taskQueue, tags } = parsedOptions.data;
-  const parsed = parsePipelineInput(input);
-  const firstEndpoint = parsed.ok ? parsed.value.stages[0]?.endpointId : undefined;
   try {
     return await client.workflow.start<PipelineWorkflow>('serverlessPipeline', {
       taskQueue,
       workflowId,
       args: [input],
-      staticSummary: `Pipeline of ${input.stages.length} stages: ${input.stages.map((stage) => stage.name).join(' → ')}`,
-      typedSearchAttributes: [
-        ...(firstEndpoint === undefined ? [] : [{ key: endpointIdKey, value: firstEndpoint }]),
-        ...tagAttributes(tags),
-      ],
+      ...describePipeline(input),
+      typedSearchAttributes: [...pipelineSearchAttributes(input), ...tagAttributes(tags)],
       // The first stage's endpoint as its task fairness key (contracts/task-priority.ts).
-      ...workloadTaskPriority({ ...input, endpointId: firstEndpoint }),
+      ...workloadTaskPriority(input),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
@@ -192,6 +196,37 @@ export async function setPipelineConcurrency(
 /** Cancels the pipeline: every stage's jobs in flight are cancelled, then it ends as cancelled. */
 export async function cancelPipeline(client: Client, { pipeline }: PipelineTarget): Promise<void> {
   await handleOf(client, pipeline).cancel();
+}
+
+/** Which finished pipeline to redrive, and what to change for the redrive. */
+export interface RedrivePipelineTarget extends PipelineTarget {
+  /** Options to change for the redrive: the budget, the page size. */
+  changes?: Partial<Pick<PipelineInput, 'budget' | 'pageSize'>>;
+}
+
+/**
+ * A new pipeline of the pieces of a finished one that did not complete (failed, or never started
+ * when it stopped), with the same stages. Each piece starts at the stage it ended at, its input
+ * made again from the previous stage's output in the store (or its transform run again), never
+ * from the beginning; its result line names its origin item and part as before.
+ */
+export async function redrivePipeline(
+  client: Client,
+  { pipeline, changes = {} }: RedrivePipelineTarget,
+  options: StartPipelineOptions,
+): Promise<PipelineHandle> {
+  const handle = handleOf(client, pipeline);
+  const summary = await finishedPipelineSummary(client, { pipeline: handle });
+  // A pipeline that stopped may have items never read (no line): its redrive starts them too.
+  if (summary.ended.failed + summary.ended.notStarted === 0 && summary.stopped === undefined)
+    throw new ValidationError('pipeline', 'has no failed or unstarted pieces to redrive');
+  // A run continued as new starts with what it carried: the caller's input is the rest.
+  const { carried: _carried, ...original } = await startInputOf<PipelineRunInput>(handle);
+  return startPipeline(
+    client,
+    { ...original, ...changes, items: { redrive: { key: summary.results.key } } },
+    options,
+  );
 }
 
 /** The summary of a finished pipeline, whether it succeeded, stopped or was cancelled. */

@@ -1,5 +1,5 @@
 /**
- * Scheduled jobs, batches and ephemeral-endpoint runs, on Temporal Schedules (`client.schedule`):
+ * Scheduled jobs, batches, pipelines and ephemeral-endpoint runs, on Temporal Schedules (`client.schedule`):
  * the server keeps the timetable, the overlap policy, catch-up, pause, trigger and backfill; we
  * add no timer of our own.
  *
@@ -12,7 +12,7 @@
  *
  * Every input is parsed before anything is sent: a bad one throws ValidationError naming the field
  * (`spec.cron.0`, `input.request.input`, ...). The workflow input goes through the same validators
- * as startJob, startBatch and startEphemeralEndpoint, and reaches the workflow as they pass it.
+ * as startJob, startBatch, startPipeline and startEphemeralEndpoint, and reaches the workflow as they pass it.
  */
 import type { Client, ScheduleDescription, ScheduleHandle } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
@@ -22,8 +22,9 @@ import type { BatchInput } from '../contracts/batch-input';
 import { type EphemeralEndpointInput, ephemeralEndpointInputSchema } from '../contracts/endpoint-input';
 import { firstIssue } from '../contracts/input-rules';
 import type { JobWorkflowInput } from '../contracts/job-input';
+import type { PipelineInput } from '../contracts/pipeline-input';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
-import { workloadTaskPriority } from '../contracts/task-priority';
+import { type TaskPriorityOf, workloadTaskPriority } from '../contracts/task-priority';
 import { tagsKey } from '../workflows/shared/search-attributes';
 import {
   existingRunTimes,
@@ -35,6 +36,7 @@ import {
 import { batchSearchAttributes, validateBatchInput } from './batches';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { jobSearchAttributes, validateJobInput } from './jobs';
+import { pipelineSearchAttributes, validatePipelineInput } from './pipelines';
 import {
   instantSchema,
   type OverlapPolicy,
@@ -48,6 +50,7 @@ import {
   describeBatch,
   describeEndpointStep,
   describeJob,
+  describePipeline,
   type WorkflowDescription,
 } from './workflow-descriptions';
 
@@ -58,6 +61,7 @@ export { cronProblem, OVERLAP_POLICIES } from './schedule-spec';
 export const SCHEDULE_KINDS = {
   job: 'serverlessJob',
   batch: 'serverlessBatch',
+  pipeline: 'serverlessPipeline',
   ephemeral: 'ephemeralEndpointWorkflow',
 } as const;
 export type ScheduleKind = keyof typeof SCHEDULE_KINDS;
@@ -127,6 +131,10 @@ function actionArgs(kind: ScheduleKind, input: unknown): unknown[] {
       validateBatchInput(input as BatchInput);
       return [input];
     }
+    if (kind === 'pipeline') {
+      validatePipelineInput(input as PipelineInput);
+      return [input];
+    }
     // startEphemeralEndpoint passes the parsed request; so does its schedule.
     return [parse(ephemeralEndpointInputSchema, input, '')];
   });
@@ -154,6 +162,13 @@ function actionDescription(
     return {
       ...describeBatch(input),
       typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
+    };
+  }
+  if (kind === 'pipeline') {
+    const input = args[0] as PipelineInput;
+    return {
+      ...describePipeline(input),
+      typedSearchAttributes: [...pipelineSearchAttributes(input), ...tagAttributes(tags)],
     };
   }
   return {
@@ -194,9 +209,9 @@ async function createSchedule(
       taskQueue: options.taskQueue,
       args,
       ...actionDescription(kind, args, options.tags),
-      // Each run's task priority, as a job's or batch's started by hand. An ephemeral run's endpoint
-      // is made by the run, which names it on the work it starts there.
-      ...(kind === 'ephemeral' ? {} : workloadTaskPriority(args[0] as JobWorkflowInput | BatchInput)),
+      // Each run's task priority, as a job's, batch's or pipeline's started by hand. An ephemeral
+      // run's endpoint is made by the run, which names it on the work it starts there.
+      ...(kind === 'ephemeral' ? {} : workloadTaskPriority(args[0] as TaskPriorityOf)),
     },
     ...(options.policies ? { policies: options.policies } : {}),
     memo: { ...options.memo, durableServerlessKind: kind },
@@ -223,6 +238,15 @@ export function scheduleBatch(
   options: ScheduleOptions,
 ): Promise<ScheduleHandle> {
   return createSchedule(client, 'batch', input, options);
+}
+
+/** A schedule of pipelines: each run is one pipeline of the same items through the same stages. */
+export function schedulePipeline(
+  client: Client,
+  input: PipelineInput,
+  options: ScheduleOptions,
+): Promise<ScheduleHandle> {
+  return createSchedule(client, 'pipeline', input, options);
 }
 
 /** A schedule of ephemeral-endpoint runs: each provisions an endpoint, runs the jobs, tears it down. */
@@ -490,7 +514,7 @@ export async function updateSchedule(
       if (!kind)
         throw new ValidationError(
           'scheduleId',
-          `runs ${previous.action.workflowType}, not a job, batch or ephemeral run`,
+          `runs ${previous.action.workflowType}, not a job, batch, pipeline or ephemeral run`,
         );
       const args = actionArgs(kind, parsed.input);
       // The runs keep the tags the schedule was created with.

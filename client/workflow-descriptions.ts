@@ -13,6 +13,7 @@ import type {
   UpdateEndpointInput,
 } from '../contracts/endpoint-input';
 import { type JobWorkflowInput, parseJobWorkflowInput } from '../contracts/job-input';
+import { type PipelineInput, parsePipelineInput } from '../contracts/pipeline-input';
 import {
   code,
   formatBytes,
@@ -163,6 +164,41 @@ export function describeBatch(input: BatchInput): WorkflowDescription {
         ['Budget', batch.budget !== undefined ? formatMoney(batch.budget) : 'none'],
         ['Item retry', retryText(batch.job.retry)],
         ['Ends with event to', batch.emitOnEnd ? code(batch.emitOnEnd.automation) : undefined],
+      ]),
+    ].join('\n'),
+  };
+}
+
+/** A pipeline: its stages in order, each on its endpoint or route, and its items. */
+export function describePipeline(input: PipelineInput): WorkflowDescription {
+  const parsed = parsePipelineInput(input);
+  if (!parsed.ok) throw new Error(`describePipeline needs a valid input (${parsed.field} ${parsed.rule})`);
+  const pipeline = parsed.value;
+  const redrive = 'redrive' in input.items;
+  const source = redrive
+    ? {
+        summary: 'redrive of a pipeline',
+        detail: `the pieces of the pipeline at ${code((input.items as { redrive: { key: string } }).redrive.key)} that did not complete, each at its stage`,
+      }
+    : itemSource(input.items);
+  return {
+    staticSummary: `Pipeline of ${source.summary} through ${pipeline.stages.length} stages: ${pipeline.stages.map((stage) => stage.name).join(' → ')}`,
+    staticDetails: [
+      '**Serverless pipeline**',
+      '',
+      markdownTable([
+        ['Items', source.detail],
+        ...pipeline.stages.map((stage, at): [string, string] => [
+          `Stage ${at + 1}: ${code(stage.name)}`,
+          `on ${targetText(stage)}, ${formatCount(stage.maxConcurrency)} at once` +
+            (stage.transform
+              ? `, input by transform ${code(stage.transform.name)}`
+              : stage.map
+                ? ', input by a map'
+                : ''),
+        ]),
+        ['Budget', pipeline.budget !== undefined ? formatMoney(pipeline.budget) : 'none'],
+        ['Ends with event to', pipeline.emitOnEnd ? code(pipeline.emitOnEnd.automation) : undefined],
       ]),
     ].join('\n'),
   };

@@ -3,7 +3,7 @@
  * missing or empty one is refused naming its field, before anything reaches Temporal.
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { Workflow } from '@temporalio/common';
+import { defaultPayloadConverter, type Workflow } from '@temporalio/common';
 import { ValidationError } from '../api/errors';
 
 /** Which workflow a call acts on: its id. */
@@ -27,4 +27,12 @@ export function workflowHandleOf<W extends Workflow>(
   if (typeof target !== 'string' || target === '')
     throw new ValidationError(field, 'must be a workflow id or the handle its start returned');
   return client.workflow.getHandle<W>(target);
+}
+
+/** The input the workflow's run was started with (its history's first event): what a redrive starts again. */
+export async function startInputOf<Input>(handle: WorkflowHandle): Promise<Input> {
+  const history = await handle.fetchHistory();
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload) throw new Error(`the input of ${handle.workflowId} could not be read`);
+  return defaultPayloadConverter.fromPayload(payload) as Input;
 }

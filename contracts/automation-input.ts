@@ -113,7 +113,7 @@ export interface AutomationCounters {
 }
 
 /**
- * A run's estimated cost from its result (a job's result or a batch's summary both carry
+ * A run's estimated cost from its result (a job's result, a batch's or a pipeline's summary all carry
  * `cost.amount`) or, for a failed run, from its failure's details; 0 when it has none.
  */
 export function runCost(value: unknown): number {
@@ -124,7 +124,7 @@ export function runCost(value: unknown): number {
 /** A run started by the automation and not yet seen to end. */
 export interface InFlightRun {
   workflowId: string;
-  kind: 'job' | 'batch';
+  kind: 'job' | 'batch' | 'pipeline';
 }
 
 /** What a continue-as-new carries: nothing the new run could not rebuild is lost. */

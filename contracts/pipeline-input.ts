@@ -153,6 +153,8 @@ export const pipelineInputSchema = z
     budget: batch.budget,
     pageSize: batch.pageSize,
     maxEventsPerRun: batch.maxEventsPerRun,
+    /** Send an event to an automation when the pipeline ends (chaining), as a batch does. */
+    emitOnEnd: batch.emitOnEnd,
   })
   .superRefine((input, ctx) => {
     const stages = input.stages;

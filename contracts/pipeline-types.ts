@@ -28,6 +28,11 @@ export function pipelineResultsKey(pipelineKey: string): string {
   return `${pipelineKey}/results`;
 }
 
+/** A redrive's list of the pieces it starts again at a stage, one line per piece (all under `${pipelineKey}/redrive`). */
+export function redriveListKey(pipelineKey: string, stage: string): string {
+  return `${pipelineKey}/redrive/${stage}.jsonl`;
+}
+
 /** A piece as a submit or a result names it: [origin, ...part]. */
 export type PieceRef = number[];
 

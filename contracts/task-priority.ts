@@ -59,21 +59,33 @@ export function endpointTaskKey(endpointId: string): string {
     : `endpoint~${shortTag(endpointId)}`;
 }
 
-/** What a workload's task priority is made of: its scheduling, and where it runs. */
-export interface TaskPriorityOf extends Scheduling {
+/** Where a workload runs: an endpoint, or a route. */
+interface RunsOn {
   endpointId?: string | undefined;
   route?:
     | { endpoints: ReadonlyArray<{ endpointId: string; pricePerSecond?: number | undefined }> }
     | undefined;
 }
 
+/** What a workload's task priority is made of: its scheduling, and where it runs (a pipeline: its stages). */
+export interface TaskPriorityOf extends Scheduling, RunsOn {
+  stages?: ReadonlyArray<RunsOn> | undefined;
+}
+
+/** The endpoint a workload's tasks are keyed by: its own, its route's first, or its first stage's. */
+function keyEndpoint(workload: RunsOn): string | undefined {
+  return workload.endpointId ?? routeOrder(workload.route?.endpoints ?? [])[0]?.endpointId;
+}
+
 /**
- * A job's or batch's task priority in Temporal, from its input (checked already): its own priority
- * (none: the default), and its endpoint, or its route's first in the order work goes to them, as
- * the fairness key. Its user-facing fairness key and weight are the gate's alone (see above).
+ * A job's, batch's or pipeline's task priority in Temporal, from its input (checked already): its
+ * own priority (none: the default), and its endpoint, or its route's first in the order work goes
+ * to them (a pipeline: its first stage's), as the fairness key. Its user-facing fairness key and
+ * weight are the gate's alone (see above).
  */
 export function workloadTaskPriority(workload: TaskPriorityOf): { priority: Priority } {
-  const endpointId = workload.endpointId ?? routeOrder(workload.route?.endpoints ?? [])[0]?.endpointId ?? '';
+  const firstStage = workload.stages?.[0];
+  const endpointId = keyEndpoint(workload) ?? (firstStage && keyEndpoint(firstStage)) ?? '';
   const own: { priority?: Priority } = taskPriorityOf(workload);
   return { priority: { ...own.priority, fairnessKey: endpointTaskKey(endpointId) } };
 }

@@ -6,10 +6,12 @@
  * that failed (or never started) at a stage start at that stage.
  */
 import {
+  add,
   newFlow,
   type PieceId,
   type PiecePlace,
   type PipelineFlow,
+  park,
   type StageSetup,
   type StageSource,
 } from './pipeline-state';
@@ -100,7 +102,12 @@ export function resumeFlow(setups: readonly StageSetup[], carry: FlowCarry): Pip
 export interface RedriveLine extends PieceId {
   /** The stage it ended at, by name. */
   stage: string;
+  /** Its number in the pipeline redriven (its previous stage's line is under it). */
+  seq?: number;
 }
+
+/** A piece to start again at its stage, and its number in the pipeline redriven (`was`). */
+export type RedrivePiece = PieceId & { was?: number };
 
 /**
  * A redrive's sources: each stage's list of the pieces to start there again (in the lines' order)
@@ -110,8 +117,8 @@ export interface RedriveLine extends PieceId {
 export function redriveSources(
   lines: readonly RedriveLine[],
   stageNames: readonly string[],
-): { ok: true; lists: PieceId[][]; sources: StageSource[] } | { ok: false; rule: string } {
-  const lists: PieceId[][] = stageNames.map(() => []);
+): { ok: true; lists: RedrivePiece[][]; sources: StageSource[] } | { ok: false; rule: string } {
+  const lists: RedrivePiece[][] = stageNames.map(() => []);
   for (const line of lines) {
     const at = stageNames.indexOf(line.stage);
     if (at < 0)
@@ -119,7 +126,35 @@ export function redriveSources(
         ok: false,
         rule: `a line of item ${line.origin} names stage "${line.stage}": not a stage of the pipeline`,
       };
-    lists[at]?.push({ origin: line.origin, ...(line.part ? { part: line.part } : {}) });
+    lists[at]?.push({
+      origin: line.origin,
+      ...(line.part ? { part: line.part } : {}),
+      ...(line.seq === undefined ? {} : { was: line.seq }),
+    });
   }
   return { ok: true, lists, sources: lists.map((list) => ({ total: list.length, listed: true })) };
+}
+
+/** A piece whose stage's transform runs again in a redrive (it failed or never ran): its number and stage. */
+export interface RedriveParked extends PieceId {
+  seq: number;
+  stage: number;
+}
+
+/**
+ * A redrive's flow: each stage's list as its source (redriveSources), the numbers below `reserved`
+ * kept for the pieces the redrive numbered as it copied their inputs, and the pieces whose
+ * transform runs again waiting in their stage's buffer, transform due.
+ */
+export function redriveFlow(
+  setups: readonly StageSetup[],
+  sources: readonly StageSource[],
+  reserved: number,
+  parked: readonly RedriveParked[],
+): PipelineFlow {
+  const flow = newFlow(setups, sources);
+  flow.nextSeq = reserved;
+  for (const { seq, origin, part, stage } of parked)
+    park(flow, add(flow, { seq, origin, ...(part ? { part } : {}) }, stage), 'transform-due');
+  return flow;
 }

@@ -97,8 +97,15 @@ export function admit(flow: PipelineFlow, limits: AdmitLimits = {}): StageStart[
   return starts;
 }
 
-/** The pieces named by a stage's listed entries (a redrive's), admitted to its window. */
-export function named(flow: PipelineFlow, at: number, ids: readonly PieceId[]): Piece[] {
+/**
+ * The pieces named by a stage's listed entries (a redrive's), admitted to its window. An entry
+ * may carry its number: the redrive numbered it when it copied its input under that number.
+ */
+export function named(
+  flow: PipelineFlow,
+  at: number,
+  ids: ReadonlyArray<PieceId & { seq?: number }>,
+): Piece[] {
   const stage = flow.stages[at] as StageFlow;
   if (ids.length > stage.naming)
     throw new Error(`${ids.length} pieces named at stage ${at}; ${stage.naming} admitted`);

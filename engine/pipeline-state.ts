@@ -127,9 +127,10 @@ export function pieceOf(flow: PipelineFlow, seq: number): Piece {
   return piece;
 }
 
-export function add(flow: PipelineFlow, id: PieceId, stage = 0): Piece {
+/** A new piece, numbered next, or by `id.seq` (a redrive's listed pieces are numbered by it). */
+export function add(flow: PipelineFlow, id: PieceId & { seq?: number }, stage = 0): Piece {
   const piece: Piece = {
-    seq: flow.nextSeq++,
+    seq: id.seq ?? flow.nextSeq++,
     origin: id.origin,
     ...(id.part ? { part: id.part } : {}),
     stage,

@@ -4,7 +4,7 @@
  * (test/support/pipeline-driver.ts) plays the workflow; no server, no clock.
  */
 import { describe, expect, it } from 'vitest';
-import { carryFlow, redriveSources, resumeFlow } from '../../engine/pipeline-carry';
+import { carryFlow, redriveFlow, redriveSources, resumeFlow } from '../../engine/pipeline-carry';
 import {
   admit,
   failed,
@@ -97,6 +97,33 @@ describe('a redrive', () => {
     expect(rest.ended).toMatchObject([{ origin: 3, stageName: 'speak', outcome: 'completed' }]);
     // The first stage never ran it again.
     expect(redrive.stages.map((current) => current.counts.started)).toEqual([0, 1, 1]);
+  });
+
+  it('numbers its pieces: listed ones by their entries, its transforms due waiting before their stage', () => {
+    const withTransform = [stage('detect', 2, 0), stage('crop', 2, 2, true), stage('upscale', 2, 2)];
+    const sources = redriveSources(
+      [
+        { origin: 4, stage: 'upscale', part: [1], seq: 17 },
+        { origin: 2, stage: 'crop', seq: 9 },
+      ],
+      withTransform.map((setup) => setup.name),
+    );
+    if (!sources.ok) throw new Error(sources.rule);
+    // Each entry keeps its number in the pipeline redriven: its previous stage's line is under it.
+    expect(sources.lists).toEqual([[], [{ origin: 2, was: 9 }], [{ origin: 4, part: [1], was: 17 }]]);
+    // The redrive numbered them 0 and 1; crop's transform failed, so item 2 waits for it again.
+    const flow = redriveFlow(withTransform, [{ total: 0 }, { total: 0 }, { total: 1, listed: true }], 2, [
+      { seq: 0, origin: 2, stage: 1 },
+    ]);
+    expect(takeTransforms(flow, 10)).toMatchObject([{ seq: 0, origin: 2, stage: 1, place: 'transforming' }]);
+    const [start] = admit(flow);
+    expect(start).toEqual({ stage: 2, pieces: [], listed: { from: 0, count: 1 } });
+    expect(named(flow, 2, [{ seq: 1, origin: 4, part: [1] }])).toMatchObject([
+      { seq: 1, origin: 4, part: [1], stage: 2, place: 'running' },
+    ]);
+    // A split made now numbers its parts after the redrive's.
+    const { pieces } = transformed(flow, 0, 2);
+    expect(pieces.map((piece) => piece.seq)).toEqual([2, 3]);
   });
 
   it('refuses a line naming no stage of the pipeline', () => {

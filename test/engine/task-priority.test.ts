@@ -26,6 +26,20 @@ describe('workloadTaskPriority', () => {
     ).toEqual({ priority: { fairnessKey: 'ep-1' } });
   });
 
+  it("keys a pipeline's tasks by its first stage's endpoint, or that stage's route's first", () => {
+    expect(
+      workloadTaskPriority({
+        priority: 2,
+        stages: [{ endpointId: 'ep-transcribe' }, { endpointId: 'ep-speak' }],
+      }),
+    ).toEqual({ priority: { priorityKey: 2, fairnessKey: 'ep-transcribe' } });
+    expect(
+      workloadTaskPriority({
+        stages: [{ route: { endpoints: [{ endpointId: 'ep-1' }, { endpointId: 'ep-2' }] } }],
+      }).priority.fairnessKey,
+    ).toBe('ep-1');
+  });
+
   it('tags an endpoint id longer than a key holds (64 bytes), the same each time', () => {
     const long = 'é'.repeat(40);
     const key = endpointTaskKey(long);

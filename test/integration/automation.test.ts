@@ -2,7 +2,8 @@
  * Automations end to end: the real worker (runWorker with its automations), the dev server, the
  * emulator over HTTP. Events sent by sendEvent, repeats included, start exactly the jobs and
  * batches they should (counted as submissions at the emulator); a batch's end event starts the
- * next step in a second automation (chaining).
+ * next step in a second automation (chaining); a group of events starts a pipeline, whose end
+ * event starts the next step too.
  *
  * The emulator runs at time scale 100; the submit lease is off (see batch.test.ts for why).
  */
@@ -17,7 +18,7 @@ import { eventually, FAST_POLLING, historyText, type JobStack, startJobStack } f
 const JOB_OPTIONS = { submitLease: false, polling: FAST_POLLING } as const;
 
 /** The endpoints each automation submits to, known once the stack runs. */
-const endpoints = { perEvent: '', grouped: '', firstStep: '', nextStep: '' };
+const endpoints = { perEvent: '', grouped: '', firstStep: '', nextStep: '', detect: '', upscale: '' };
 /** What the second step received: its events' types and data. */
 const nextStepEvents: Array<{ type?: string; data: unknown }> = [];
 
@@ -61,6 +62,26 @@ const automations: AutomationDefinition[] = [
     }),
   }),
   defineAutomation({
+    name: 'to-pipeline',
+    batch: { maxEvents: 2, maxWait: '1 hour' },
+    emitOnEnd: { automation: 'next-step' },
+    run: (events) => ({
+      kind: 'pipeline',
+      input: {
+        items: { inline: events.map((event) => ({ input: { output: event.data } })) },
+        stages: [
+          { name: 'detect', endpointId: endpoints.detect, job: JOB_OPTIONS },
+          {
+            name: 'upscale',
+            endpointId: endpoints.upscale,
+            job: JOB_OPTIONS,
+            map: { 'input.output': '$.previous.output' },
+          },
+        ],
+      },
+    }),
+  }),
+  defineAutomation({
     name: 'next-step',
     run: (events) => {
       for (const event of events)
@@ -86,6 +107,8 @@ describe('automations on the emulator', () => {
     endpoints.grouped = stack.endpoint({ workersMin: 0, workersMax: 20 });
     endpoints.firstStep = stack.endpoint({ workersMin: 0, workersMax: 20 });
     endpoints.nextStep = stack.endpoint({ workersMin: 0, workersMax: 20 });
+    endpoints.detect = stack.endpoint({ workersMin: 0, workersMax: 20 });
+    endpoints.upscale = stack.endpoint({ workersMin: 0, workersMax: 20 });
   });
   afterAll(async () => {
     await stack?.close();
@@ -164,6 +187,33 @@ describe('automations on the emulator', () => {
     expect(await started.staticDetails()).toBe(expected.staticDetails);
     expect(started.typedSearchAttributes.get(automationNameKey)).toBe('next-step');
     expect(started.typedSearchAttributes.get(automationKeyKey)).toBe('pipeline-1');
+  });
+
+  it("starts a pipeline per group of events; the pipeline's end event starts the next step", async () => {
+    for (const id of ['frame-1', 'frame-2']) {
+      await sendEvent(
+        stack.client,
+        { id, data: { id } },
+        { automation: 'to-pipeline', key: 'pipeline-2', taskQueue: stack.taskQueue },
+      );
+    }
+    const runs = await when('to-pipeline', 'pipeline-2', (s) => s.counters.runsCompleted === 1);
+    expect(runs.counters).toMatchObject({ runsStarted: 1, runsFailed: 0 });
+    // Each item went through both stages once.
+    expect([
+      stack.control.submissions(endpoints.detect),
+      stack.control.submissions(endpoints.upscale),
+    ]).toEqual([2, 2]);
+    // The pipeline's items went to the store; only the events entered the automation's history.
+    const history = await stack.client.workflow
+      .getHandle(automationWorkflowId('to-pipeline', 'pipeline-2'))
+      .fetchHistory();
+    expect(historyText(history)).toContain('"manifest"');
+    expect(historyText(history)).not.toContain('"inline"');
+    await when('next-step', 'pipeline-2', (s) => s.counters.runsCompleted === 1);
+    expect(nextStepEvents.find((e) => e.type === 'pipeline.completed')).toMatchObject({
+      data: { total: 2, ended: { completed: 2, failed: 0 } },
+    });
   });
 
   it("chains: a job's end event (with its result, without its output) reaches an automation", async () => {

@@ -277,7 +277,7 @@ describe('the CLI: schedules', () => {
     expect(noEndpoint.err).toMatch(/--input \(input\.endpointId\)/);
     const kind = await refused('schedule', 'create', 'bad', '--kind', 'cron', '--cron', '@daily');
     expect(kind).toMatchObject({ code: 2, connected: false });
-    expect(kind.err).toMatch(/--kind: must be one of job, batch, ephemeral/);
+    expect(kind.err).toMatch(/--kind: must be one of job, batch, pipeline, ephemeral/);
     const window = await refused('schedule', 'backfill', 'x', '--start', '2026-01-02', '--end', '2026-01-01');
     expect(window).toMatchObject({ code: 2, connected: false });
     expect(window.err).toMatch(/--end \(end\): must be after start/);

@@ -6,6 +6,11 @@
  * translate and ends there, its line naming the stage. Every item is accounted for, and each
  * stage's endpoint saw exactly one submission per piece that reached it. A second pipeline runs
  * with the smallest maxEventsPerRun and continues as new mid-flow, carrying every stage's state.
+ * A pipeline whose translate endpoint fails every item is redriven once the endpoint is fixed:
+ * each item starts again at translate, never at transcribe; one whose speak endpoint and transform
+ * failed is redriven at speak (split parts on the inputs their transform wrote, the failed
+ * transform run again); one stopped by a tolerance is redriven with the items it never read; a
+ * redrive is redriven again, its inputs made from the first pipeline's outputs.
  */
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +26,7 @@ import {
   type PipelineSummary,
   pausePipeline,
   readPipelineResults,
+  redrivePipeline,
   resumePipeline,
   setPipelineConcurrency,
   startPipeline,
@@ -36,10 +42,14 @@ const JOB = {
   polling: { initialInterval: 100, maxInterval: 500, backoffCoefficient: 1.5 },
 } as const;
 
+/** Items the scenes transform fails on, until a test "deploys the fix" by emptying it. */
+const brokenScenes = new Set<number>();
+
 /** Splits a piece into its scenes: none drops it. */
 const scenes = definePipelineTransform({
   name: 'scenes',
   run({ previous, origin }) {
+    if (brokenScenes.has(origin)) throw new Error(`no scenes for item ${origin}`);
     const { text, scenes: count } = previous.output as { text: string; scenes: number };
     return Array.from({ length: count }, (_, scene) => ({ input: { output: { text, scene, origin } } }));
   },
@@ -194,6 +204,200 @@ describe('pipelines on the emulator', () => {
         handle.workflowId,
       ),
     ).resolves.toBeUndefined();
+  });
+
+  it('redrives failed items at the stage where they failed, not from the beginning', async () => {
+    const [transcribe, speak] = [stack.endpoint(), stack.endpoint()];
+    // The fail handler fails every job sent to it, until the endpoint runs the scripted one.
+    const translate = stack.endpoint({ templateId: 'fail' });
+    const endpoints = [transcribe as string, translate, speak as string];
+    const items = [itemOf(0, 1), itemOf(1, 2), itemOf(2, 0)];
+    const input = pipelineInput(endpoints, items);
+    const stages = input.stages.map((stage) =>
+      stage.name === 'translate' ? { ...stage, failureTolerance: { count: 3 } } : stage,
+    );
+    const handle = await startPipeline(
+      stack.client,
+      { ...input, stages },
+      { workflowId: `pipeline-broken-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const broken = await awaitPipeline(stack.client, { pipeline: handle });
+    expect(broken.ended).toEqual({ completed: 0, failed: 3, dropped: 0, notStarted: 0 });
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([3, 3, 0]);
+    const failedLines = byOrigin(await readAll(broken));
+    expect(failedLines.map(({ origin, stage, outcome }) => ({ origin, stage, outcome }))).toEqual([
+      { origin: 0, stage: 'translate', outcome: 'failed' },
+      { origin: 1, stage: 'translate', outcome: 'failed' },
+      { origin: 2, stage: 'translate', outcome: 'failed' },
+    ]);
+
+    stack.control.updateEndpoint(translate, { templateId: 'scripted' });
+    const redrive = await redrivePipeline(
+      stack.client,
+      { pipeline: handle },
+      { workflowId: `pipeline-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: redrive });
+    expect(summary.ended).toEqual({ completed: 3, failed: 0, dropped: 1, notStarted: 0 });
+    // transcribe never ran them again; translate and speak once per piece that reached them.
+    expect(summary.stages.map((stage) => stage.counts.started)).toEqual([0, 3, 3]);
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([3, 6, 3]);
+    const lines = byOrigin(await readAll(summary));
+    expect(
+      lines.map(({ origin, part, stage, outcome }) => ({
+        origin,
+        ...(part ? { part } : {}),
+        stage,
+        outcome,
+      })),
+    ).toEqual([
+      { origin: 0, stage: 'speak', outcome: 'completed' },
+      { origin: 1, part: [0], stage: 'speak', outcome: 'completed' },
+      { origin: 1, part: [1], stage: 'speak', outcome: 'completed' },
+      { origin: 2, stage: 'speak', outcome: 'dropped' },
+    ]);
+    // translate's input was made again from transcribe's output in the first pipeline's store.
+    for (const line of lines.filter((line) => line.outcome === 'completed'))
+      expect(line.output).toEqual({
+        text: `item ${line.origin}`,
+        scene: line.part?.[0] ?? 0,
+        origin: line.origin,
+      });
+    // Nothing is left to redrive.
+    await expect(
+      redrivePipeline(stack.client, { pipeline: redrive }, { workflowId: `${redrive.workflowId}-again` }),
+    ).rejects.toMatchObject({
+      field: 'pipeline',
+      rule: 'has no failed or unstarted pieces to redrive',
+    });
+  });
+
+  it('redrives at the last stage: split parts on the inputs their transform wrote, a failed transform run again', async () => {
+    const [transcribe, translate] = [stack.endpoint(), stack.endpoint()];
+    const speak = stack.endpoint({ templateId: 'fail' });
+    const endpoints = [transcribe as string, translate as string, speak];
+    const input = pipelineInput(endpoints, [itemOf(0, 2), itemOf(1, 1), itemOf(2, 1)]);
+    const stages = input.stages.map((stage) =>
+      stage.name === 'speak' ? { ...stage, failureTolerance: { count: 4 } } : stage,
+    );
+    brokenScenes.add(2);
+    const handle = await startPipeline(
+      stack.client,
+      { ...input, stages },
+      { workflowId: `pipeline-speak-broken-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const broken = await awaitPipeline(stack.client, { pipeline: handle });
+    expect(broken.ended).toEqual({ completed: 0, failed: 4, dropped: 0, notStarted: 0 });
+    const failedLines = byOrigin(await readAll(broken));
+    expect(
+      failedLines.map(({ origin, part, status }) => ({ origin, ...(part ? { part } : {}), status })),
+    ).toEqual([
+      { origin: 0, part: [0], status: 'FAILED' },
+      { origin: 0, part: [1], status: 'FAILED' },
+      { origin: 1, status: 'FAILED' },
+      { origin: 2, status: 'TRANSFORM_FAILED' },
+    ]);
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([3, 3, 3]);
+
+    stack.control.updateEndpoint(speak, { templateId: 'scripted' });
+    brokenScenes.delete(2);
+    const redrive = await redrivePipeline(
+      stack.client,
+      { pipeline: handle },
+      { workflowId: `pipeline-speak-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: redrive });
+    expect(summary.ended).toEqual({ completed: 4, failed: 0, dropped: 0, notStarted: 0 });
+    // Only speak ran again: once per piece, item 2 after its transform ran again.
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([3, 3, 7]);
+    const lines = byOrigin(await readAll(summary));
+    expect(lines.map(({ origin, part, stage }) => ({ origin, ...(part ? { part } : {}), stage }))).toEqual([
+      { origin: 0, part: [0], stage: 'speak' },
+      { origin: 0, part: [1], stage: 'speak' },
+      { origin: 1, stage: 'speak' },
+      { origin: 2, stage: 'speak' },
+    ]);
+    for (const line of lines)
+      expect(line.output).toEqual({
+        text: `item ${line.origin}`,
+        scene: line.part?.[0] ?? 0,
+        origin: line.origin,
+      });
+  });
+
+  it('redrives a redrive: the pieces still failing start again at their stage, from the outputs the first pipeline made', async () => {
+    const [transcribe, speak] = [stack.endpoint(), stack.endpoint()];
+    const translate = stack.endpoint({ templateId: 'fail' });
+    const endpoints = [transcribe as string, translate, speak as string];
+    const input = pipelineInput(endpoints, [itemOf(0, 1), itemOf(1, 2)]);
+    const stages = input.stages.map((stage) =>
+      stage.name === 'translate' ? { ...stage, failureTolerance: { count: 2 } } : stage,
+    );
+    const first = await startPipeline(
+      stack.client,
+      { ...input, stages },
+      { workflowId: `pipeline-twice-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    await awaitPipeline(stack.client, { pipeline: first });
+    // Redriven while translate still fails: they fail there again.
+    const again = await redrivePipeline(
+      stack.client,
+      { pipeline: first },
+      { workflowId: `${first.workflowId}-again`, taskQueue: stack.taskQueue },
+    );
+    expect((await awaitPipeline(stack.client, { pipeline: again })).ended).toMatchObject({ failed: 2 });
+    stack.control.updateEndpoint(translate, { templateId: 'scripted' });
+    const last = await redrivePipeline(
+      stack.client,
+      { pipeline: again },
+      { workflowId: `${first.workflowId}-last`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: last });
+    expect(summary.ended).toEqual({ completed: 3, failed: 0, dropped: 0, notStarted: 0 });
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([2, 6, 3]);
+    const lines = byOrigin(await readAll(summary));
+    expect(lines.map((line) => line.output)).toEqual([
+      { text: 'item 0', scene: 0, origin: 0 },
+      { text: 'item 1', scene: 0, origin: 1 },
+      { text: 'item 1', scene: 1, origin: 1 },
+    ]);
+  });
+
+  it('redrives a pipeline stopped by a tolerance: every item ends once, each stage runs it once more at most', async () => {
+    const [transcribe, speak] = [stack.endpoint(), stack.endpoint()];
+    const translate = stack.endpoint({ templateId: 'fail' });
+    const endpoints = [transcribe as string, translate, speak as string];
+    const ITEMS = 6;
+    const input = pipelineInput(
+      endpoints,
+      Array.from({ length: ITEMS }, (_, i) => itemOf(i, 1)),
+    );
+    const handle = await startPipeline(stack.client, input, {
+      workflowId: `pipeline-stopped-${Date.now()}`,
+      taskQueue: stack.taskQueue,
+    });
+    // translate tolerates one failure: the second stops the pipeline, with items left unread or waiting.
+    const broken = await finishedPipelineSummary(stack.client, { pipeline: handle });
+    expect(broken.stopped).toBe('tolerance');
+    const failedAtTranslate = broken.stages[1]?.counts.failed as number;
+    expect(failedAtTranslate).toBeGreaterThanOrEqual(2);
+
+    stack.control.updateEndpoint(translate, { templateId: 'scripted' });
+    const redrive = await redrivePipeline(
+      stack.client,
+      { pipeline: handle },
+      { workflowId: `pipeline-stopped-redrive-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    const summary = await awaitPipeline(stack.client, { pipeline: redrive });
+    expect(summary.ended).toEqual({ completed: ITEMS, failed: 0, dropped: 0, notStarted: 0 });
+    const lines = await readAll(summary);
+    expect(lines.map((line) => line.origin).sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    // Each item was transcribed once in all; translated once more only if it had failed there.
+    expect(endpoints.map((endpoint) => stack.control.submissions(endpoint))).toEqual([
+      ITEMS,
+      ITEMS + failedAtTranslate,
+      ITEMS,
+    ]);
   });
 
   it('holds a slow stage back-pressured, pauses, resumes, widens a stage and cancels every stage', async () => {

@@ -15,6 +15,7 @@ import { ScheduleNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitBatch } from '../../client/batches';
 import { awaitJob } from '../../client/jobs';
+import { awaitPipeline } from '../../client/pipelines';
 import {
   backfillSchedule,
   deleteSchedule,
@@ -26,6 +27,7 @@ import {
   scheduledRunWorkflowId,
   scheduleEphemeralRun,
   scheduleJob,
+  schedulePipeline,
   triggerSchedule,
   unpauseSchedule,
   updateSchedule,
@@ -341,6 +343,42 @@ describe('schedules on the dev server', () => {
     // Filed under its endpoint as startBatch files a batch, so `cost endpoint` finds it.
     const described = await stack.client.workflow.getHandle(run.workflowId).describe();
     expect(described.typedSearchAttributes.get(endpointIdKey)).toBe(endpointId);
+  });
+
+  it('runs a scheduled pipeline', async () => {
+    const id = newId('pipeline');
+    const second = stack.endpoint();
+    await schedulePipeline(
+      stack.client,
+      {
+        items: { inline: [1, 2, 3].map((n) => ({ input: { output: n } })) },
+        stages: [
+          { name: 'first', endpointId, job: { polling: FAST_POLLING, submitLease: false } },
+          {
+            name: 'second',
+            endpointId: second,
+            job: { polling: FAST_POLLING, submitLease: false },
+            map: { 'input.output': '$.previous.output' },
+          },
+        ],
+      },
+      { scheduleId: id, spec: { cron: ['@daily'] }, taskQueue: stack.taskQueue },
+    );
+    const described = await describeSchedule(stack.client, { scheduleId: id });
+    expect(described.kind).toBe('pipeline');
+    await triggerSchedule(stack.client, { scheduleId: id });
+    const run = (await describeWhen(id, (d) => d.recentRuns.length === 1)).recentRuns[0]!;
+    expect(await awaitPipeline(stack.client, { pipeline: run.workflowId })).toMatchObject({
+      total: 3,
+      ended: { completed: 3, failed: 0 },
+    });
+    expect(stack.control.submissions(second)).toBe(3);
+    // Filed under its first stage's endpoint, as startPipeline files it, with its stages in its summary.
+    const handle = stack.client.workflow.getHandle(run.workflowId);
+    expect((await handle.describe()).typedSearchAttributes.get(endpointIdKey)).toBe(endpointId);
+    expect(await (await handle.describe()).staticSummary()).toBe(
+      'Pipeline of 3 items through 2 stages: first → second',
+    );
   });
 
   it('runs a scheduled ephemeral endpoint: provisioned, its job run, torn down', async () => {

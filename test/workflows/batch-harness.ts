@@ -128,6 +128,12 @@ export function fakeService(
     async recordPipelineLines() {
       throw new Error('a batch writes no pipeline lines');
     },
+    async stagePipelineRedrive() {
+      throw new Error('a batch redrives no pipeline');
+    },
+    async readPipelineRedriveList() {
+      throw new Error('a batch redrives no pipeline');
+    },
     async submitBatchPage({ indexes, submitLease }) {
       const leased = lease && submitLease !== undefined ? { lease: lease.ms } : {};
       const results: SubmitItemResult[] = indexes.map((i) => {

@@ -72,6 +72,8 @@ function fakeStages(
     retryBatchJobs: never,
     cancelBatchJobs: never,
     recordBatchResults: never,
+    stagePipelineRedrive: never,
+    readPipelineRedriveList: never,
   } as BatchActivities;
   return { activities, lines, submits };
 }

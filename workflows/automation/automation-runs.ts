@@ -1,6 +1,6 @@
 /**
  * The automation's runs: each group is planned by the definition (an activity: the user's `run` is
- * code the workflow must not run itself) and started as a child job or batch workflow, up to the
+ * code the workflow must not run itself) and started as a child job, batch or pipeline workflow, up to the
  * concurrency; each run's end is counted, with its estimated cost.
  *
  * Runs are children with ids `<workflow id>:<first run id prefix>:<seq>`: a replay issues the same
@@ -98,11 +98,17 @@ async function startRun(automation: Automation, events: AutomationEvent[]): Prom
             args: [plan.input],
             ...workloadTaskPriority(plan.input),
           })
-        : await startChild('serverlessBatch', {
-            ...options,
-            args: [plan.input],
-            ...workloadTaskPriority(plan.input),
-          });
+        : plan.kind === 'batch'
+          ? await startChild('serverlessBatch', {
+              ...options,
+              args: [plan.input],
+              ...workloadTaskPriority(plan.input),
+            })
+          : await startChild('serverlessPipeline', {
+              ...options,
+              args: [plan.input],
+              ...workloadTaskPriority(plan.input),
+            });
     result = child.result();
   } catch (error) {
     counters.runsFailed++;

@@ -18,7 +18,7 @@ import {
   stageKeyOf,
 } from '../../contracts/pipeline-types';
 import type { EndedItem } from '../../engine/item-state';
-import { type FlowCarry, resumeFlow } from '../../engine/pipeline-carry';
+import { type FlowCarry, type RedriveParked, redriveFlow, resumeFlow } from '../../engine/pipeline-carry';
 import { failed, finished } from '../../engine/pipeline-flow';
 import {
   buffered,
@@ -58,6 +58,16 @@ export interface PipelineCarry {
   windows: BatchState[];
 }
 
+/**
+ * A redrive's start (activities/pipeline-redrive.ts): each stage's listed pieces, the numbers the
+ * redrive gave its pieces, and the pieces whose transform runs again.
+ */
+export interface RedriveStart {
+  listed: number[];
+  reserved: number;
+  parked: RedriveParked[];
+}
+
 /** The workflow's one argument: the caller's input and, from the second run on, what it carried. */
 export type PipelineRunInput = PipelineInput & { carried?: PipelineCarry };
 
@@ -69,6 +79,8 @@ export interface PipelineRun extends WakeTimer {
   /** A batch window per stage, in stage order. */
   readonly windows: BatchRun[];
   transforming: number;
+  /** Reads of a redrive's lists under way (their entries hold places in their windows). */
+  listing: number;
   recording: boolean;
   draining: boolean;
   cancelled: boolean;
@@ -116,9 +128,19 @@ export function newPipelineRun(
   state: PipelineState,
   carried: PipelineCarry | undefined,
   now: number,
+  redrive?: RedriveStart,
 ): PipelineRun {
   const setups = stageSetups(input);
-  const flow = carried ? resumeFlow(setups, carried.flow) : newFlow(setups, [{ total: state.total }]);
+  const flow = carried
+    ? resumeFlow(setups, carried.flow)
+    : redrive
+      ? redriveFlow(
+          setups,
+          redrive.listed.map((total) => ({ total, listed: true })),
+          redrive.reserved,
+          redrive.parked,
+        )
+      : newFlow(setups, [{ total: state.total }]);
   const run: PipelineRun = {
     input,
     caller,
@@ -126,6 +148,7 @@ export function newPipelineRun(
     flow,
     windows: [],
     transforming: 0,
+    listing: 0,
     recording: false,
     draining: false,
     cancelled: false,

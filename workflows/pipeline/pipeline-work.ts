@@ -8,14 +8,15 @@ import { type BudgetView, budgetRoom as budgetRoomOf, budgetSpent } from '../../
 import { queuedItem } from '../../engine/item-state';
 import {
   admit,
+  named,
   failed as pieceFailed,
   type StageStart,
   stopStarting,
   takeTransforms,
   transformed,
 } from '../../engine/pipeline-flow';
-import { buffered, leave, notStarted } from '../../engine/pipeline-state';
-import { shortActivities } from '../batch/batch-activities';
+import { buffered, leave, notStarted, type Piece } from '../../engine/pipeline-state';
+import { shortActivities, watchActivities } from '../batch/batch-activities';
 import { budgetRoom, checkStops } from '../batch/batch-controls';
 import type { BatchRun } from '../batch/batch-run';
 import { activityOutcome } from '../shared/job-failures';
@@ -48,22 +49,60 @@ export function admitPieces(run: PipelineRun): void {
   }
 }
 
-/** The admitted pieces queued in their windows; returns how many. */
+/** The admitted pieces queued in their windows (a redrive's listed ones once read); returns how many. */
 function enterWindows(run: PipelineRun, starts: StageStart[]): number {
   let count = 0;
   for (const start of starts) {
-    const window = run.windows[start.stage] as BatchRun;
-    for (const piece of start.pieces) window.items.set(piece.seq, queuedItem(piece.seq));
-    // A stage's failure percentage is of the pipeline's items (of the pieces it started, once
-    // splits made more), as a batch's is of all its items. Its window reads no item of its own:
-    // cursor and total kept equal.
-    const started = run.flow.stages[start.stage]?.counts.started ?? 0;
-    window.state.total = Math.max(run.state.total, started);
-    window.state.cursor = window.state.total;
-    count += start.pieces.length;
-    wakeWindow(window);
+    queuePieces(run, start.stage, start.pieces);
+    if (start.listed) readListed(run, start.stage, start.listed);
+    count += start.pieces.length + (start.listed?.count ?? 0);
   }
   return count;
+}
+
+function queuePieces(run: PipelineRun, at: number, pieces: readonly Piece[]): void {
+  const window = run.windows[at] as BatchRun;
+  for (const piece of pieces) window.items.set(piece.seq, queuedItem(piece.seq));
+  // A stage's failure percentage is of the pipeline's items (of the pieces it started, once
+  // splits made more), as a batch's is of all its items. Its window reads no item of its own:
+  // cursor and total kept equal.
+  const started = run.flow.stages[at]?.counts.started ?? 0;
+  window.state.total = Math.max(run.state.total, started);
+  window.state.cursor = window.state.total;
+  wakeWindow(window);
+}
+
+/**
+ * A redrive's entries admitted at a stage hold their places while they are read from the store
+ * (a read, harmless to repeat, retried until it answers), then are named and queued. The read is
+ * not cancelled with the pipeline: a stopped stage's entries end as not started, each with its line.
+ */
+function readListed(run: PipelineRun, at: number, listed: { from: number; count: number }): void {
+  const stage = run.input.stages[at] as ParsedPipelineStage;
+  run.listing += 1;
+  CancellationScope.nonCancellable(() =>
+    watchActivities.readPipelineRedriveList.executeWithOptions(
+      { summary: `read ${listed.count} redriven pieces of ${stage.name}` },
+      [{ pipelineKey: run.state.pipelineKey, stage: stage.name, ...listed }],
+    ),
+  )
+    .then(
+      ({ pieces }) => {
+        const admitted = named(run.flow, at, pieces);
+        if (run.flow.stages[at]?.stopped)
+          endPieces(
+            run,
+            admitted.map((piece) => notStarted(run.flow, leave(run.flow, piece.seq, 'running'))),
+          );
+        else queuePieces(run, at, admitted);
+      },
+      (error: unknown) =>
+        log.error("reading a redrive's pieces failed", { error: activityOutcome(error)?.message }),
+    )
+    .finally(() => {
+      run.listing -= 1;
+      bumpPipeline(run);
+    });
 }
 
 /**

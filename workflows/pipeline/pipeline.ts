@@ -26,7 +26,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { pipelineCurrentDetails } from '../../contracts/current-details';
-import { parsePipelineInput, stageConcurrencyIssue } from '../../contracts/pipeline-input';
+import {
+  type ParsedPipelineInput,
+  parsePipelineInput,
+  stageConcurrencyIssue,
+} from '../../contracts/pipeline-input';
 import { PIPELINE_FAILURE, type PipelineSummary } from '../../contracts/pipeline-types';
 import type { ItemDue } from '../../engine/item-state';
 import { carryFlow } from '../../engine/pipeline-carry';
@@ -40,6 +44,7 @@ import { idle } from '../batch/batch-run-counts';
 import { readWorkers } from '../batch/batch-submit';
 import { cancelWatchers, receiveHint, wantsHint } from '../batch/batch-watch';
 import { settleWindow, startWindowWork, windowDue } from '../batch/batch-window';
+import { emitOnEnd, failureData, isEnd } from '../shared/emit-on-end';
 import { wakeAt } from '../shared/wake-timer';
 import {
   pausePipelineSignal,
@@ -57,6 +62,7 @@ import {
   type PipelineState,
   pipelineProgress,
   pipelineSummary,
+  type RedriveStart,
 } from './pipeline-run';
 import { admitPieces, checkPipelineStops, startLines, startTransforms, stopStages } from './pipeline-work';
 
@@ -75,26 +81,61 @@ export async function serverlessPipeline(input: PipelineRunInput): Promise<Pipel
       details: [{ field: parsed.field, rule: parsed.rule }],
     });
   }
-  const state = carried?.state ?? (await stageItems(caller.items));
-  const run = newPipelineRun(parsed.value, caller, state, carried, Date.now());
+  const staged = carried ? undefined : await stageItems(parsed.value, caller.items);
+  const state = carried?.state ?? (staged as StagedPipeline).state;
+  const run = newPipelineRun(parsed.value, caller, state, carried, Date.now(), staged?.redrive);
   listen(run);
   // A stage over a route sizes each endpoint's window by its workers, as a batch's does.
   if (!carried)
     for (const window of run.windows) if (window.route.endpoints.length > 1) await readWorkers(window);
+  const emitTo = parsed.value.emitOnEnd;
   try {
-    return await loop(run);
+    const summary = await loop(run);
+    await emitOnEnd(emitTo, 'pipeline.completed', { ...summary });
+    return summary;
   } catch (error) {
     if (isCancellation(error) && CancellationScope.current().consideredCancelled) {
       run.cancelled = true;
       await CancellationScope.nonCancellable(() => cancelAll(run));
-    }
+    } else if (isEnd(error)) await emitOnEnd(emitTo, 'pipeline.failed', failureData(error));
     throw error;
   }
 }
 
-/** The items as a manifest in the store: only its key enters history. */
-async function stageItems(items: PipelineRunInput['items']): Promise<PipelineState> {
-  const staged = await stageActivities.stageBatchItems({ items });
+interface StagedPipeline {
+  state: PipelineState;
+  redrive?: RedriveStart;
+}
+
+/**
+ * The items as a manifest in the store: only its key enters history. A redrive's are the pieces
+ * of the pipeline redriven that did not complete, each listed at the stage it ended at.
+ */
+async function stageItems(
+  input: ParsedPipelineInput,
+  items: PipelineRunInput['items'],
+): Promise<StagedPipeline> {
+  if ('redrive' in items) {
+    const { pipelineKey, listed, reserved, parked, ...staged } = await stageActivities.stagePipelineRedrive({
+      key: items.redrive.key,
+      stages: input.stages.map((stage) => ({ name: stage.name, transform: stage.transform !== undefined })),
+    });
+    return {
+      state: newPipelineState({ batchKey: pipelineKey, ...staged }),
+      redrive: { listed, reserved, parked },
+    };
+  }
+  return { state: newPipelineState(await stageActivities.stageBatchItems({ items })) };
+}
+
+function newPipelineState(staged: {
+  batchKey: string;
+  store?: string | undefined;
+  manifestKey: string;
+  total: number;
+  runLimit?: PipelineState['runLimit'];
+  statusLimit?: PipelineState['statusLimit'];
+}): PipelineState {
   return {
     pipelineKey: staged.batchKey,
     ...(staged.store === undefined ? {} : { store: staged.store }),
@@ -196,7 +237,7 @@ function nextDue(run: PipelineRun, now: number): ItemDue | undefined {
 
 /** No activity of the pipeline or of a window under way. */
 function allIdle(run: PipelineRun): boolean {
-  return run.transforming === 0 && !run.recording && run.windows.every(idle);
+  return run.transforming === 0 && run.listing === 0 && !run.recording && run.windows.every(idle);
 }
 
 function finished(run: PipelineRun): boolean {
@@ -246,7 +287,7 @@ async function continueWithNewRun(run: PipelineRun): Promise<never> {
 async function cancelAll(run: PipelineRun): Promise<void> {
   stopStages(run, run.windows.length - 1, 'cancelled');
   for (const window of run.windows) await cancelInFlight(window);
-  await condition(() => run.transforming === 0);
+  await condition(() => run.transforming === 0 && run.listing === 0);
   // Pieces a transform answered for meanwhile wait in a stopped buffer: they end there too.
   stopStages(run, run.windows.length - 1, 'cancelled');
   await condition(() => !run.recording);

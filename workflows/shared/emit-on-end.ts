@@ -1,9 +1,9 @@
 /**
- * Chaining: a job, a batch or an automation run that ends sends one event to an automation
+ * Chaining: a job, a batch, a pipeline or an automation run that ends sends one event to an automation
  * (`emitOnEnd` in its input), `{ id: <workflow id>:<run id>:end, type, data: summary }`. The id makes
  * a repeat (a retried activity, a replayed end) a duplicate the receiving automation drops.
  *
- * One command at the very end of the job and batch workflows, only when the option is set. A failed
+ * One command at the very end of the job, batch and pipeline workflows, only when the option is set. A failed
  * emit is logged, never the end of the work that emits it.
  */
 import { ApplicationFailure, ContinueAsNew, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
@@ -51,7 +51,13 @@ export function isEnd(error: unknown): boolean {
 
 export async function emitOnEnd(
   target: EmitOnEnd | undefined,
-  type: 'job.completed' | 'job.failed' | 'batch.completed' | 'batch.failed',
+  type:
+    | 'job.completed'
+    | 'job.failed'
+    | 'batch.completed'
+    | 'batch.failed'
+    | 'pipeline.completed'
+    | 'pipeline.failed',
   data: Record<string, unknown>,
 ): Promise<void> {
   if (!target) return;
