@@ -91,9 +91,15 @@ const stageMap = (sleepMs: number): StageMap => ({
   'input.output': '$.previous.output',
 });
 
-/** The item a job of these benches ran for (its input's output names it). */
-const itemOf = (job: { input?: Record<string, unknown> }) =>
-  (job.input as { output?: { i?: unknown } } | undefined)?.output?.i;
+/**
+ * The piece a job of these benches ran for: its webhook URL names it (`&item=`, kept for the jobs
+ * the emulator deleted, whose input it drops), else its input's output (`{ i }`).
+ */
+const itemOf = (job: { input?: Record<string, unknown>; webhook?: string }) => {
+  const fromUrl = job.webhook ? new URL(job.webhook).searchParams.get('item') : null;
+  if (fromUrl !== null && /^\d+$/.test(fromUrl)) return Number(fromUrl);
+  return (job.input as { output?: { i?: unknown } } | undefined)?.output?.i;
+};
 
 /** Every run's history length of a workflow, summed (visibility lags a little behind the end). */
 async function historyEvents(
