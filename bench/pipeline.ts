@@ -5,7 +5,8 @@
  * - default: --items items through three stages of 1 s, 2 s and 1 s of service time on three
  *   endpoints of --workers workers each: the pipeline's wall time, against (i) the user's chain,
  *   three batches one after another, each stage's batch made from the previous batch's outputs,
- *   and (ii) the slowest stage alone as one batch. Prints the ratio pipeline / slowest alone, the
+ *   and (ii) the slowest stage alone as one batch (run first, on a fourth endpoint: it warms the
+ *   worker; then the pipeline, then the chain). Prints the ratio pipeline / slowest alone, the
  *   goal (1.15 times the slowest alone plus one item's time through the other stages) and the
  *   pipeline's history events per item per stage (every run's history length, listed by workflow id).
  * - --fault-mix: the pipeline alone under the emulator's fault mix on every stage (webhooks armed,
@@ -17,10 +18,11 @@
  *   events per item.
  *
  * Item i carries `{ i }` as its output through every stage (each stage's map passes the previous
- * output on), so the emulator's jobs say whose they are. Asserts nothing. Figures on a shared
+ * output on), so the emulator's jobs say whose they are. --webhooks arms webhooks (the worker's
+ * gateway in its process; the fault mix always does), else the watchers only poll. Asserts nothing. Figures on a shared
  * 2-core machine are noisy: the load average is printed beside them.
  *
- *   npm run bench:pipeline [-- --items 2000] [--workers 100] [--time-scale 1]
+ *   npm run bench:pipeline [-- --items 2000] [--workers 100] [--time-scale 1] [--webhooks]
  *   npm run bench:pipeline -- --fault-mix [--items 200]
  *   npm run bench:pipeline -- --million [--items 1000000] [--time-scale 50] [--service-ms 1000]
  *     [--workers 200] [--concurrency 1000] [--max-minutes 30]
@@ -49,6 +51,8 @@ import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
 const MILLION = process.argv.includes('--million');
 const FAULT_MIX = process.argv.includes('--fault-mix');
+/** Webhooks armed (the worker's gateway in its process): a job's end is heard, not only looked for. */
+const WEBHOOKS = FAULT_MIX || process.argv.includes('--webhooks');
 const ITEMS = Math.round(numberArg('items', MILLION ? 1_000_000 : 2_000));
 const WORKERS = Math.round(numberArg('workers', MILLION ? 200 : 100));
 const TIME_SCALE = numberArg('time-scale', MILLION ? 50 : 1);
@@ -163,7 +167,7 @@ async function main() {
     SERVERLESS_REST_URL: emulator.restUrl,
     RESULT_STORE_DIR: resultDir,
     LOG_LEVEL: 'error',
-    ...(FAULT_MIX ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
+    ...(WEBHOOKS ? { WEBHOOK_PORT: '0', WEBHOOK_SECRET: randomBytes(32).toString('base64url') } : {}),
     ...(TIME_SCALE > 1 ? { SERVERLESS_RATE_LIMITS: scaledLimits() } : {}),
   });
   const client = env.client;
@@ -291,17 +295,46 @@ async function main() {
   } else {
     say(
       `${ITEMS} items, stages of ${STAGE_MS.join(' ms, ')} ms of service time on ${STAGE_MS.length} endpoints of ${WORKERS} ` +
-        `warm workers (maxConcurrency ${CONCURRENCY} each), time scale ${TIME_SCALE}${FAULT_MIX ? ', the fault mix on every stage' : ''}`,
+        `warm workers (maxConcurrency ${CONCURRENCY} each), time scale ${TIME_SCALE}${FAULT_MIX ? ', the fault mix on every stage' : ''}` +
+        `${WEBHOOKS ? ', webhooks armed' : ', polling only'}`,
     );
+    // (ii) the slowest stage alone, first (it warms the worker for what follows), on an endpoint of its own.
+    const slowest = STAGE_MS.indexOf(Math.max(...STAGE_MS));
+    let alone = { ms: Number.NaN };
+    if (!FAULT_MIX) {
+      const aloneEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
+      say(`  load before the slowest stage alone: ${load()}`);
+      alone = await runBatch(
+        aloneEndpoint,
+        Array.from({ length: ITEMS }, (_, i) => ({
+          input: { sleepMs: STAGE_MS[slowest] as number, output: { i } },
+        })),
+      );
+      say(`slowest stage alone (${STAGE_MS[slowest]} ms): ${seconds(alone.ms)}; load after: ${load()}`);
+    }
     const removers = FAULT_MIX
       ? endpoints.map((endpointId) => injectLeaseFaultMix(emulator.control, endpointId))
       : [];
     say(`  load before: ${load()}`);
+    const serviceStart = emulator.control.now();
     const { summary, ms, workflowId } = await runPipeline({
       inline: Array.from({ length: ITEMS }, (_, i) => itemRequest(i)),
     });
     for (const remove of removers) remove();
     say(`pipeline: ${seconds(ms)}; load after: ${load()}`);
+    // Where the time went: each stage's first submission and last end at the service, from the start.
+    const at = (ms: number) => seconds(ms / TIME_SCALE);
+    say(
+      `  at the service, from the pipeline's start (first submitted / first ended / last ended): ` +
+        endpoints
+          .map((endpointId, k) => {
+            const jobs = emulator.control.jobs(endpointId, { removed: true });
+            const submitted = Math.min(...jobs.map((job) => job.submittedAt)) - serviceStart;
+            const ends = jobs.map((job) => job.finishedAt ?? Number.NaN).filter(Number.isFinite);
+            return `${STAGE_NAMES[k]} ${at(submitted)} / ${at(Math.min(...ends) - serviceStart)} / ${at(Math.max(...ends) - serviceStart)}`;
+          })
+          .join('; '),
+    );
     await report(summary, workflowId);
     const tallies = endpoints.map((endpointId) => tallyEndpoint(emulator, endpointId));
     say(
@@ -315,16 +348,7 @@ async function main() {
           .join('; '),
     );
     if (!FAULT_MIX) {
-      // (ii) the slowest stage alone; (i) the user's chain: three batches, each from the previous outputs.
-      const slowest = STAGE_MS.indexOf(Math.max(...STAGE_MS));
-      say(`  load before the slowest stage alone: ${load()}`);
-      const alone = await runBatch(
-        endpoints[slowest] as string,
-        Array.from({ length: ITEMS }, (_, i) => ({
-          input: { sleepMs: STAGE_MS[slowest] as number, output: { i } },
-        })),
-      );
-      say(`slowest stage alone (${STAGE_MS[slowest]} ms): ${seconds(alone.ms)}; load after: ${load()}`);
+      // (i) the user's chain: three batches, each made from the previous batch's outputs.
       say(`  load before the chain: ${load()}`);
       let outputs: unknown[] = [];
       const chainMs: number[] = [];
