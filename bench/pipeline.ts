@@ -46,7 +46,17 @@ import {
 import type { StageMap } from '../contracts/pipeline-input';
 import { type Emulator, startEmulator } from '../emulator';
 import { injectLeaseFaultMix } from '../emulator/fault-mix';
-import { mb, numberArg, quietRuntime, say, seconds, sleep, startDevServer, warmEndpoint } from './support';
+import {
+  historyByKind,
+  mb,
+  numberArg,
+  quietRuntime,
+  say,
+  seconds,
+  sleep,
+  startDevServer,
+  warmEndpoint,
+} from './support';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
 const MILLION = process.argv.includes('--million');
@@ -251,6 +261,7 @@ async function main() {
         `largest run ${history.largest}; ${(history.events / ITEMS).toFixed(3)} per item, ` +
         `${(history.events / ITEMS / STAGE_MS.length).toFixed(3)} per item per stage`,
     );
+    if (!MILLION) say(`  history by kind, all runs: ${await historyByKind(client, workflowId)}`);
     return history;
   };
 
