@@ -22,8 +22,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { temporal } from '@temporalio/proto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { createServiceClient } from '../api';
 import { awaitBatch, startBatch } from '../client/batches';
@@ -31,7 +29,7 @@ import { startEmulator } from '../emulator';
 import { injectLeaseFaultMix } from '../emulator/fault-mix';
 import { createLogger } from '../worker/logger';
 import { temporalLoggerFor } from '../worker/temporal-logger';
-import { startDevServer, startInProcessWorker, warmEndpoint } from './support';
+import { historyByKind, startDevServer, startInProcessWorker, warmEndpoint } from './support';
 import { installWorkerProbe } from './worker-probe';
 
 const arg = (name: string, fallback: number) => {
@@ -150,7 +148,7 @@ async function main() {
       `${(slots.sum / Math.max(1, slots.samples)).toFixed(2)} over ${slots.samples} samples; most tasks running at ` +
       `once (interceptor) ${probe.peak()}; tasks: ${[...probe.tasksByType.entries()].map(([type, n]) => `${type} ${n}`).join(', ')}`,
   );
-  say(`history by kind, all runs: ${await historyByKind(env, handle.workflowId)}`);
+  say(`history by kind, all runs: ${await historyByKind(env.client, handle.workflowId)}`);
   if (FAULTS) {
     const { uncertainAdopted, resubmittedAfterLease, leaseLapses } = summary.lease;
     const live = emulator.control.jobs(batchEndpoint);
@@ -175,29 +173,6 @@ async function main() {
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });
-}
-
-/**
- * The batch's history events of all its runs, counted by kind (and activities by type): where the
- * events per item go.
- */
-async function historyByKind(env: TestWorkflowEnvironment, workflowId: string): Promise<string> {
-  const counts = new Map<string, number>();
-  const add = (kind: string) => counts.set(kind, (counts.get(kind) ?? 0) + 1);
-  for await (const run of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
-    const history = await env.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
-    for (const event of history.events ?? []) {
-      const kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType)
-        .replace(/^EVENT_TYPE_/, '')
-        .toLowerCase();
-      const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
-      add(activity ? `${kind}:${activity}` : kind);
-    }
-  }
-  return [...counts.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .map(([kind, n]) => `${kind} ${n}`)
-    .join(', ');
 }
 
 main().then(

@@ -5,6 +5,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import type { Emulator } from '../emulator';
@@ -217,4 +218,27 @@ export async function startInProcessWorker(
       await running.catch(() => undefined);
     },
   };
+}
+
+/**
+ * A workflow's history events of all its runs, counted by kind (and activities by type): where
+ * the events per item go.
+ */
+export async function historyByKind(client: Client, workflowId: string): Promise<string> {
+  const counts = new Map<string, number>();
+  const add = (kind: string) => counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      const kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType)
+        .replace(/^EVENT_TYPE_/, '')
+        .toLowerCase();
+      const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
+      add(activity ? `${kind}:${activity}` : kind);
+    }
+  }
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([kind, n]) => `${kind} ${n}`)
+    .join(', ');
 }
