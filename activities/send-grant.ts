@@ -210,8 +210,12 @@ export async function askToSend(
     });
   };
   const beatEvery = Math.max(ctx.info.heartbeatTimeoutMs ?? 30_000, 1_000) / 3;
+  // The last beat sent, awaited before the grant is returned: a beat with no details that reached
+  // the server after the caller's `sending` beat would erase it, and a page cut by a crash would
+  // then look unsent and go out twice.
+  let beating: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    ctx.client.activity.heartbeat(ctx.info.taskToken).catch(() => undefined);
+    beating = ctx.client.activity.heartbeat(ctx.info.taskToken).catch(() => undefined);
   }, beatEvery);
   let waiter: Waiter | undefined;
   const granted = new Promise<SendGrant>((resolve, reject) => {
@@ -228,6 +232,7 @@ export async function askToSend(
     throw error;
   } finally {
     clearInterval(timer);
+    await beating;
   }
 }
 
