@@ -23,8 +23,11 @@ export interface BatchActivityDeps {
    * stage reads them); without it, each worker's own limiter alone.
    */
   client: Pick<ServiceClient, 'jobs'> & Partial<Pick<ServiceClient, 'rateLimit'>>;
-  /** A batch job's webhook URL: it names the item, and its token expires a margin after the job's ttl. */
-  webhookUrlFor?: (workflowId: string, options?: { item?: number; ttlMs?: number }) => string;
+  /**
+   * A batch job's webhook URL: it names the item (and a pipeline's job its stage), and its token
+   * expires a margin after the job's ttl.
+   */
+  webhookUrlFor?: (workflowId: string, options?: { item?: number; stage?: string; ttlMs?: number }) => string;
   /** Manifests and results; default: a local store in `<resultStoreDir>/batches`. */
   batchStore?: BatchStore;
   /** Large outputs; default: the local result store in resultStoreDir. */

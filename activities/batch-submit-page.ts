@@ -112,11 +112,16 @@ export function submitPageActivities(shared: BatchShared) {
             };
           }
           const ttl = request.policy?.ttl;
-          // The item rides in the URL (bound by its token) so that an orphan of an uncertain submit names its item.
+          // The item rides in the URL (bound by its token) so that an orphan of an uncertain submit
+          // names its item; a pipeline's piece has a job at each stage, so its URL names the stage too.
           const armed = webhookUrlFor
             ? {
                 ...request,
-                webhook: webhookUrlFor(workflowId, { item: i, ttlMs: ttl ?? JOB_LIMITS.ttlDefaultMs }),
+                webhook: webhookUrlFor(workflowId, {
+                  item: i,
+                  ...(input.pipeline === undefined ? {} : { stage: input.pipeline.stage }),
+                  ttlMs: ttl ?? JOB_LIMITS.ttlDefaultMs,
+                }),
               }
             : request;
           const lease =

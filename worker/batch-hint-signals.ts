@@ -11,6 +11,8 @@ export interface BatchHint {
   jobId: string;
   status: string;
   item: number;
+  /** A pipeline's job: the stage it belongs to. */
+  stage?: string;
 }
 
 export type SendBatchHints = (workflowId: string, hints: BatchHint[]) => Promise<void>;

@@ -4,8 +4,8 @@
  * workflow confirms with /status, and polls anyway), so the gateway's one job is to pass it on
  * quickly and safely:
  *
- * - the token in the URL must be the HMAC of the workflow id, the batch item and the expiry, and
- *   not expired (worker/webhook-token.ts; else 401, nothing signalled);
+ * - the token in the URL must be the HMAC of the workflow id, the batch item (and a pipeline's
+ *   stage) and the expiry, and not expired (worker/webhook-token.ts; else 401, nothing signalled);
  * - the body must look like a job's /status body, `id` and `status` at least (else 400);
  * - only `{ jobId, status }` goes into the signal: the output could be megabytes of history;
  * - a workflow that is closed or unknown is still a 200: a late or duplicated call is harmless,
@@ -21,7 +21,11 @@ import { z } from 'zod';
 import type { BatchJobReports } from '../activities/batch-job-reports';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { terminalStatuses } from '../api/schemas/job';
-import { batchWantsHintQuery, batchWebhooksSignal } from '../workflows/batch/batch-definitions';
+import {
+  type BatchHintAsk,
+  batchWantsHintQuery,
+  batchWebhooksSignal,
+} from '../workflows/batch/batch-definitions';
 import { jobWebhookSignal } from '../workflows/job/job-definitions';
 import { type BatchHint, createBatchHintSender } from './batch-hint-signals';
 import { DEFAULT_BODY_LIMIT_BYTES } from './config';
@@ -64,6 +68,11 @@ const querySchema = z.object({
     .string()
     .regex(/^\d{1,9}$/)
     .optional(),
+  /** A pipeline's job: the stage it belongs to (a piece has a job at each), covered by the token. */
+  stage: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/)
+    .optional(),
   /** When the token expires (unix seconds): covered by the token (worker/webhook-token.ts). */
   exp: z.string().regex(/^\d{1,12}$/),
 });
@@ -103,10 +112,11 @@ async function deliver(
   body: WebhookBody,
   timeoutMs: number,
   sendBatchHint: (workflowId: string, hint: BatchHint) => Promise<void>,
-  item?: number,
+  /** A batch's job: the item its URL names (a pipeline's: the piece, and the stage of the job). */
+  named?: Omit<BatchHintAsk, 'jobId'>,
   reports?: BatchJobReports,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
-  if (item !== undefined && reports) {
+  if (named !== undefined && reports) {
     // A watcher here looks at it now; and a job a watcher here follows is no orphan: no query.
     if ((terminalStatuses as readonly string[]).includes(body.status)) reports.ended(body.id);
     if (reports.isWatched(body.id)) return { outcome: 'not-needed' };
@@ -115,12 +125,12 @@ async function deliver(
     // usual. A signal now would be one event and a workflow task for a job the batch is about to know.
     if (reports.mayDefer(body.id)) return { outcome: 'deferred' };
   }
-  if (item !== undefined) {
+  if (named !== undefined) {
     // A batch's job: a query (no history event) first, and a signal only for a possible orphan.
     const deadline = Date.now() + timeoutMs;
     const ask = () =>
       client.withDeadline(deadline, () =>
-        client.workflow.getHandle(workflowId).query(batchWantsHintQuery, { item, jobId: body.id }),
+        client.workflow.getHandle(workflowId).query(batchWantsHintQuery, { ...named, jobId: body.id }),
       );
     try {
       let wanted = await ask();
@@ -136,9 +146,9 @@ async function deliver(
     }
   }
   try {
-    if (item !== undefined) {
+    if (named !== undefined) {
       // Gathered with the batch's other hints of the moment into one signal.
-      await sendBatchHint(workflowId, { jobId: body.id, status: body.status, item });
+      await sendBatchHint(workflowId, { jobId: body.id, status: body.status, ...named });
       return { outcome: 'signalled' };
     }
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
@@ -219,6 +229,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
           !query.success ||
           !verifyWebhookToken(secrets, params.data.workflowId, query.data.token, {
             ...(query.data.item === undefined ? {} : { item: Number(query.data.item) }),
+            ...(query.data.stage === undefined ? {} : { stage: query.data.stage }),
             expiresAt: Number(query.data.exp),
           })
         ) {
@@ -245,14 +256,14 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         metrics.webhook({ accepted: false, reason: 'malformed' });
         return reply.code(400).send({ error: 'a JSON object with string fields id and status is expected' });
       }
-      const item = querySchema.safeParse(request.query).data?.item;
+      const { item, stage } = querySchema.safeParse(request.query).data ?? {};
       const { outcome, error } = await deliver(
         client,
         workflowId,
         body,
         signalTimeoutMs,
         sendBatchHint,
-        item === undefined ? undefined : Number(item),
+        item === undefined ? undefined : { item: Number(item), ...(stage === undefined ? {} : { stage }) },
         options.batchJobReports,
       );
       const fields = { workflowId, jobId: body.id, status: body.status, outcome };

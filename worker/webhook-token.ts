@@ -6,11 +6,13 @@
  * - the workflow it signals (a token cannot be moved to another workflow);
  * - the batch item it reports on, for a batch's job (a token for item 3 cannot name item 4: the
  *   item is in the URL, covered by the token); a job workflow's token names no item;
+ * - for a pipeline's job, the stage whose job it is: a piece has a job at each stage, and a late
+ *   webhook of an earlier stage's job must not pass for an orphan of the stage the piece is at;
  * - when it expires: a margin after the job's ttl, past which the service has deleted the job and
  *   no genuine call can come (the margin covers the service's retries and clock skew). A leaked
  *   token is not good forever.
  *
- * The URL is `/webhooks/{workflowId}?token=..&exp=<unix seconds>[&item=N]`. A URL of the former
+ * The URL is `/webhooks/{workflowId}?token=..&exp=<unix seconds>[&item=N[&stage=NAME]]`. A URL of the former
  * form (a token over the workflow id alone, no expiry) is refused: such a webhook is lost, and
  * polling still finds the job's end.
  */
@@ -26,6 +28,8 @@ export const WEBHOOK_TOKEN_MARGIN_MS = 10 * 60_000;
 export interface WebhookBinding {
   /** The batch item the job belongs to; absent for a job workflow's own job. */
   item?: number;
+  /** A pipeline's job: the name of the stage it belongs to. */
+  stage?: string;
   /** Unix seconds after which the token is refused. */
   expiresAt: number;
 }
@@ -36,7 +40,9 @@ export function webhookExpiry(ttlMs: number | undefined, nowMs: number = Date.no
 }
 
 export function signWebhookToken(secret: string, workflowId: string, binding: WebhookBinding): string {
-  const signed = `${SCHEME}${workflowId}\n${binding.item ?? ''}\n${binding.expiresAt}`;
+  // A stage is signed after the expiry (digits only), so a token without one reads as before.
+  const stage = binding.stage === undefined ? '' : `\n${binding.stage}`;
+  const signed = `${SCHEME}${workflowId}\n${binding.item ?? ''}\n${binding.expiresAt}${stage}`;
   return createHmac('sha256', secret).update(signed, 'utf8').digest('base64url');
 }
 
@@ -68,6 +74,8 @@ export function verifyWebhookToken(
 /** What the activity knows when it builds a job's URL: the batch item, and the job's ttl. */
 export interface WebhookUrlOptions {
   item?: number;
+  /** A pipeline's job: its stage's name. */
+  stage?: string;
   ttlMs?: number;
 }
 
@@ -80,7 +88,8 @@ export function webhookUrlFor(
   const base = publicUrl.replace(/\/+$/, '');
   const token = signWebhookToken(secret, workflowId, binding);
   const item = binding.item === undefined ? '' : `&item=${binding.item}`;
-  return `${base}/webhooks/${encodeURIComponent(workflowId)}?token=${token}&exp=${binding.expiresAt}${item}`;
+  const stage = binding.stage === undefined ? '' : `&stage=${encodeURIComponent(binding.stage)}`;
+  return `${base}/webhooks/${encodeURIComponent(workflowId)}?token=${token}&exp=${binding.expiresAt}${item}${stage}`;
 }
 
 /** The `webhookUrlFor` the submit activities are given: the secret stays in this closure, in the worker. */
@@ -91,6 +100,7 @@ export function webhookUrlFactory(
   return (workflowId, options = {}) =>
     webhookUrlFor(publicUrl, secret, workflowId, {
       ...(options.item === undefined ? {} : { item: options.item }),
+      ...(options.stage === undefined ? {} : { stage: options.stage }),
       expiresAt: webhookExpiry(options.ttlMs),
     });
 }

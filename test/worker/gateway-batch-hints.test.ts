@@ -45,6 +45,7 @@ describe('gateway: a batch job webhook', () => {
     item: number,
     jobId = 'job-7',
     batchJobReports?: ReturnType<typeof createBatchJobReports>,
+    stage?: string,
   ) {
     gateway ??= await startWebhookGateway({
       client,
@@ -52,7 +53,11 @@ describe('gateway: a batch job webhook', () => {
       port: 0,
       ...(batchJobReports ? { batchJobReports } : {}),
     });
-    const url = webhookUrlFor(gateway.url, SECRET, 'batch-1', { item, expiresAt: webhookExpiry(undefined) });
+    const url = webhookUrlFor(gateway.url, SECRET, 'batch-1', {
+      item,
+      ...(stage === undefined ? {} : { stage }),
+      expiresAt: webhookExpiry(undefined),
+    });
     const response = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -77,6 +82,15 @@ describe('gateway: a batch job webhook', () => {
     expect(await post(stand.client, 3)).toBe(200);
     expect(stand.asked).toHaveLength(2);
     expect(stand.signals).toEqual([{ hints: [{ jobId: 'job-7', status: 'COMPLETED', item: 3 }] }]);
+  });
+
+  it("passes a pipeline job's stage on, in the query and the signal", async () => {
+    const stand = scriptedClient([true]);
+    expect(await post(stand.client, 3, 'job-7', undefined, 'speak')).toBe(200);
+    expect(stand.asked).toEqual([{ item: 3, stage: 'speak', jobId: 'job-7' }]);
+    expect(stand.signals).toEqual([
+      { hints: [{ jobId: 'job-7', status: 'COMPLETED', item: 3, stage: 'speak' }] },
+    ]);
   });
 
   it('gathers the orphans reported at once into one signal, and answers each webhook 200 once it is sent', async () => {

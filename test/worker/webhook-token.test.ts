@@ -48,6 +48,13 @@ describe('webhook tokens', () => {
     expect(verify([SECRET], 'batch-1', item3, { item: 3, expiresAt: EXP })).toBe(true);
     expect(verify([SECRET], 'batch-1', item3, { item: 4, expiresAt: EXP })).toBe(false);
     expect(verify([SECRET], 'batch-1', item3)).toBe(false);
+    // A pipeline's token names its job's stage: it cannot pass for a job of another stage.
+    const atSpeak = signWebhookToken(SECRET, 'pipeline-1', { item: 3, stage: 'speak', expiresAt: EXP });
+    expect(verify([SECRET], 'pipeline-1', atSpeak, { item: 3, stage: 'speak', expiresAt: EXP })).toBe(true);
+    expect(verify([SECRET], 'pipeline-1', atSpeak, { item: 3, stage: 'translate', expiresAt: EXP })).toBe(
+      false,
+    );
+    expect(verify([SECRET], 'pipeline-1', atSpeak, { item: 3, expiresAt: EXP })).toBe(false);
   });
 
   it('expire: valid up to their expiry, refused after it', () => {
@@ -106,6 +113,18 @@ describe('webhook tokens', () => {
     );
     expect(parsed.searchParams.get('exp')).toBe(String(EXP));
     expect(parsed.searchParams.get('item')).toBe('5');
+    expect(parsed.searchParams.get('stage')).toBeNull();
+    const staged = new URL(
+      webhookUrlFor('https://hooks.example.test', SECRET, workflowId, {
+        item: 5,
+        stage: 'speak',
+        expiresAt: EXP,
+      }),
+    );
+    expect(staged.searchParams.get('stage')).toBe('speak');
+    expect(staged.searchParams.get('token')).toBe(
+      signWebhookToken(SECRET, workflowId, { item: 5, stage: 'speak', expiresAt: EXP }),
+    );
     const made = new URL(webhookUrlFactory('https://hooks.example.test', SECRET)('job-1', { ttlMs: 60_000 }));
     const expiresAt = Number(made.searchParams.get('exp'));
     expect(verifyWebhookToken([SECRET], 'job-1', made.searchParams.get('token') ?? '', { expiresAt })).toBe(

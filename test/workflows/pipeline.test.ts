@@ -3,13 +3,17 @@
  * stage's endpoint): a stage's failures past its tolerance stop every stage (pieces waiting end
  * not started, items never read are counted) and fail the pipeline with its summary; within the
  * tolerance every piece ends with its line, its stage named; a transform's failure ends its piece
- * at its stage. End to end on the emulator: test/integration/pipeline.test.ts.
+ * at its stage; a webhook is adopted as an orphan only by the stage its job belongs to. End to end on
+ * the emulator: test/integration/pipeline.test.ts.
  */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchActivities } from '../../activities/batch';
 import type { ItemChange, SubmitItemResult } from '../../contracts/batch-types';
 import type { PipelineInput } from '../../contracts/pipeline-input';
 import type { PipelineResultLine, PipelineSummary } from '../../contracts/pipeline-types';
+import { batchWebhooksSignal } from '../../workflows/batch/batch-definitions';
 import type { serverlessPipeline } from '../../workflows/pipeline/pipeline';
 import { timeSkippingEnv } from '../support/temporal';
 import { bundleWorkflows, failureOf, quietRuntime, withWorker } from '../support/workflow-harness';
@@ -216,5 +220,66 @@ describe('pipeline workflow', () => {
     expect(atShare.stages[1]?.cost.amount).toBeLessThanOrEqual(4);
     expect(atShare.stages.map((stage) => stage.stopped)).toEqual([true, true, false]);
     expect(atShare.stages[2]?.counts.completed).toBe(atShare.stages[1]?.counts.completed);
+  });
+
+  it("adopts only an orphan of the piece's own stage: an earlier stage's late webhook is no orphan", async () => {
+    // Item 0's translate page never answers (its worker died mid-send), after two webhooks named
+    // the piece: its transcribe job's, late, and its translate orphan's. Only the orphan is adopted.
+    const fake = fakeStages(1, () => false);
+    const watched = new Map<string, string[]>();
+    const translateSubmits: number[][] = [];
+    const activities: BatchActivities = {
+      ...fake.activities,
+      async submitBatchPage(page) {
+        if (page.endpointId !== 'ep-translate') return fake.activities.submitBatchPage(page);
+        translateSubmits.push(page.indexes);
+        if (translateSubmits.length > 1) return fake.activities.submitBatchPage(page);
+        const workflowId = Context.current().info.workflowExecution?.workflowId as string;
+        await env.client.workflow.getHandle(workflowId).signal(batchWebhooksSignal, {
+          hints: [
+            { jobId: 'ep-transcribe-0', status: 'COMPLETED', item: 0, stage: 'transcribe' },
+            { jobId: 'translate-orphan-0', status: 'COMPLETED', item: 0, stage: 'translate' },
+          ],
+        });
+        throw ApplicationFailure.nonRetryable('the worker died mid-send', 'WorkerLost');
+      },
+      async watchBatchJobs(watch) {
+        watched.set(watch.endpointId, [
+          ...(watched.get(watch.endpointId) ?? []),
+          ...watch.items.map(([, jobId]) => jobId),
+        ]);
+        const changes = watch.items.map(
+          ([i, jobId]): ItemChange =>
+            // A job this endpoint never made is not found there.
+            jobId.startsWith('ep-transcribe') && watch.endpointId === 'ep-translate'
+              ? { i, status: 'UNKNOWN', gone: true, at: Date.now() }
+              : { i, status: 'COMPLETED', at: Date.now(), cost: 1 },
+        );
+        return { changes, running: 0 };
+      },
+    };
+    const job = { ...JOB, uncertainSubmitWait: '1 minute' } as const;
+    const ended = await withWorker(env, bundle, activities, async (queue) =>
+      (
+        await start(queue, {
+          items: { manifest: { key: 'items.jsonl' } },
+          stages: [
+            { name: 'transcribe', endpointId: 'ep-transcribe', maxConcurrency: 1, job },
+            {
+              name: 'translate',
+              endpointId: 'ep-translate',
+              maxConcurrency: 1,
+              job,
+              map: { input: '$.previous.output' },
+            },
+          ],
+        })
+      )
+        .result()
+        .catch((error: unknown) => error),
+    );
+    expect(watched.get('ep-translate')).toEqual(['translate-orphan-0']);
+    expect(translateSubmits).toEqual([[0]]);
+    expect((ended as PipelineSummary).ended).toEqual({ completed: 1, failed: 0, dropped: 0, notStarted: 0 });
   });
 });

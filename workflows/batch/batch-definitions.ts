@@ -12,18 +12,20 @@ import type { BatchProgress, BatchSummary } from '../../contracts/batch-summary'
  * 'wait': the item's page has not answered yet, so it cannot tell; ask again shortly (a gateway
  * that does not know 'wait' signals, as it did for `true`).
  */
-export const batchWantsHintQuery = defineQuery<BatchHintAnswer, [{ item: number; jobId: string }]>(
-  'serverlessBatchWantsHint',
-);
+export const batchWantsHintQuery = defineQuery<BatchHintAnswer, [BatchHintAsk]>('serverlessBatchWantsHint');
+/** A webhook's job and the item its URL names (a pipeline's: the piece, and the stage of the job). */
+export interface BatchHintAsk {
+  item: number;
+  jobId: string;
+  stage?: string;
+}
 export type BatchHintAnswer = boolean | 'wait';
 /**
  * The gateway's webhooks for one batch gathered into one signal (one history event for many jobs);
  * each a hint like jobWebhookSignal's, which the batch confirms before it adopts anything.
  */
 export const batchWebhooksSignal =
-  defineSignal<[{ hints: Array<{ jobId: string; status: string; item: number }> }]>(
-    'serverlessBatchWebhooks',
-  );
+  defineSignal<[{ hints: Array<BatchHintAsk & { status: string }> }]>('serverlessBatchWebhooks');
 export const batchProgressQuery = defineQuery<BatchProgress>('serverlessBatchProgress');
 /**
  * The summary as it stands: how a cancelled batch (whose result is its cancellation) still gives

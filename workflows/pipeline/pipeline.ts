@@ -181,20 +181,26 @@ function listen(run: PipelineRun): void {
   );
   setHandler(pausePipelineSignal, () => pause(true));
   setHandler(resumePipelineSignal, () => pause(false));
-  // A piece's number names its item in the window of the stage it is at.
-  const windowOf = (seq: unknown) => {
+  // A piece's number names its item in the window of the stage it is at. A webhook names the stage
+  // of its job too: a piece has had a job at each stage before, and a late webhook of one of those
+  // is no orphan of the stage it is at now (adopted when a page cut by a dead worker times out, it
+  // would be looked for at this stage's endpoint and found gone: under a lease, the piece would be
+  // sent again while its real orphan runs).
+  const windowOf = (seq: unknown, stage: unknown) => {
     const piece = typeof seq === 'number' ? run.flow.pieces.get(seq) : undefined;
-    return piece === undefined ? undefined : run.windows[piece.stage];
+    if (piece === undefined || run.flow.stages[piece.stage]?.name !== stage) return undefined;
+    return run.windows[piece.stage];
   };
-  setHandler(batchWantsHintQuery, ({ item, jobId }) => {
-    const window = windowOf(item);
+  setHandler(batchWantsHintQuery, ({ item, jobId, stage }) => {
+    const window = windowOf(item, stage);
     return window === undefined ? false : wantsHint(window, item, jobId);
   });
   setHandler(batchWebhooksSignal, (payload) => {
     const hints: unknown = (payload as { hints?: unknown } | undefined)?.hints;
     if (!Array.isArray(hints)) return;
     for (const hint of hints.slice(0, MAX_HINTS_PER_SIGNAL)) {
-      const window = windowOf((hint as { item?: unknown } | undefined)?.item);
+      const { item, stage } = (hint ?? {}) as { item?: unknown; stage?: unknown };
+      const window = windowOf(item, stage);
       if (window) receiveHint(window, hint);
     }
   });
