@@ -5,12 +5,7 @@
  * ValidationError naming it. A batch's results are JSONL lines in the batch store; pass the
  * worker's store (its RESULT_STORE_URL or RESULT_STORE_DIR) as `store` to read them.
  */
-import {
-  type Client,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowFailedError,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { ConfigError, ValidationError } from '../api/errors';
@@ -46,6 +41,7 @@ import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
+import { startOnce } from './workflow-start';
 import { startInputOf, workflowHandleOf } from './workflow-target';
 
 export type { BatchInput } from '../contracts/batch-input';
@@ -130,21 +126,14 @@ export async function startBatch(
     throw new ValidationError(field, rule);
   }
   const { workflowId, taskQueue, tags } = parsed.data;
-  try {
-    return await client.workflow.start<BatchWorkflow>('serverlessBatch', {
-      taskQueue,
-      workflowId,
-      args: [input],
-      ...describeBatch(input),
-      typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
-      ...workloadTaskPriority(input),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
-    throw error;
-  }
+  return startOnce<BatchWorkflow>(client, 'serverlessBatch', {
+    taskQueue,
+    workflowId,
+    args: [input],
+    ...describeBatch(input),
+    typedSearchAttributes: [...batchSearchAttributes(input), ...tagAttributes(tags)],
+    ...workloadTaskPriority(input),
+  });
 }
 
 /** Which batch a call acts on. */

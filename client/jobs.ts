@@ -5,12 +5,7 @@
  * the field, and nothing reaches Temporal or the service. The workflow id is the caller's: the
  * same id twice is one job (a running one is joined; a finished one is returned, not re-run).
  */
-import {
-  type Client,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowFailedError,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
 import { z } from 'zod';
 import { ValidationError } from '../api/errors';
@@ -33,6 +28,7 @@ import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { queryLiteral, runningClause, startedByClause, tagClause } from './visibility-queries';
 import { describeJob } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
+import { startOnce } from './workflow-start';
 import { type WorkflowTarget, workflowHandleOf, workflowIdOf } from './workflow-target';
 
 export type { JobFailureDetails, JobFailureType } from '../contracts/failures';
@@ -116,24 +112,18 @@ export async function startJob(
   const parsed = startJobOptionsSchema.safeParse(options);
   if (!parsed.success) throw validationError(parsed.error, 'options');
   const { workflowId, taskQueue, idReuse, tags } = parsed.data;
-  try {
-    return await client.workflow.start<typeof serverlessJob>('serverlessJob', {
-      taskQueue,
-      workflowId,
-      // The input as given: the workflow parses it again, and the request must reach the service
-      // unchanged (filled-in policy defaults would override the endpoint's own settings).
-      args: [input],
-      ...describeJob(input),
-      typedSearchAttributes: [...jobSearchAttributes(input), ...tagAttributes(tags)],
-      ...workloadTaskPriority(input),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
-    });
-  } catch (error) {
-    // Closed, and the reuse policy forbids another run: the caller gets that job back.
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
-    throw error;
-  }
+  return startOnce<typeof serverlessJob>(client, 'serverlessJob', {
+    taskQueue,
+    workflowId,
+    // The input as given: the workflow parses it again, and the request must reach the service
+    // unchanged (filled-in policy defaults would override the endpoint's own settings).
+    args: [input],
+    ...describeJob(input),
+    typedSearchAttributes: [...jobSearchAttributes(input), ...tagAttributes(tags)],
+    ...workloadTaskPriority(input),
+    // A failed job's id may run again unless the caller says never.
+    workflowIdReusePolicy: idReuse === 'never' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
+  });
 }
 
 export const awaitJobOptionsSchema = z.strictObject({

@@ -6,12 +6,7 @@
  * piece, are JSONL in the batch store; pass the worker's store (its RESULT_STORE_URL or
  * RESULT_STORE_DIR) as `store` to read them.
  */
-import {
-  type Client,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowFailedError,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, type SearchAttributePair } from '@temporalio/common';
 import type { z } from 'zod';
 import { ValidationError } from '../api/errors';
@@ -43,6 +38,7 @@ import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { type BatchStoreOption, MAX_BATCH_INPUT_BYTES, startBatchOptionsSchema, storeOf } from './batches';
 import { describePipeline } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
+import { startOnce } from './workflow-start';
 import { startInputOf, workflowHandleOf } from './workflow-target';
 
 export { definePipelineTransform, type PipelineTransform, type TransformPiece } from '../activities/pipeline';
@@ -107,22 +103,15 @@ export async function startPipeline(
     throw new ValidationError(field, rule);
   }
   const { workflowId, taskQueue, tags } = parsedOptions.data;
-  try {
-    return await client.workflow.start<PipelineWorkflow>('serverlessPipeline', {
-      taskQueue,
-      workflowId,
-      args: [input],
-      ...describePipeline(input),
-      typedSearchAttributes: [...pipelineSearchAttributes(input), ...tagAttributes(tags)],
-      // The first stage's endpoint as its task fairness key (contracts/task-priority.ts).
-      ...workloadTaskPriority(input),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
-    throw error;
-  }
+  return startOnce<PipelineWorkflow>(client, 'serverlessPipeline', {
+    taskQueue,
+    workflowId,
+    args: [input],
+    ...describePipeline(input),
+    typedSearchAttributes: [...pipelineSearchAttributes(input), ...tagAttributes(tags)],
+    // The first stage's endpoint as its task fairness key (contracts/task-priority.ts).
+    ...workloadTaskPriority(input),
+  });
 }
 
 /** Which pipeline a call acts on. */
