@@ -25,7 +25,6 @@ import type {
   BatchSummary,
 } from '../contracts/batch-summary';
 import { BATCH_FAILURE } from '../contracts/failures';
-import { firstIssue } from '../contracts/input-rules';
 import { tagAttributes, tagsSchema } from '../contracts/tags';
 import { workloadTaskPriority } from '../contracts/task-priority';
 import type { BatchStore } from '../stores/batch-store';
@@ -38,6 +37,7 @@ import {
   setBatchConcurrencyUpdate,
 } from '../workflows/batch/batch-definitions';
 import { endpointIdKey } from '../workflows/shared/search-attributes';
+import { checked } from './checked';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { describeBatch } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
@@ -120,12 +120,7 @@ export async function startBatch(
   options: StartBatchOptions,
 ): Promise<BatchHandle> {
   validateBatchInput(input);
-  const parsed = startBatchOptionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const { field, rule } = firstIssue(parsed.error, 'options');
-    throw new ValidationError(field, rule);
-  }
-  const { workflowId, taskQueue, tags } = parsed.data;
+  const { workflowId, taskQueue, tags } = checked(startBatchOptionsSchema, options, 'options');
   return startOnce<BatchWorkflow>(client, 'serverlessBatch', {
     taskQueue,
     workflowId,

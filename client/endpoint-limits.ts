@@ -21,6 +21,7 @@ import {
 } from '../contracts/endpoint-gate';
 import { firstIssue } from '../contracts/input-rules';
 import { gateViewQuery, setGateControlsUpdate } from '../workflows/endpoint/endpoint-gate-definitions';
+import { checked } from './checked';
 
 export type { GateControls, GateView } from '../contracts/endpoint-gate';
 
@@ -66,24 +67,16 @@ export async function setEndpointLimits(
   options: { taskQueue: string },
 ): Promise<GateView> {
   const id = endpointIdOf(endpointId);
-  const parsedControls = gateControlsSchema.safeParse(controls);
-  if (!parsedControls.success) {
-    const { field, rule } = firstIssue(parsedControls.error);
-    throw new ValidationError(field, rule);
-  }
-  const parsedOptions = controlOptionsSchema.safeParse(options);
-  if (!parsedOptions.success) {
-    const { field, rule } = firstIssue(parsedOptions.error, 'options');
-    throw new ValidationError(field, rule);
-  }
+  const checkedControls = checked(gateControlsSchema, controls);
+  const { taskQueue } = checked(controlOptionsSchema, options, 'options');
   const startGate = new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
     workflowId: endpointGateId(id),
-    taskQueue: parsedOptions.data.taskQueue,
+    taskQueue,
     workflowIdConflictPolicy: 'USE_EXISTING',
     args: [{ endpointId: id } satisfies EndpointGateInput],
   });
   return client.workflow.executeUpdateWithStart(setGateControlsUpdate, {
-    args: [parsedControls.data],
+    args: [checkedControls],
     startWorkflowOperation: startGate,
   });
 }

@@ -13,7 +13,6 @@ import { jobRequestBody } from '../api/jobs';
 import type { JobStatusValue } from '../api/schemas/job';
 import { pathSegmentSchema } from '../api/schemas/path-segment';
 import type { JobFailureDetails } from '../contracts/failures';
-import { firstIssue } from '../contracts/input-rules';
 import { type JobWorkflowInput, jobTtlSchema, parseJobWorkflowInput } from '../contracts/job-input';
 import type { JobResult, JobSnapshot } from '../contracts/job-snapshot';
 import { waitHeartbeatSchema } from '../contracts/job-types';
@@ -24,6 +23,7 @@ import { openStores, storeLocationFromUrl } from '../stores/store-location';
 import type { serverlessJob } from '../workflows/job/job';
 import { extendJobTtlSignal, jobSnapshotQuery } from '../workflows/job/job-definitions';
 import { endpointIdKey, jobIdKey, jobStatusKey, tagsKey } from '../workflows/shared/search-attributes';
+import { checked } from './checked';
 import { DEFAULT_TASK_QUEUE } from './endpoints';
 import { queryLiteral, runningClause, startedByClause, tagClause } from './visibility-queries';
 import { describeJob } from './workflow-descriptions';
@@ -58,11 +58,6 @@ export const startJobOptionsSchema = z.strictObject({
 });
 
 export type StartJobOptions = z.input<typeof startJobOptionsSchema>;
-
-function validationError(error: z.ZodError, root: string): ValidationError {
-  const { field, rule } = firstIssue(error, root);
-  return new ValidationError(field, rule);
-}
 
 /** Everything the workflow would refuse, refused here first. */
 /**
@@ -109,9 +104,7 @@ export async function startJob(
   options: StartJobOptions,
 ): Promise<JobHandle> {
   validateJobInput(input);
-  const parsed = startJobOptionsSchema.safeParse(options);
-  if (!parsed.success) throw validationError(parsed.error, 'options');
-  const { workflowId, taskQueue, idReuse, tags } = parsed.data;
+  const { workflowId, taskQueue, idReuse, tags } = checked(startJobOptionsSchema, options, 'options');
   return startOnce<typeof serverlessJob>(client, 'serverlessJob', {
     taskQueue,
     workflowId,
@@ -154,14 +147,11 @@ export interface AwaitJobOptions extends JobResultStoreOptions {
 export async function awaitJob(client: Client, options: AwaitJobOptions): Promise<JobResult> {
   const { job, ...resultOptions } = options;
   const handle = workflowHandleOf<typeof serverlessJob>(client, job, 'job');
-  const parsed = awaitJobOptionsSchema.safeParse(resultOptions);
-  if (!parsed.success) throw validationError(parsed.error, '');
+  const { store: given } = checked(awaitJobOptionsSchema, resultOptions);
   const result = await waitForResult(handle);
-  if (!result.outputRef || parsed.data.store === undefined) return result;
+  if (!result.outputRef || given === undefined) return result;
   const store =
-    typeof parsed.data.store === 'string'
-      ? (await openStores(storeLocationFromUrl(parsed.data.store, 'store'))).resultStore
-      : parsed.data.store;
+    typeof given === 'string' ? (await openStores(storeLocationFromUrl(given, 'store'))).resultStore : given;
   const { outputRef, ...rest } = result;
   return { ...rest, output: await store.get(resultRefSchema.parse(outputRef)) };
 }
@@ -264,9 +254,7 @@ export type ExtendJobTtlOptions = z.input<typeof extendJobTtlOptionsSchema>;
  * that ttl in ms.
  */
 export async function extendJobTtl(client: Client, options: ExtendJobTtlOptions): Promise<number> {
-  const parsed = extendJobTtlOptionsSchema.safeParse(options);
-  if (!parsed.success) throw validationError(parsed.error, '');
-  const { workflowId, ttl } = parsed.data;
+  const { workflowId, ttl } = checked(extendJobTtlOptionsSchema, options);
   await client.workflow.getHandle(workflowId).signal(extendJobTtlSignal, { ttl });
   return ttl;
 }
@@ -293,9 +281,7 @@ const literal = queryLiteral;
 
 /** The visibility query for a filter (for `temporal workflow list --query` too). */
 export function jobListQuery(filter: JobFilter = {}): string {
-  const parsed = jobFilterSchema.safeParse(filter);
-  if (!parsed.success) throw validationError(parsed.error, 'filter');
-  const { endpointId, jobId, status, running, startedBy, tag } = parsed.data;
+  const { endpointId, jobId, status, running, startedBy, tag } = checked(jobFilterSchema, filter, 'filter');
   const clauses = [`WorkflowType = "serverlessJob"`];
   if (endpointId !== undefined)
     clauses.push(`${endpointIdKey.name} = ${literal('filter.endpointId', endpointId)}`);

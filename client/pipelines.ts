@@ -13,7 +13,6 @@ import { ValidationError } from '../api/errors';
 import { jobRequestBody } from '../api/jobs';
 import type { JobRequestInput } from '../api/schemas/job';
 import type { BatchResultLine } from '../contracts/batch-summary';
-import { firstIssue } from '../contracts/input-rules';
 import { type PipelineInput, parsePipelineInput, stageConcurrencyIssue } from '../contracts/pipeline-input';
 import {
   PIPELINE_FAILURE,
@@ -36,6 +35,7 @@ import {
 import type { PipelineRunInput } from '../workflows/pipeline/pipeline-run';
 import { endpointIdKey } from '../workflows/shared/search-attributes';
 import { type BatchStoreOption, MAX_BATCH_INPUT_BYTES, startBatchOptionsSchema, storeOf } from './batches';
+import { checked } from './checked';
 import { describePipeline } from './workflow-descriptions';
 import { waitForResult } from './workflow-result';
 import { startOnce } from './workflow-start';
@@ -97,12 +97,7 @@ export async function startPipeline(
   options: StartPipelineOptions,
 ): Promise<PipelineHandle> {
   validatePipelineInput(input);
-  const parsedOptions = startPipelineOptionsSchema.safeParse(options);
-  if (!parsedOptions.success) {
-    const { field, rule } = firstIssue(parsedOptions.error, 'options');
-    throw new ValidationError(field, rule);
-  }
-  const { workflowId, taskQueue, tags } = parsedOptions.data;
+  const { workflowId, taskQueue, tags } = checked(startPipelineOptionsSchema, options, 'options');
   return startOnce<PipelineWorkflow>(client, 'serverlessPipeline', {
     taskQueue,
     workflowId,
