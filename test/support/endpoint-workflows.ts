@@ -30,7 +30,9 @@ const { stubJobStarted, stubJobCancelled } = proxyActivities<StubJobActivities>(
 
 const { stubJobHang } = proxyActivities<StubJobActivities>({
   startToCloseTimeout: '1 day',
-  heartbeatTimeout: '10 seconds',
+  // A cancel reaches the activity with the answer to a heartbeat, and the worker sends those at
+  // most every 0.8 of this: short, so a cancelled job hears it within seconds.
+  heartbeatTimeout: '3 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 

@@ -191,12 +191,12 @@ describe('ephemeralEndpointWorkflow (time-skipping, mocked activities, stand-in 
         {
           taskQueue,
           workflowId,
-          // An hour each: the cancel comes while they run, however slow the machine (the
-          // server's clock runs in real time until the test awaits the result).
+          // Each runs in an activity until cancelled: no timer the time-skipping server could
+          // fire early, however slow the machine.
           args: [
             input([
-              { job: 'a', runMs: 3_600_000 },
-              { job: 'b', runMs: 3_600_000 },
+              { job: 'a', hang: true },
+              { job: 'b', hang: true },
             ]),
           ],
         },
