@@ -55,17 +55,25 @@ interface LineIndex extends LineOffsets {
   mtimeMs: number;
 }
 
-/** Line indexes a store keeps (its manifests, and the files read lately). */
+/** Line indexes a store keeps: its manifests and other files over one read. */
 const INDEXES_KEPT = 64;
 /** Bytes read at a time while indexing a file: a manifest is never in memory whole. */
 const INDEX_CHUNK_BYTES = 1 << 20;
+/**
+ * Files up to this size are indexed at each read and not kept: indexing one costs a single read,
+ * and a pipeline reads thousands of one-line files a second, which in a shared cache would push
+ * out the index of the manifest that every page reads (a million-line manifest re-scanned at
+ * each page).
+ */
+const UNKEPT_INDEX_BYTES = 64 * 1024;
 
 /** The start and end offsets of a file's non-blank lines, read a chunk at a time. */
-async function lineOffsets(file: string): Promise<LineOffsets> {
+async function lineOffsets(file: string, size: number): Promise<LineOffsets> {
   const scanner = createLineScanner();
   const handle = await open(file, 'r');
   try {
-    const chunk = Buffer.alloc(INDEX_CHUNK_BYTES);
+    // Only the bytes read are looked at; a one-line file gets a buffer of its own size.
+    const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(INDEX_CHUNK_BYTES, size)));
     let offset = 0;
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
@@ -82,8 +90,7 @@ async function lineOffsets(file: string): Promise<LineOffsets> {
 /** A store in a local directory: a key is a relative path under `root`. */
 export function createLocalBatchStore(root: string): BatchStore {
   const dir = path.resolve(root);
-  // Line offsets per file, built once per process (a manifest does not change under a batch). A
-  // few are kept: every failed item's error text is a file of its own, read once.
+  // Line offsets per file, built once per process (a manifest does not change under a batch).
   const indexes = new LRUCache<string, LineIndex>({ max: INDEXES_KEPT });
 
   function fileOf(key: string): string {
@@ -102,9 +109,9 @@ export function createLocalBatchStore(root: string): BatchStore {
     }
     const cached = indexes.get(file);
     if (cached && cached.size === info.size && cached.mtimeMs === info.mtimeMs) return cached;
-    const { starts, ends } = await lineOffsets(file);
+    const { starts, ends } = await lineOffsets(file, info.size);
     const index = { size: info.size, mtimeMs: info.mtimeMs, starts, ends };
-    indexes.set(file, index);
+    if (info.size > UNKEPT_INDEX_BYTES) indexes.set(file, index);
     return index;
   }
 
