@@ -156,7 +156,11 @@ function serviceQueueRow(view: GateView): Array<[string, string]> {
   if (queue === undefined) return [];
   const workers = `${formatCount(queue.running)} of ${queue.workersMax === undefined ? '?' : formatCount(queue.workersMax)} workers busy`;
   const held = queue.room === undefined ? 'not held' : `held: room for ${formatCount(queue.room)}`;
-  return [['service queue', `${formatCount(queue.inQueue)} waiting, ${workers}, ${held}`]];
+  const taken =
+    queue.takenPerSecond === undefined
+      ? ''
+      : `, ${formatCount(Math.round(queue.takenPerSecond))} taken a second`;
+  return [['service queue', `${formatCount(queue.inQueue)} waiting, ${workers}${taken}, ${held}`]];
 }
 
 export function gateCurrentDetails(view: GateView): string {

@@ -151,9 +151,10 @@ export interface GateView {
   waitingByPriority: Record<string, number>;
   /**
    * The service's queue as last read, and the jobs it may hold now: a number while every worker of
-   * the endpoint is busy (the gate grants no more than that), absent while the queue is not held.
+   * the endpoint is busy (the gate grants no more than that), absent while the queue is not held;
+   * and the jobs its workers take a second, as the gate last measured.
    */
-  serviceQueue?: ServiceQueue & { room?: number };
+  serviceQueue?: ServiceQueue & { room?: number; takenPerSecond?: number };
 }
 
 /** The gate's input: the endpoint, and what a previous run carried. */

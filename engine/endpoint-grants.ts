@@ -19,7 +19,7 @@
  */
 import { ASK_WAIT_MS, type ServiceQueue } from '../contracts/endpoint-gate';
 import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-window';
-import { newerReading, QUEUE_RETRY_MS, queueRoom } from './service-queue';
+import { newerReading, QUEUE_RETRY_MS, queueRoom, takenPerSecond } from './service-queue';
 
 /** How soon an ask asks again while the endpoint is paused (a resume is seen within this). */
 const PAUSED_RETRY_MS = 2_000;
@@ -88,6 +88,10 @@ export interface GrantsState {
   earmarks: Record<string, Grant>;
   /** The service's queue as last read by an asking process. */
   queue?: ServiceQueue | undefined;
+  /** Jobs the service's workers take per second, as last measured between two readings. */
+  takenPerSecond?: number | undefined;
+  /** The reading that measure was taken from, and the next is taken from. */
+  takenFrom?: ServiceQueue | undefined;
 }
 
 export interface Grant {
@@ -174,7 +178,7 @@ export function grantNow(
   if (!state.paused) {
     for (;;) {
       const windowRoom = roomNow(state.log, now, window);
-      const room = Math.min(windowRoom, queueRoom(state.queue, state.log, now));
+      const room = Math.min(windowRoom, queueRoom(state.queue, state.log, now, state.takenPerSecond));
       queueFull = windowRoom > 0 && room <= 0;
       const next = grantOrder(state, waiting)[0];
       if (room <= 0 || next === undefined) break;
@@ -211,7 +215,29 @@ export function carriedGrants(state: GrantsState): GrantsState {
     waiting: state.waiting.map((ask) => ({ ...ask })),
     earmarks: { ...state.earmarks },
     ...(state.queue === undefined ? {} : { queue: { ...state.queue } }),
+    ...(state.takenFrom === undefined ? {} : { takenFrom: { ...state.takenFrom } }),
   };
+}
+
+/**
+ * Keeps the newest of the readings the asks bring, and measures how fast the workers take jobs
+ * from the reading it last measured from: readings from several processes come closer together
+ * than a measure is worth, and one further than the grants' log reaches starts a new measure.
+ */
+export function takeReading(state: GrantsState, reading: ServiceQueue | undefined): void {
+  const newest = newerReading(state.queue, reading);
+  if (newest === undefined || newest === state.queue) return;
+  state.queue = newest;
+  const from = state.takenFrom;
+  if (from === undefined || newest.at - from.at > RUN_WINDOW_MS) {
+    state.takenFrom = newest;
+    state.takenPerSecond = undefined;
+    return;
+  }
+  const taken = takenPerSecond(from, newest, state.log);
+  if (taken === undefined) return;
+  state.takenPerSecond = taken;
+  state.takenFrom = newest;
 }
 
 /**
@@ -244,7 +270,7 @@ export function answerAsk(
   limit: number,
   reading?: ServiceQueue,
 ): { grant: Grant } | { retryAt: number } {
-  state.queue = newerReading(state.queue, reading);
+  takeReading(state, reading);
   const claimed = state.earmarks[ask.id];
   if (claimed && claimed.at + EARMARK_HOLD_MS >= now) {
     delete state.earmarks[ask.id];

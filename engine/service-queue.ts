@@ -8,6 +8,10 @@
  * idle worker and one more per worker waiting in its queue: enough for each worker to find its
  * next job as it ends one, and a job granted next (the highest priority waiting) waits about one
  * job's time for a worker. The rest waits in Temporal, where priority and fair shares order it.
+ * Jobs shorter than the time between two readings would drain such a queue before the next one
+ * (workers idle, the batch below the service's floor), so the queue also holds what the workers
+ * take in QUEUE_COVER_MS, as the gate measures it between readings: the job granted next then
+ * waits at most about that long.
  *
  * While the endpoint has fewer workers than it may have (starting, or scaling up), or without a
  * recent reading, the queue is not held: jobs queued are what makes the service scale up, and a
@@ -21,6 +25,16 @@
 import type { ServiceQueue } from '../contracts/endpoint-gate';
 import type { SendLog } from './send-window';
 
+/**
+ * The queue holds at least what the workers take in this long: two readings apart (processes read
+ * every 500 ms), so it does not run dry between them.
+ */
+export const QUEUE_COVER_MS = 1_000;
+/**
+ * Two readings closer than this say too little of how fast the workers take jobs: over half a
+ * second, two workers of two-second jobs take none or two, read as 0 or 4 a second.
+ */
+export const TAKEN_SPAN_MS = 2_000;
 /** A reading older than this holds nothing back (its readers have stopped asking). */
 export const QUEUE_READING_FRESH_MS = 3_000;
 /** How soon an ask held back by the queue asks again (with a newer reading). */
@@ -35,6 +49,20 @@ export function newerReading(
   return held === undefined || read.at > held.at ? read : held;
 }
 
+/**
+ * Jobs the workers took from the queue per second between two readings: what waited at the first,
+ * plus what the gate granted between them, less what waits at the second. Undefined for readings
+ * too close together. A granted job not yet at the service counts as taken: an estimate on the
+ * high side, which only lets the queue hold more.
+ */
+export function takenPerSecond(older: ServiceQueue, newer: ServiceQueue, log: SendLog): number | undefined {
+  const span = newer.at - older.at;
+  if (span < TAKEN_SPAN_MS) return undefined;
+  let granted = 0;
+  for (const [at, count] of log) if (at > older.at && at <= newer.at) granted += count;
+  return Math.max(0, older.inQueue + granted - newer.inQueue) / (span / 1_000);
+}
+
 /** Whether a reading holds the queue: recent, and the endpoint has every worker it may have. */
 export function holdsQueue(reading: ServiceQueue | undefined, now: number): reading is ServiceQueue {
   if (reading === undefined || now - reading.at > QUEUE_READING_FRESH_MS) return false;
@@ -44,12 +72,19 @@ export function holdsQueue(reading: ServiceQueue | undefined, now: number): read
 
 /**
  * The jobs the service may take now: unbounded while the queue is not held, else one per idle
- * worker and one per worker to wait in the queue, less what waits in it and what was granted
- * since the reading.
+ * worker and, to wait in the queue, one per worker or what the workers take in QUEUE_COVER_MS
+ * (`takenPerSecond`), whichever is more, less what waits in it and what was granted since the
+ * reading.
  */
-export function queueRoom(reading: ServiceQueue | undefined, log: SendLog, now: number): number {
+export function queueRoom(
+  reading: ServiceQueue | undefined,
+  log: SendLog,
+  now: number,
+  takenPerSecond = 0,
+): number {
   if (!holdsQueue(reading, now)) return Number.POSITIVE_INFINITY;
   let grantedSince = 0;
   for (const [at, count] of log) if (at > reading.at) grantedSince += count;
-  return Math.max(0, (reading.workersMax ?? 0) + reading.idle - reading.inQueue - grantedSince);
+  const queued = Math.max(reading.workersMax ?? 0, Math.ceil((takenPerSecond * QUEUE_COVER_MS) / 1_000));
+  return Math.max(0, queued + reading.idle - reading.inQueue - grantedSince);
 }

@@ -5,6 +5,7 @@ import type { BatchProgress } from '../../contracts/batch-summary';
 import {
   automationCurrentDetails,
   batchCurrentDetails,
+  gateCurrentDetails,
   jobCurrentDetails,
   pipelineCurrentDetails,
 } from '../../contracts/current-details';
@@ -172,5 +173,31 @@ describe('current details', () => {
       '| State | budget reached: no new runs, waiting for the runs in flight |',
     );
     expect(automationCurrentDetails(spent, controls)).toContain('| Budget left | 0.00 |');
+  });
+
+  it("an endpoint's gate shows its window, the service's queue as last read with the rate its workers take jobs, and each key", () => {
+    const text = gateCurrentDetails({
+      endpointId: 'ep-1',
+      paused: false,
+      runLimit: 1_000,
+      runLimitOverride: undefined,
+      inWindow: 240,
+      keys: [{ fairnessKey: 'tenant-a', weight: 2, waiting: 100, granted: 900 }],
+      waitingByPriority: { '5': 100 },
+      serviceQueue: {
+        inQueue: 12,
+        running: 10,
+        idle: 0,
+        workersMax: 10,
+        at: 0,
+        room: 38,
+        takenPerSecond: 49.6,
+      },
+    });
+    expect(text).toContain('**Endpoint ep-1: granting submits**');
+    expect(text).toContain(
+      '| service queue | 12 waiting, 10 of 10 workers busy, 50 taken a second, held: room for 38 |',
+    );
+    expect(text).toContain('| key tenant-a | 100 waiting, 900 granted, weight 2 |');
   });
 });

@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { ServiceQueue } from '../../contracts/endpoint-gate';
-import { answerAsk, grantNow, initialGrants } from '../../engine/endpoint-grants';
+import { RUN_WINDOW_MS, type ServiceQueue } from '../../contracts/endpoint-gate';
+import { answerAsk, grantNow, initialGrants, takeReading } from '../../engine/endpoint-grants';
 import { SEND_SLACK_MS } from '../../engine/send-window';
 import {
   holdsQueue,
   newerReading,
+  QUEUE_COVER_MS,
   QUEUE_READING_FRESH_MS,
   QUEUE_RETRY_MS,
   queueRoom,
+  TAKEN_SPAN_MS,
+  takenPerSecond,
 } from '../../engine/service-queue';
 import { waitingAsk } from '../support/waiting-ask';
 
@@ -59,6 +62,73 @@ describe('queueRoom', () => {
   it('is unbounded while the queue is not held', () => {
     expect(queueRoom(reading({ idle: 2, running: 5 }), [], 1_200)).toBe(Number.POSITIVE_INFINITY);
     expect(queueRoom(undefined, [], 1_200)).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('takenPerSecond', () => {
+  it.each([
+    // 4 waiting, 6 granted between, 2 waiting two seconds later: 8 taken in 2 s.
+    ['queue and grants', reading({ inQueue: 4 }), reading({ inQueue: 2, at: 3_000 }), [[1_200, 6]], 4],
+    ['grants before the first reading are in its count', reading(), reading({ at: 3_000 }), [[900, 5]], 0],
+    ['grants after the second reading are not taken yet', reading(), reading({ at: 3_000 }), [[3_100, 5]], 0],
+    [
+      'a queue that grew by more than was granted',
+      reading({ inQueue: 0 }),
+      reading({ inQueue: 9, at: 3_000 }),
+      [[1_100, 3]],
+      0,
+    ],
+    ['readings too close together', reading(), reading({ at: 1_000 + TAKEN_SPAN_MS - 1 }), [], undefined],
+  ] as const)('%s', (_, older, newer, log, perSecond) => {
+    const taken = takenPerSecond(
+      older,
+      newer,
+      log.map(([at, count]) => [at, count]),
+    );
+    if (perSecond === undefined) expect(taken).toBeUndefined();
+    else expect(taken).toBeCloseTo(perSecond);
+  });
+});
+
+describe('takeReading', () => {
+  it('measures from the reading it last measured from, past readings that came too close', () => {
+    const state = initialGrants();
+    takeReading(state, reading({ inQueue: 40, at: 1_000 }));
+    expect(state.takenPerSecond).toBeUndefined();
+    // Another reading half a second later: kept as the newest, too close to measure from.
+    takeReading(state, reading({ inQueue: 36, at: 1_500 }));
+    expect(state.queue?.at).toBe(1_500);
+    expect(state.takenPerSecond).toBeUndefined();
+    // Two seconds after the first: 40 - 20 taken.
+    takeReading(state, reading({ inQueue: 20, at: 3_000 }));
+    expect(state.takenPerSecond).toBeCloseTo(10);
+    expect(state.takenFrom?.at).toBe(3_000);
+    // An older reading changes nothing.
+    takeReading(state, reading({ inQueue: 0, at: 2_500 }));
+    expect(state.queue?.at).toBe(3_000);
+    expect(state.takenPerSecond).toBeCloseTo(10);
+  });
+
+  it('starts a new measure after a pause in the readings', () => {
+    const state = initialGrants();
+    takeReading(state, reading({ at: 1_000 }));
+    takeReading(state, reading({ at: 3_000, inQueue: 0 }));
+    expect(state.takenPerSecond).toBeCloseTo(2);
+    // Past what the grants' log holds: the queue's change would say nothing of the grants.
+    takeReading(state, reading({ at: 3_001 + RUN_WINDOW_MS }));
+    expect(state.takenPerSecond).toBeUndefined();
+  });
+});
+
+describe('queueRoom for short jobs', () => {
+  it('holds what the workers take in QUEUE_COVER_MS when that is more than one per worker', () => {
+    // 10 workers taking 50 jobs a second (jobs of 200 ms): a queue of 10 would run dry between two
+    // readings; it holds 50, less the 4 waiting.
+    const perSecond = 50;
+    expect(QUEUE_COVER_MS).toBe(1_000);
+    expect(queueRoom(reading(), [], 1_200, perSecond)).toBe(46);
+    // Long jobs: one per worker is more.
+    expect(queueRoom(reading(), [], 1_200, 2)).toBe(6);
   });
 });
 
@@ -114,11 +184,11 @@ describe('the gate with the service queue held', () => {
     const granted = answerAsk(
       state,
       { id: 'page', count: 20, priority: 3, fairnessKey: '', weight: 1 },
-      1_600,
+      1_700,
       1_000,
-      reading({ inQueue: 4, at: 1_550 }),
+      reading({ inQueue: 4, at: 1_600 }),
     );
-    expect(granted).toEqual({ grant: { id: 'page', count: 6, at: 1_600, sendBy: 1_600 + SEND_SLACK_MS } });
+    expect(granted).toEqual({ grant: { id: 'page', count: 6, at: 1_700, sendBy: 1_700 + SEND_SLACK_MS } });
   });
 
   it('holds nothing back once the readings stop coming', () => {

@@ -68,8 +68,13 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
   const serviceQueue = (now: number): Pick<GateView, 'serviceQueue'> => {
     const reading = grants.queue;
     if (reading === undefined) return {};
-    const held = holdsQueue(reading, now) ? { room: queueRoom(reading, grants.log, now) } : {};
-    return { serviceQueue: { ...reading, ...held } };
+    const held = holdsQueue(reading, now)
+      ? { room: queueRoom(reading, grants.log, now, grants.takenPerSecond) }
+      : {};
+    const taken = grants.takenPerSecond;
+    return {
+      serviceQueue: { ...reading, ...held, ...(taken === undefined ? {} : { takenPerSecond: taken }) },
+    };
   };
   const view = (): GateView => {
     const { waiting } = grants;
