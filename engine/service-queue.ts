@@ -73,18 +73,18 @@ export function holdsQueue(reading: ServiceQueue | undefined, now: number): read
 /**
  * The jobs the service may take now: unbounded while the queue is not held, else one per idle
  * worker and, to wait in the queue, one per worker or what the workers take in QUEUE_COVER_MS
- * (`takenPerSecond`), whichever is more, less what waits in it and what was granted since the
+ * (`perSecond`, from `takenPerSecond`), whichever is more, less what waits in it and what was granted since the
  * reading.
  */
 export function queueRoom(
   reading: ServiceQueue | undefined,
   log: SendLog,
   now: number,
-  takenPerSecond = 0,
+  perSecond = 0,
 ): number {
   if (!holdsQueue(reading, now)) return Number.POSITIVE_INFINITY;
   let grantedSince = 0;
   for (const [at, count] of log) if (at > reading.at) grantedSince += count;
-  const queued = Math.max(reading.workersMax ?? 0, Math.ceil((takenPerSecond * QUEUE_COVER_MS) / 1_000));
+  const queued = Math.max(reading.workersMax ?? 0, Math.ceil((perSecond * QUEUE_COVER_MS) / 1_000));
   return Math.max(0, queued + reading.idle - reading.inQueue - grantedSince);
 }
