@@ -7,7 +7,7 @@
  *   replaces its part instead of appending a second copy.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { storeKeySchema } from '../contracts/batch-input';
@@ -67,25 +67,36 @@ const INDEX_CHUNK_BYTES = 1 << 20;
  */
 const UNKEPT_INDEX_BYTES = 64 * 1024;
 
+type FileHandle = Awaited<ReturnType<typeof open>>;
+
 /** The start and end offsets of a file's non-blank lines, read a chunk at a time. */
-async function lineOffsets(file: string, size: number): Promise<LineOffsets> {
+async function lineOffsets(handle: FileHandle, size: number): Promise<LineOffsets> {
   const scanner = createLineScanner();
-  const handle = await open(file, 'r');
-  try {
-    // Only the bytes read are looked at; a one-line file gets a buffer of its own size.
-    const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(INDEX_CHUNK_BYTES, size)));
-    let offset = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
-      if (bytesRead === 0) break;
-      scanner.feed(chunk, bytesRead);
-      offset += bytesRead;
-    }
-  } finally {
-    await handle.close();
+  const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(INDEX_CHUNK_BYTES, size)));
+  let offset = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
+    if (bytesRead === 0) break;
+    scanner.feed(chunk, bytesRead);
+    offset += bytesRead;
   }
   return scanner.finish();
 }
+
+/** A small file's bytes, read whole in one go from an open handle. */
+async function wholeOf(handle: FileHandle, size: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(size);
+  let offset = 0;
+  while (offset < size) {
+    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+  return buffer.subarray(0, offset);
+}
+
+/** A file's lines as read once: a small file's whole bytes with their offsets, a large one's kept index. */
+type OpenedLines = { index: LineOffsets; whole: Buffer } | { index: LineIndex; whole: undefined };
 
 /** A store in a local directory: a key is a relative path under `root`. */
 export function createLocalBatchStore(root: string): BatchStore {
@@ -99,45 +110,62 @@ export function createLocalBatchStore(root: string): BatchStore {
     return path.join(dir, key);
   }
 
-  async function indexOf(key: string): Promise<LineIndex> {
+  /** Opens `key` once and runs `use` with its lines' offsets (and a small file's bytes). */
+  async function withLines<T>(
+    key: string,
+    use: (lines: OpenedLines, handle: FileHandle) => Promise<T>,
+  ): Promise<T> {
     const file = fileOf(key);
-    let info: Awaited<ReturnType<typeof stat>>;
+    let handle: FileHandle;
     try {
-      info = await stat(file);
+      handle = await open(file, 'r');
     } catch (error) {
       throw new BatchStoreError(`${key} is not in the batch store ${dir}: ${(error as Error).message}`);
     }
-    const cached = indexes.get(file);
-    if (cached && cached.size === info.size && cached.mtimeMs === info.mtimeMs) return cached;
-    const { starts, ends } = await lineOffsets(file, info.size);
-    const index = { size: info.size, mtimeMs: info.mtimeMs, starts, ends };
-    if (info.size > UNKEPT_INDEX_BYTES) indexes.set(file, index);
-    return index;
+    try {
+      const info = await handle.stat();
+      if (info.size <= UNKEPT_INDEX_BYTES) {
+        // One read serves both the index and the lines: a pipeline reads thousands of these a second.
+        const whole = await wholeOf(handle, info.size);
+        const scanner = createLineScanner();
+        scanner.feed(whole);
+        return await use({ index: scanner.finish(), whole }, handle);
+      }
+      const cached = indexes.get(file);
+      if (cached && cached.size === info.size && cached.mtimeMs === info.mtimeMs)
+        return await use({ index: cached, whole: undefined }, handle);
+      const { starts, ends } = await lineOffsets(handle, info.size);
+      const index = { size: info.size, mtimeMs: info.mtimeMs, starts, ends };
+      indexes.set(file, index);
+      return await use({ index, whole: undefined }, handle);
+    } finally {
+      await handle.close();
+    }
   }
 
   return {
     name: 'local',
     async countLines(key) {
-      return (await indexOf(key)).starts.length;
+      return withLines(key, async ({ index }) => index.starts.length);
     },
     async readLines(key, wanted) {
-      const index = await indexOf(key);
-      const handle = await open(fileOf(key), 'r');
-      try {
+      return withLines(key, async ({ index, whole }, handle) => {
         const out: string[] = [];
         // Contiguous runs are read in one go (a page of a manifest usually is one run).
         for (const { first, last } of contiguousRuns(wanted)) {
           if (first < 0 || last >= index.starts.length)
             throw new BatchStoreError(`${key} has no item ${first < 0 ? first : last}`);
+          if (whole) {
+            out.push(...linesOf(whole, 0, index, first, last));
+            continue;
+          }
           const from = index.starts[first] as number;
           const buffer = Buffer.alloc((index.ends[last] as number) - from);
           await handle.read(buffer, 0, buffer.length, from);
           out.push(...linesOf(buffer, from, index, first, last));
         }
         return out;
-      } finally {
-        await handle.close();
-      }
+      });
     },
     async writeLines(key, lines) {
       const file = fileOf(key);

@@ -39,6 +39,25 @@ describe('local batch store', () => {
     expect(await store.readLines('in/big.jsonl', wanted)).toEqual(wanted.map((k) => items[k]));
   });
 
+  it('reads a file replaced between reads anew, small (read whole) or large (its index kept)', async () => {
+    const store = createLocalBatchStore(fresh());
+    await store.writeLines('p/small.jsonl', ['{"v":1}']);
+    expect(await store.readLines('p/small.jsonl', [0])).toEqual(['{"v":1}']);
+    await store.writeLines('p/small.jsonl', ['{"v":2}', '{"v":3}']);
+    expect(await store.readLines('p/small.jsonl', [1, 0])).toEqual(['{"v":3}', '{"v":2}']);
+    // Over 64 KiB the index is kept between reads, and a changed size makes it stale.
+    const large = (tag: string) =>
+      Array.from({ length: 100 }, (_, k) => `{"${tag}":${k},"pad":"${'y'.repeat(900)}"}`);
+    await store.writeLines('p/large.jsonl', large('a'));
+    expect(await store.readLines('p/large.jsonl', [99])).toEqual([large('a')[99]]);
+    await store.writeLines('p/large.jsonl', [...large('bb'), '{"last":true}']);
+    expect(await store.countLines('p/large.jsonl')).toBe(101);
+    expect(await store.readLines('p/large.jsonl', [99, 100])).toEqual([large('bb')[99], '{"last":true}']);
+    await expect(store.readLines('p/none.jsonl', [0])).rejects.toThrow(
+      /p\/none.jsonl is not in the batch store/,
+    );
+  });
+
   it('replaces a part whole and lists a folder', async () => {
     const store = createLocalBatchStore(fresh());
     await store.writeLines('b/results/p1.jsonl', ['1', '2']);
