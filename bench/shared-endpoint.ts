@@ -22,6 +22,7 @@
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
  *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
  *                                  [--tenant-job-ms 100] [--server prod]
+ *                                  [--skip shared,apart,tenants]
  *
  * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
  * instead of the CLI dev server (one history shard).
@@ -60,6 +61,15 @@ const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
 const TENANT_JOB_MS = Math.round(numberArg('tenant-job-ms', 100));
 const IDLE_JOBS = 10;
 const BURST = Math.round(numberArg('burst', 1_000));
+// Phases left out: `--skip shared,tenants` runs idle and apart alone ("shared" includes "alone").
+const SKIPPED = new Set((process.argv[process.argv.indexOf('--skip') + 1] ?? '').split(','));
+if (!process.argv.includes('--skip')) SKIPPED.clear();
+
+/** The value below which a `share` of the values fall (nearest rank). */
+function quantile(values: number[], share: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)] ?? 0;
+}
 
 async function main() {
   quietRuntime();
@@ -158,47 +168,53 @@ async function main() {
   );
 
   // 2. alone
-  const aloneEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
-  let started = performance.now();
-  await awaitBatch(client, { batch: await batch(aloneEndpoint, BATCHES * ITEMS, 'alone') });
-  const alone = performance.now() - started;
-  say(`one batch of ${BATCHES * ITEMS}: ${seconds(alone)}; 429s ${refused(aloneEndpoint)}`);
+  if (!SKIPPED.has('shared')) await aloneAndShared();
+  async function aloneAndShared() {
+    const aloneEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
+    const started = performance.now();
+    await awaitBatch(client, { batch: await batch(aloneEndpoint, BATCHES * ITEMS, 'alone') });
+    const alone = performance.now() - started;
+    say(`one batch of ${BATCHES * ITEMS}: ${seconds(alone)}; 429s ${refused(aloneEndpoint)}`);
 
-  // 3. shared, with single jobs of priority 3 and 1 beside it
-  for (const priority of [3, 1]) {
-    const sharedEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
-    started = performance.now();
-    const handles = await Promise.all(
-      Array.from({ length: BATCHES }, (_, k) => batch(sharedEndpoint, ITEMS, `shared-${k}`, { priority: 5 })),
-    );
-    const done = Promise.all(handles.map((handle) => awaitBatch(client, { batch: handle })));
-    let finished = false;
-    void done.then(() => {
-      finished = true;
-    });
-    const singles: Promise<number>[] = [];
-    while (!finished) {
-      singles.push(singleJob(sharedEndpoint, priority));
-      await sleep(1_000);
+    // 3. shared, with single jobs of priority 3 and 1 beside it
+    for (const priority of [3, 1]) {
+      const sharedEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
+      const started = performance.now();
+      const handles = await Promise.all(
+        Array.from({ length: BATCHES }, (_, k) =>
+          batch(sharedEndpoint, ITEMS, `shared-${k}`, { priority: 5 }),
+        ),
+      );
+      const done = Promise.all(handles.map((handle) => awaitBatch(client, { batch: handle })));
+      let finished = false;
+      void done.then(() => {
+        finished = true;
+      });
+      const singles: Promise<number>[] = [];
+      while (!finished) {
+        singles.push(singleJob(sharedEndpoint, priority));
+        await sleep(1_000);
+      }
+      await done;
+      const shared = performance.now() - started;
+      const latencies = await Promise.all(singles);
+      say(
+        `${BATCHES} batches of ${ITEMS} together (priority 5), single jobs at priority ${priority}: ` +
+          `${seconds(shared)}, ${(shared / alone).toFixed(2)}x one batch alone; 429s ${refused(sharedEndpoint)}; ` +
+          `${latencies.length} single jobs: median ${seconds(median(latencies))} (idle ${seconds(median(idle))}), ` +
+          `p90 ${seconds(quantile(latencies, 0.9))}, max ${seconds(Math.max(...latencies))}; in order: ` +
+          latencies.map((latency) => (latency / 1_000).toFixed(1)).join(' '),
+      );
     }
-    await done;
-    const shared = performance.now() - started;
-    const latencies = await Promise.all(singles);
-    say(
-      `${BATCHES} batches of ${ITEMS} together (priority 5), single jobs at priority ${priority}: ` +
-        `${seconds(shared)}, ${(shared / alone).toFixed(2)}x one batch alone; 429s ${refused(sharedEndpoint)}; ` +
-        `${latencies.length} single jobs: median ${seconds(median(latencies))} (idle ${seconds(median(idle))}), ` +
-        `max ${seconds(Math.max(...latencies))}`,
-    );
   }
 
   // 4. apart: a burst on endpoint A, a single job on endpoint B right after it
-  if (BURST > 0) {
+  if (BURST > 0 && !SKIPPED.has('apart')) {
     const [burstEndpoint, besideEndpoint] = await Promise.all([
       warmEndpoint(emulator, apiKey, WORKERS),
       warmEndpoint(emulator, apiKey, WORKERS),
     ]);
-    started = performance.now();
+    const started = performance.now();
     const burst = await Promise.all(
       Array.from({ length: BURST }, (_, k) =>
         startJob(
@@ -225,6 +241,12 @@ async function main() {
     );
     const activityWaits = sum(activityWaitList);
     const waits = (values: number[]) => values.map((value) => seconds(value, 2)).join(', ');
+    const ran = figures.activities
+      .map(
+        (activity) => `${activity.type} ${seconds((activity.closedAt ?? 0) - (activity.startedAt ?? 0), 2)}`,
+      )
+      .join(', ');
+    const workflowMs = tsToMs(events.at(-1)?.eventTime) - tsToMs(events[0]?.eventTime);
     const [besideJob] = emulator.control.jobs(besideEndpoint, { removed: true });
     const submittedAt = (endpointId: string) =>
       emulator.control.jobs(endpointId, { removed: true }).map((job) => job.submittedAt);
@@ -238,13 +260,14 @@ async function main() {
         `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
         `the start call took ${seconds(trace.startCallMs ?? 0, 2)}, its ${figures.taskPickup.length} workflow ` +
         `tasks waited ${seconds(taskWaits, 2)} for the worker in all (${waits(figures.taskPickup)}), its ` +
-        `${figures.activities.length} activities ${seconds(activityWaits, 2)} (${waits(activityWaitList)}), ` +
+        `${figures.activities.length} activities ${seconds(activityWaits, 2)} (${waits(activityWaitList)}) and ran ` +
+        `${ran}, the workflow took ${seconds(workflowMs, 2)} from its start to its end, ` +
         `the result reached the caller ${seconds(resultMs, 2)} after the workflow ended`,
     );
   }
 
   // 5. tenants
-  if (TENANTS > 0) {
+  if (TENANTS > 0 && !SKIPPED.has('tenants')) {
     const tenantEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
     const tenants = await Promise.all(
       Array.from({ length: TENANTS }, (_, k) =>
