@@ -132,6 +132,18 @@ async function main() {
     );
   }
 
+  // The gate's history events over all its runs (it continues as new every so many asks).
+  async function gateHistory(endpointId: string): Promise<{ events: number; runs: number }> {
+    let events = 0;
+    let runs = 0;
+    for await (const run of client.workflow.list({ query: `WorkflowId = "${endpointGateId(endpointId)}"` })) {
+      runs++;
+      events +=
+        (await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory()).events?.length ?? 0;
+    }
+    return { events, runs };
+  }
+
   const refused = (endpointId: string) => JSON.stringify(emulator.control.throttled(endpointId));
 
   // 1. idle
@@ -198,12 +210,16 @@ async function main() {
       await done;
       const shared = performance.now() - started;
       const latencies = await Promise.all(singles);
+      const gate = await gateHistory(sharedEndpoint);
+      const requests = BATCHES * ITEMS + latencies.length;
       say(
         `${BATCHES} batches of ${ITEMS} together (priority 5), single jobs at priority ${priority}: ` +
           `${seconds(shared)}, ${(shared / alone).toFixed(2)}x one batch alone; 429s ${refused(sharedEndpoint)}; ` +
           `${latencies.length} single jobs: median ${seconds(median(latencies))} (idle ${seconds(median(idle))}), ` +
           `p90 ${seconds(quantile(latencies, 0.9))}, max ${seconds(Math.max(...latencies))}; in order: ` +
-          latencies.map((latency) => (latency / 1_000).toFixed(1)).join(' '),
+          latencies.map((latency) => (latency / 1_000).toFixed(1)).join(' ') +
+          `; the gate's history: ${gate.events} events in ${gate.runs} runs, ` +
+          `${(gate.events / requests).toFixed(3)} per request granted`,
       );
     }
   }
