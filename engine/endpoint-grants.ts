@@ -19,7 +19,7 @@
  */
 import { ASK_WAIT_MS, type ServiceQueue } from '../contracts/endpoint-gate';
 import { RUN_WINDOW_MS, roomNow, SEND_SLACK_MS, type SendLog } from './send-window';
-import { newerReading, QUEUE_RETRY_MS, queueRoom, takenPerSecond } from './service-queue';
+import { newerReading, outranks, QUEUE_RETRY_MS, queueRoom, takenPerSecond } from './service-queue';
 
 /** How soon an ask asks again while the endpoint is paused (a resume is seen within this). */
 const PAUSED_RETRY_MS = 2_000;
@@ -178,9 +178,11 @@ export function grantNow(
   if (!state.paused) {
     for (;;) {
       const windowRoom = roomNow(state.log, now, window);
-      const room = Math.min(windowRoom, queueRoom(state.queue, state.log, now, state.takenPerSecond));
-      queueFull = windowRoom > 0 && room <= 0;
       const next = grantOrder(state, waiting)[0];
+      const jumping = next !== undefined && outranks(next, waiting);
+      const queue = queueRoom(state.queue, state.log, now, state.takenPerSecond, jumping);
+      const room = Math.min(windowRoom, queue);
+      queueFull = windowRoom > 0 && room <= 0;
       if (room <= 0 || next === undefined) break;
       const count = Math.min(room, next.count);
       logGrant(state.log, now, count);

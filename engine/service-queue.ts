@@ -39,6 +39,12 @@ export const TAKEN_SPAN_MS = 2_000;
 export const QUEUE_READING_FRESH_MS = 3_000;
 /** How soon an ask held back by the queue asks again (with a newer reading). */
 export const QUEUE_RETRY_MS = 500;
+/**
+ * How far past the queue's size asks of a higher priority than all the others waiting may go, as a
+ * share of the endpoint's workers (at least one job): an interactive job beside a backfill goes out
+ * at once, and a stream of them cannot fill the queue.
+ */
+export const QUEUE_JUMP_SHARE = 0.1;
 
 /** Keeps the newer of two readings. */
 export function newerReading(
@@ -73,18 +79,37 @@ export function holdsQueue(reading: ServiceQueue | undefined, now: number): read
 /**
  * The jobs the service may take now: unbounded while the queue is not held, else one per idle
  * worker and, to wait in the queue, one per worker or what the workers take in QUEUE_COVER_MS
- * (`perSecond`, from `takenPerSecond`), whichever is more, less what waits in it and what was granted since the
- * reading.
+ * (`perSecond`, from `takenPerSecond`), whichever is more, less what waits in it and what was
+ * granted since the reading. `jumping`: for an ask of a higher priority than every other waiting
+ * (`outranks`), QUEUE_JUMP_SHARE of the workers more.
  */
 export function queueRoom(
   reading: ServiceQueue | undefined,
   log: SendLog,
   now: number,
   perSecond = 0,
+  jumping = false,
 ): number {
   if (!holdsQueue(reading, now)) return Number.POSITIVE_INFINITY;
   let grantedSince = 0;
   for (const [at, count] of log) if (at > reading.at) grantedSince += count;
-  const queued = Math.max(reading.workersMax ?? 0, Math.ceil((perSecond * QUEUE_COVER_MS) / 1_000));
-  return Math.max(0, queued + reading.idle - reading.inQueue - grantedSince);
+  const workersMax = reading.workersMax ?? 0;
+  const queued = Math.max(workersMax, Math.ceil((perSecond * QUEUE_COVER_MS) / 1_000));
+  const jump = jumping ? Math.max(1, Math.ceil(workersMax * QUEUE_JUMP_SHARE)) : 0;
+  return Math.max(0, queued + jump + reading.idle - reading.inQueue - grantedSince);
+}
+
+/**
+ * Whether `ask` goes before other waiting work by priority alone (some waiting ask has a lower
+ * priority, and none a higher one): then it need not wait for the queue to have room. Its wait for
+ * room (the next reading, QUEUE_RETRY_MS at most) would come on top of its wait in the service's
+ * queue; going a few jobs past the queue's size costs the work already queued nothing, and the
+ * gate takes the overshoot out of the room the next asks find (QUEUE_JUMP_SHARE bounds it). An
+ * ask alone, or among asks of its own priority, keeps to the queue's size.
+ */
+export function outranks(ask: { priority: number }, waiting: ReadonlyArray<{ priority: number }>): boolean {
+  return (
+    waiting.some((other) => other.priority > ask.priority) &&
+    waiting.every((other) => other.priority >= ask.priority)
+  );
 }

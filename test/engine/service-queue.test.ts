@@ -5,6 +5,7 @@ import { SEND_SLACK_MS } from '../../engine/send-window';
 import {
   holdsQueue,
   newerReading,
+  outranks,
   QUEUE_COVER_MS,
   QUEUE_READING_FRESH_MS,
   QUEUE_RETRY_MS,
@@ -161,6 +162,39 @@ describe('the gate with the service queue held', () => {
     expect(waiting.map((waiter) => waiter.id)).toEqual(['backfill-next-page']);
     // The window has room: the queue, read again in a moment, is what the next page waits for.
     expect(nextAt).toBe(1_100 + QUEUE_RETRY_MS);
+  });
+
+  it('lets an ask above every other waiting go a tenth of the workers past a full queue, and no further', () => {
+    const state = initialGrants();
+    // 100 workers, all busy, 100 waiting: the queue is full.
+    state.queue = reading({ inQueue: 100, running: 100, workersMax: 100 });
+    const waiting = [
+      ask('backfill', { priority: 5, count: 50 }),
+      ...Array.from({ length: 12 }, (_, k) =>
+        ask(`interactive-${k}`, { priority: 1, count: 1, arrivedAt: 5 + k }),
+      ),
+    ];
+    const { answers, nextAt } = grantNow(state, waiting, 1_100, 1_000);
+    // Ten of the interactive jobs go at once (a tenth of 100 workers); two wait with the backfill.
+    expect(answers.map((answer) => answer.id)).toEqual(
+      Array.from({ length: 10 }, (_, k) => `interactive-${k}`),
+    );
+    expect(waiting.map((waiter) => waiter.id)).toEqual(['backfill', 'interactive-10', 'interactive-11']);
+    expect(nextAt).toBe(1_100 + QUEUE_RETRY_MS);
+    // The next reading finds them in the queue: the backfill waits until the workers take them.
+    takeReading(state, reading({ inQueue: 110, running: 100, workersMax: 100, at: 1_200 }));
+    expect(queueRoom(state.queue, state.log, 1_300)).toBe(0);
+  });
+
+  it('keeps an ask to the queue size when it is alone or among asks of its own priority', () => {
+    expect(outranks({ priority: 1 }, [{ priority: 1 }])).toBe(false);
+    expect(outranks({ priority: 3 }, [{ priority: 3 }, { priority: 3 }])).toBe(false);
+    expect(outranks({ priority: 3 }, [{ priority: 3 }, { priority: 5 }])).toBe(true);
+    expect(outranks({ priority: 3 }, [{ priority: 1 }, { priority: 5 }])).toBe(false);
+    const state = initialGrants();
+    state.queue = reading({ inQueue: 10 });
+    const { answers } = grantNow(state, [ask('page', { priority: 1, count: 5 })], 1_100, 1_000);
+    expect(answers).toEqual([]);
   });
 
   it('grants the window as before while the endpoint scales up', () => {
