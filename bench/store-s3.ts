@@ -3,11 +3,12 @@
  * time and the S3 requests per item of each step a batch takes with its store. Prints a table;
  * asserts nothing.
  *
- *   npx tsx bench/store-s3.ts [--items 100000] [--page 100] [--part 100]
+ *   npx tsx bench/store-s3.ts [--items 100000] [--page 100] [--part 100] [--pieces 10000]
  *
  * --items  the manifest's items (default 100,000)
  * --page   items per submit page, read by a worker that did not stage the batch (default 100)
  * --part   result lines per part written (default 100: a page's worth)
+ * --pieces one-line files written and read back one by one (default 10,000)
  *
  * The steps, as the batch activities take them:
  *   write      the client writes the manifest (writeBatchManifest): one object, and its line index
@@ -15,6 +16,8 @@
  *   pages      another worker reads every submit page by item index (a fresh store: no cache)
  *   results    the record activities write result parts of `--part` lines
  *   read back  a reader lists the parts and reads every line (readBatchResults)
+ *   lines      a pipeline stage writes each piece's line as a file of its own, and the next stage
+ *              reads each back by key (`lines read`: 50 at a time, a fresh store)
  *
  * Real parts: SeaweedFS (`npm run provision` builds it) on loopback, started and stopped here,
  * and the local store on this machine's disk.
@@ -34,6 +37,9 @@ const arg = (name: string, fallback: number) => {
 const ITEMS = arg('items', 100_000);
 const PAGE = arg('page', 100);
 const PART = arg('part', 100);
+const PIECES = arg('pieces', 10_000);
+/** Piece lines read at once, as a page of the next stage reads them. */
+const PIECES_AT_ONCE = 50;
 const CHECK_PAGE = 1_000;
 
 /** A job request as a batch's manifest holds it (about 120 bytes). */
@@ -48,18 +54,21 @@ interface Step {
   step: string;
   ms: number;
   requests?: number;
+  /** What the step's requests are counted per: the manifest's items, or the piece lines. */
+  items: number;
 }
 
 async function measure(make: () => BatchStore, counts: S3RequestCounts | undefined): Promise<Step[]> {
   const steps: Step[] = [];
   const total = () => (counts ? counts.get + counts.put + counts.list : undefined);
-  const timed = async (step: string, run: () => Promise<void>) => {
+  const timed = async (step: string, run: () => Promise<void>, items = ITEMS) => {
     const before = total();
     const started = performance.now();
     await run();
     const after = total();
     steps.push({
       step,
+      items,
       ms: performance.now() - started,
       ...(before === undefined || after === undefined ? {} : { requests: after - before }),
     });
@@ -99,6 +108,36 @@ async function measure(make: () => BatchStore, counts: S3RequestCounts | undefin
     }
     if (read !== ITEMS) throw new Error(`read ${read} result lines, not ${ITEMS}`);
   });
+  const piece = (index: number) => `${batch}/lines/${String(index).padStart(8, '0')}.jsonl`;
+  const pieceLine = (index: number) =>
+    JSON.stringify({ origin: index, stage: 'caption', output: { ok: true } });
+  await timed(
+    'lines written',
+    async () => {
+      const store = make();
+      for (let from = 0; from < PIECES; from += PIECES_AT_ONCE)
+        await Promise.all(
+          range(from, Math.min(PIECES_AT_ONCE, PIECES - from)).map((index) =>
+            store.writeLines(piece(index), [pieceLine(index)]),
+          ),
+        );
+    },
+    PIECES,
+  );
+  await timed(
+    'lines read',
+    async () => {
+      const store = make();
+      for (let from = 0; from < PIECES; from += PIECES_AT_ONCE)
+        await Promise.all(
+          range(from, Math.min(PIECES_AT_ONCE, PIECES - from)).map(async (index) => {
+            const [read] = await store.readLines(piece(index), [0]);
+            if (read !== pieceLine(index)) throw new Error(`piece ${index} read the wrong line`);
+          }),
+        );
+    },
+    PIECES,
+  );
   return steps;
 }
 
@@ -119,15 +158,17 @@ async function main(): Promise<void> {
       counts,
     );
     console.log(
-      `\n${ITEMS.toLocaleString('en-US')} items, pages of ${PAGE}, result parts of ${PART}; SeaweedFS on loopback\n`,
+      `\n${ITEMS.toLocaleString('en-US')} items, pages of ${PAGE}, result parts of ${PART}, ` +
+        `${PIECES.toLocaleString('en-US')} piece lines; SeaweedFS on loopback\n`,
     );
-    console.log('| step | local | S3 | S3 requests | per item |');
-    console.log('|---|---|---|---|---|');
+    console.log('| step | local | S3 | S3 requests | per item | local, items a second |');
+    console.log('|---|---|---|---|---|---|');
     for (const [k, step] of local.entries()) {
       const remote = s3[k] as Step;
       const requests = remote.requests ?? 0;
       console.log(
-        `| ${step.step} | ${(step.ms / 1000).toFixed(2)} s | ${(remote.ms / 1000).toFixed(2)} s | ${requests} | ${(requests / ITEMS).toFixed(4)} |`,
+        `| ${step.step} | ${(step.ms / 1000).toFixed(2)} s | ${(remote.ms / 1000).toFixed(2)} s | ${requests} | ` +
+          `${(requests / step.items).toFixed(4)} | ${Math.round(step.items / (step.ms / 1000)).toLocaleString('en-US')} |`,
       );
     }
     console.log(`\nS3 requests in all: ${counts.get} GET, ${counts.put} PUT, ${counts.list} LIST`);
