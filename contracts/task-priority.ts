@@ -1,11 +1,19 @@
 /**
  * The order in which a backlogged task queue hands out workflow and activity tasks.
  *
- * Priority: a look that finds nothing new is retried by the server on the job's polling schedule,
- * so with thousands of jobs waiting on one worker the looks can outrun what the worker takes from
- * the queue. A backlog of looks must not hold up the calls that start or end work (a submit, a
- * cancel, a lease's extension): the looks go at 4 (of 1 first to 5 last), and everything else at
- * the workload's own priority (its `priority`, default 3).
+ * Priority: every task of a workload goes at the workload's own priority (its `priority`, 1 first
+ * to 5 last, default 3), its looks included.
+ *
+ * Looks: a look that finds nothing new is retried by the server on the job's polling schedule, so
+ * with thousands of jobs waiting on one worker the looks can outrun what the worker takes from the
+ * queue. A backlog of looks must not hold up the calls that start or end work (a submit, a cancel,
+ * a lease's extension), nor another endpoint's work. So the looks of an endpoint's work have a
+ * fairness key of their own (`lookTaskKey`) with a quarter of the weight (LOOK_WEIGHT, exact as
+ * the server's 32-bit float): while both are backlogged, an endpoint's other tasks get four of
+ * every five it is handed, and another endpoint's look or submit goes beside them, not after. (A
+ * priority of their own below the workload's would order every endpoint's looks after every
+ * endpoint's submits: a job on B, its submit out, would not be seen to end until A's burst of
+ * submits was through.)
  *
  * Fairness: one worker's task queue serves every endpoint, and first in, first out a burst of
  * jobs on one endpoint would hold up every other endpoint's work until its tasks were through.
@@ -25,8 +33,8 @@
  * waits for there is its turn at the gate, where the tenants' weights hold.
  *
  * Activities and child workflows inherit the workflow's priority field by field (the server merges
- * an activity's own fields over its workflow's: priorities.Merge, Temporal server 1.29), so the
- * looks' priority 4 keeps their workflow's fairness key, and a workflow's every task carries its
+ * an activity's own fields over its workflow's: priorities.Merge, Temporal server 1.29), so a
+ * look's own key and weight keep their workflow's priority, and a workflow's every task carries its
  * endpoint. Child workflows that run on an endpoint of their own (a batch's children, an
  * automation's runs, an ephemeral endpoint's work) name theirs when started.
  *
@@ -38,9 +46,6 @@ import type { Priority } from '@temporalio/common';
 import { type Scheduling, taskPriorityOf } from './endpoint-gate';
 import { routeOrder } from './route';
 import { shortTag } from './short-tag';
-
-/** The job poller's looks and the batch watchers' rounds. */
-export const LOOK_PRIORITY: Priority = { priorityKey: 4 };
 
 /**
  * An endpoint's gate (workflows/endpoint/endpoint-gate.ts): every submit to the endpoint waits on
@@ -54,9 +59,25 @@ const FAIRNESS_KEY_MAX_BYTES = 64;
 
 /** An endpoint's task fairness key: its id, or a tag of it when the id is longer than a key holds. */
 export function endpointTaskKey(endpointId: string): string {
-  return new TextEncoder().encode(endpointId).length <= FAIRNESS_KEY_MAX_BYTES
-    ? endpointId
-    : `endpoint~${shortTag(endpointId)}`;
+  return fits(endpointId) ? endpointId : `endpoint~${shortTag(endpointId)}`;
+}
+
+/** The weight of an endpoint's looks against its other tasks (of weight 1) while both wait. */
+export const LOOK_WEIGHT = 0.25;
+
+/** The fairness key of an endpoint's looks: apart from its other tasks and from every other endpoint's. */
+export function lookTaskKey(endpointId: string): string {
+  const key = `look~${endpointId}`;
+  return fits(key) ? key : `look~${shortTag(endpointId)}`;
+}
+
+/** The job poller's looks and the batch watchers' rounds on an endpoint: at the workload's priority. */
+export function lookTaskPriority(endpointId: string): Priority {
+  return { fairnessKey: lookTaskKey(endpointId), fairnessWeight: LOOK_WEIGHT };
+}
+
+function fits(key: string): boolean {
+  return new TextEncoder().encode(key).length <= FAIRNESS_KEY_MAX_BYTES;
 }
 
 /** Where a workload runs: an endpoint, or a route. */

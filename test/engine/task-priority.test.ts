@@ -3,7 +3,13 @@
  * (contracts/task-priority.ts); the tenant's fairness key and weight stay the gate's.
  */
 import { describe, expect, it } from 'vitest';
-import { endpointTaskKey, workloadTaskPriority } from '../../contracts/task-priority';
+import {
+  endpointTaskKey,
+  LOOK_WEIGHT,
+  lookTaskKey,
+  lookTaskPriority,
+  workloadTaskPriority,
+} from '../../contracts/task-priority';
 
 describe('workloadTaskPriority', () => {
   it("keys a job's tasks by its endpoint, with its priority and without its tenant", () => {
@@ -47,5 +53,18 @@ describe('workloadTaskPriority', () => {
     expect(key).toBe(endpointTaskKey(long));
     expect(key).not.toBe(endpointTaskKey('è'.repeat(40)));
     expect(endpointTaskKey('x'.repeat(64))).toBe('x'.repeat(64));
+  });
+
+  it("keys an endpoint's looks apart from its other tasks and from every other endpoint's, within 64 bytes", () => {
+    expect(lookTaskKey('ep-a')).toBe('look~ep-a');
+    expect(lookTaskKey('ep-a')).not.toBe(endpointTaskKey('ep-a'));
+    expect(lookTaskKey('ep-a')).not.toBe(lookTaskKey('ep-b'));
+    // A key that would pass 64 bytes with its prefix is a tag of the id, stable and apart.
+    const long = 'x'.repeat(60);
+    expect(new TextEncoder().encode(lookTaskKey(long)).length).toBeLessThanOrEqual(64);
+    expect(lookTaskKey(long)).toBe(lookTaskKey(long));
+    expect(lookTaskKey(long)).not.toBe(lookTaskKey('y'.repeat(60)));
+    // No priority of its own: a look keeps its workflow's.
+    expect(lookTaskPriority('ep-a')).toEqual({ fairnessKey: 'look~ep-a', fairnessWeight: LOOK_WEIGHT });
   });
 });

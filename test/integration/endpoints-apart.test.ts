@@ -5,8 +5,9 @@
  * submits; a job started on B right after goes out beside A's burst, not after it: each job starts
  * with its endpoint as its task fairness key (contracts/task-priority.ts), and the dev server
  * matches by it (scripts/server-settings.ts). With `matching.enableFairness` off the same run sends
- * B's job after some 250 of A's 300. Ordered by the emulator's own record of the submits, never by
- * time. (The server's four partitions of the task queue each keep their own order, and B's task
+ * B's job after some 250 of A's 300. B's end is seen by its look, which goes under B's look key at
+ * B's priority: with looks at a priority of their own below submits, it was seen after 299 of A's
+ * 300 submits. Ordered by the emulator's own record of the submits, never by time. (The server's four partitions of the task queue each keep their own order, and B's task
  * waits for a poller to reach its partition: B goes early in A's burst, not necessarily first.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,7 +29,7 @@ describe('endpoints apart', () => {
     await stack?.close();
   });
 
-  it('submits a job on endpoint B before most of a burst just started on endpoint A', async () => {
+  it('submits a job on endpoint B, and sees it end, before most of a burst just started on endpoint A', async () => {
     const endpointA = stack.endpoint({ workersMin: 10, workersMax: 10 });
     const endpointB = stack.endpoint({ workersMin: 1, workersMax: 1 });
     // A's answers come slowly: its submits hold the worker's two activity slots in turn.
@@ -54,6 +55,9 @@ describe('endpoints apart', () => {
         { label: 'b' },
       );
       expect((await awaitJob(stack.client, { job: short })).output).toEqual({ short: true });
+      // Its end is seen by its look (no webhooks here), which goes beside A's submits, not after.
+      const outWhenBEnded = stack.control.submissions(endpointA);
+      expect(outWhenBEnded).toBeLessThan(BURST / 2);
 
       const [submitted] = stack.control.jobs(endpointB, { removed: true });
       expect(submitted).toBeDefined();

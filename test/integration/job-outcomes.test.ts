@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitJob, getJobSnapshot, jobFailureOf } from '../../client/jobs';
-import { LOOK_PRIORITY } from '../../contracts/task-priority';
+import { LOOK_WEIGHT, lookTaskKey } from '../../contracts/task-priority';
 import { signWebhookToken } from '../../worker/webhook-token';
 import {
   eventually,
@@ -62,7 +62,7 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
     expect(snapshot).toMatchObject({ phase: 'completed', status: 'COMPLETED', jobId: job?.id });
   });
 
-  it('schedules its looks below the default priority, and its submit at the default', async () => {
+  it("schedules its looks under its endpoint's look key at its own priority, and its submit as its workflow", async () => {
     // Its webhook is lost, so polling ends it: a webhook that came first would leave no look.
     const removeFault = stack.control.webhookFaults({ lose: 1 });
     const endpointId = stack.endpoint();
@@ -73,16 +73,29 @@ describe('job workflow outcomes (dev server, emulator over HTTP, real worker and
     });
     await awaitJob(stack.client, { job: handle }).finally(removeFault);
     const history = await handle.fetchHistory();
-    const scheduled = new Map<string, number | undefined>();
+    const scheduled = new Map<string, { priorityKey: number; fairnessKey: string; fairnessWeight: number }>();
     for (const event of history.events ?? []) {
       const attributes = event.activityTaskScheduledEventAttributes;
       const name = attributes?.activityType?.name;
-      if (name) scheduled.set(name, attributes?.priority?.priorityKey ?? undefined);
+      const priority = attributes?.priority;
+      if (name)
+        scheduled.set(name, {
+          priorityKey: priority?.priorityKey ?? 0,
+          fairnessKey: priority?.fairnessKey ?? '',
+          fairnessWeight: priority?.fairnessWeight ?? 0,
+        });
     }
-    // The dev server runs with priority matching on (scripts/server-settings.ts): a backlog of
-    // looks gives way to a submit. 0 or absent is the default (3).
-    expect(scheduled.get('waitForJobChange')).toBe(LOOK_PRIORITY.priorityKey);
-    expect(scheduled.get('submitJob') || undefined).toBeUndefined();
+    // The dev server runs with fairness on (scripts/server-settings.ts): a backlog of looks gives
+    // way to submits, one look in five, and to other endpoints' work. 0 or '' is the workflow's own.
+    expect(scheduled.get('waitForJobChange')).toEqual({
+      priorityKey: 0,
+      fairnessKey: lookTaskKey(endpointId),
+      fairnessWeight: LOOK_WEIGHT,
+    });
+    expect(scheduled.get('submitJob')).toEqual({ priorityKey: 0, fairnessKey: '', fairnessWeight: 0 });
+    // The workflow itself runs under its endpoint's key.
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    expect(started?.priority?.fairnessKey).toBe(endpointId);
   });
 
   it('FAILED: ends with JobFailed carrying the service error', async () => {

@@ -6,7 +6,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { BatchActivities } from '../../activities/batch';
 import type { RouteActivities } from '../../activities/route';
-import { LOOK_PRIORITY } from '../../contracts/task-priority';
 
 export const stageActivities = proxyActivities<BatchActivities>({
   startToCloseTimeout: '10 minutes',
@@ -23,10 +22,10 @@ export const shortActivities = proxyActivities<BatchActivities>({
 /**
  * Reads are harmless to repeat: unlimited attempts, and JobUnchanged says when to look again. The
  * watcher beats every second while it runs, so a dead worker's watcher is noticed in 30 s (its jobs
- * are looked at again by a new one) rather than in minutes.
+ * are looked at again by a new one) rather than in minutes. A watcher's round goes under its
+ * endpoint's look key, named where it is called (contracts/task-priority.ts).
  */
 export const watchActivities = proxyActivities<BatchActivities>({
-  priority: LOOK_PRIORITY,
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },

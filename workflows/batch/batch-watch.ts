@@ -8,6 +8,7 @@ import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
 import { JOB_LIMITS, terminalStatuses } from '../../api/schemas/job';
 import { watchJobsSummary } from '../../contracts/activity-summaries';
 import type { ItemChange, WatchedItem } from '../../contracts/batch-types';
+import { lookTaskPriority } from '../../contracts/task-priority';
 import type { ItemEvent, RunningItem } from '../../engine/item-state';
 import { lookShare, looksHandedBack, looksOfCancelled, looksTakenOver } from '../../engine/look-shares';
 import { activityOutcome } from '../shared/job-failures';
@@ -109,24 +110,28 @@ function startWatcher(run: BatchRun, covered: RunningItem[], at: number): void {
   run.watchers.set(scope, { asked, at, share });
   scope
     .run(() =>
-      watchActivities.watchBatchJobs.executeWithOptions({ summary: watchJobsSummary(items.length) }, [
-        {
-          endpointId: endpointIdAt(run, at),
-          batchKey: state.batchKey,
-          items,
-          polling: run.polling,
-          returnAfter: Math.max(1, Math.floor(items.length / WATCH_RETURN_SHARE)),
-          holdMs: WATCH_HOLD_MS,
-          ...(input.job.outputInlineMaxBytes === undefined
-            ? {}
-            : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
-          ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
-          ...(share === undefined ? {} : { share }),
-          ...(seed.length === 0 ? {} : { seed, seedSources: sources }),
-          ...(extend.length === 0 ? {} : { extend }),
-          ...(run.stage === undefined ? {} : { linePerItem: true }),
-        },
-      ]),
+      watchActivities.watchBatchJobs.executeWithOptions(
+        // Under the endpoint's look key (contracts/task-priority.ts).
+        { summary: watchJobsSummary(items.length), priority: lookTaskPriority(endpointIdAt(run, at)) },
+        [
+          {
+            endpointId: endpointIdAt(run, at),
+            batchKey: state.batchKey,
+            items,
+            polling: run.polling,
+            returnAfter: Math.max(1, Math.floor(items.length / WATCH_RETURN_SHARE)),
+            holdMs: WATCH_HOLD_MS,
+            ...(input.job.outputInlineMaxBytes === undefined
+              ? {}
+              : { inlineMaxBytes: input.job.outputInlineMaxBytes }),
+            ...(capacityFailures.length === 0 ? {} : { capacityFailures }),
+            ...(share === undefined ? {} : { share }),
+            ...(seed.length === 0 ? {} : { seed, seedSources: sources }),
+            ...(extend.length === 0 ? {} : { extend }),
+            ...(run.stage === undefined ? {} : { linePerItem: true }),
+          },
+        ],
+      ),
     )
     .then(
       ({ changes, currency, looks, extended }) => {

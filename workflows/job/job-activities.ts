@@ -7,7 +7,7 @@ import type { JobActivities } from '../../activities/job';
 import type { RouteActivities } from '../../activities/route';
 import type { Polling } from '../../contracts/job-types';
 import { INLINE_BUDGET_MS } from '../../contracts/job-wait-policy';
-import { LOOK_PRIORITY } from '../../contracts/task-priority';
+import { lookTaskPriority } from '../../contracts/task-priority';
 
 /**
  * Submits are never retried by Temporal: a timeout (a worker that died mid-submit, or an answer
@@ -39,11 +39,12 @@ const HTTP_CALL_MS = 90_000;
  * next polling interval, so between looks the server keeps the timer and no worker slot is held.
  * Attempts are unlimited until the deadline (reads are harmless to repeat); a real error retries on
  * the policy's own backoff. A worker that dies mid-attempt is noticed by the start-to-close timeout.
- * Looks go after the calls that start or end work when the task queue is backlogged.
+ * Looks go under their endpoint's look key, after the calls that start or end work when the task
+ * queue is backlogged, and beside other endpoints' work (contracts/task-priority.ts).
  */
-export function waitActivities(untilMs: number) {
+export function waitActivities(untilMs: number, endpointId: string) {
   return proxyActivities<JobActivities>({
-    priority: LOOK_PRIORITY,
+    priority: lookTaskPriority(endpointId),
     startToCloseTimeout: HTTP_CALL_MS + INLINE_BUDGET_MS,
     scheduleToCloseTimeout: Math.max(untilMs, 1_000) + HTTP_CALL_MS,
     heartbeatTimeout: HTTP_CALL_MS,

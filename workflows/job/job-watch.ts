@@ -115,7 +115,7 @@ function startPoller(run: Run, jobId: string, returnBy: number): Poller {
   const poller: Poller = { scope: new CancellationScope() };
   poller.scope
     .run(() =>
-      waitActivities(returnBy - Date.now()).waitForJobChange.executeWithOptions(
+      waitActivities(returnBy - Date.now(), run.s.endpointId).waitForJobChange.executeWithOptions(
         { summary: waitForJobSummary(jobId, returnBy) },
         [
           {
