@@ -40,9 +40,9 @@ export const QUEUE_READING_FRESH_MS = 3_000;
 /** How soon an ask held back by the queue asks again (with a newer reading). */
 export const QUEUE_RETRY_MS = 500;
 /**
- * How far past the queue's size asks of a higher priority than all the others waiting may go, as a
- * share of the endpoint's workers (at least one job): an interactive job beside a backfill goes out
- * at once, and a stream of them cannot fill the queue.
+ * How far past the queue's size asks that go before the other waiting work by priority alone may
+ * go, as a share of the endpoint's workers (at least one job): an interactive job beside a
+ * backfill goes out at once, and a stream of them cannot fill the queue.
  */
 export const QUEUE_JUMP_SHARE = 0.1;
 
@@ -80,8 +80,8 @@ export function holdsQueue(reading: ServiceQueue | undefined, now: number): read
  * The jobs the service may take now: unbounded while the queue is not held, else one per idle
  * worker and, to wait in the queue, one per worker or what the workers take in QUEUE_COVER_MS
  * (`perSecond`, from `takenPerSecond`), whichever is more, less what waits in it and what was
- * granted since the reading. `jumping`: for an ask of a higher priority than every other waiting
- * (`outranks`), QUEUE_JUMP_SHARE of the workers more.
+ * granted since the reading. `jumping`: for an ask that goes before the other waiting work by
+ * priority alone (`outranks`), QUEUE_JUMP_SHARE of the workers more.
  */
 export function queueRoom(
   reading: ServiceQueue | undefined,
