@@ -83,18 +83,6 @@ async function lineOffsets(handle: FileHandle, size: number): Promise<LineOffset
   return scanner.finish();
 }
 
-/** A small file's bytes, read whole in one go from an open handle. */
-async function wholeOf(handle: FileHandle, size: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(size);
-  let offset = 0;
-  while (offset < size) {
-    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
-    if (bytesRead === 0) break;
-    offset += bytesRead;
-  }
-  return buffer.subarray(0, offset);
-}
-
 /** A file's lines as read once: a small file's whole bytes with their offsets, a large one's kept index. */
 type OpenedLines = { index: LineOffsets; whole: Buffer } | { index: LineIndex; whole: undefined };
 
@@ -126,7 +114,7 @@ export function createLocalBatchStore(root: string): BatchStore {
       const info = await handle.stat();
       if (info.size <= UNKEPT_INDEX_BYTES) {
         // One read serves both the index and the lines: a pipeline reads thousands of these a second.
-        const whole = await wholeOf(handle, info.size);
+        const whole = await handle.readFile();
         const scanner = createLineScanner();
         scanner.feed(whole);
         return await use({ index: scanner.finish(), whole }, handle);
