@@ -50,6 +50,12 @@ const line = (i: number) =>
 
 const range = (from: number, count: number) => Array.from({ length: count }, (_, k) => from + k);
 
+/** Runs `each` on every piece index, PIECES_AT_ONCE at a time. */
+async function eachPiece(each: (index: number) => Promise<void>): Promise<void> {
+  for (let from = 0; from < PIECES; from += PIECES_AT_ONCE)
+    await Promise.all(range(from, Math.min(PIECES_AT_ONCE, PIECES - from)).map(each));
+}
+
 interface Step {
   step: string;
   ms: number;
@@ -115,12 +121,7 @@ async function measure(make: () => BatchStore, counts: S3RequestCounts | undefin
     'lines written',
     async () => {
       const store = make();
-      for (let from = 0; from < PIECES; from += PIECES_AT_ONCE)
-        await Promise.all(
-          range(from, Math.min(PIECES_AT_ONCE, PIECES - from)).map((index) =>
-            store.writeLines(piece(index), [pieceLine(index)]),
-          ),
-        );
+      await eachPiece((index) => store.writeLines(piece(index), [pieceLine(index)]));
     },
     PIECES,
   );
@@ -128,13 +129,10 @@ async function measure(make: () => BatchStore, counts: S3RequestCounts | undefin
     'lines read',
     async () => {
       const store = make();
-      for (let from = 0; from < PIECES; from += PIECES_AT_ONCE)
-        await Promise.all(
-          range(from, Math.min(PIECES_AT_ONCE, PIECES - from)).map(async (index) => {
-            const [read] = await store.readLines(piece(index), [0]);
-            if (read !== pieceLine(index)) throw new Error(`piece ${index} read the wrong line`);
-          }),
-        );
+      await eachPiece(async (index) => {
+        const [read] = await store.readLines(piece(index), [0]);
+        if (read !== pieceLine(index)) throw new Error(`piece ${index} read the wrong line`);
+      });
     },
     PIECES,
   );
