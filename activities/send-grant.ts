@@ -25,6 +25,7 @@ import {
 } from '../contracts/endpoint-gate';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
 import { GATE_PRIORITY } from '../contracts/task-priority';
+import { type HeldSpare, takeSpare } from '../engine/endpoint-grants';
 import { type QueueReader, serviceQueueReading, serviceQueueReadingSoon } from './service-queue-look';
 
 /** How long a submit of more than one request waits for a first reading of the service's queue. */
@@ -75,6 +76,8 @@ interface Lane {
   id: string;
   /** Whether its gate answers, shared with the other lanes of the gate. */
   gate: GateHealth;
+  /** Spare room the gate gave with its last grant: used before asking again. */
+  spare?: HeldSpare | undefined;
 }
 
 /** How a gate has answered this process lately. */
@@ -123,6 +126,14 @@ async function pump(
         lane.waiters.splice(lane.waiters.indexOf(waiter), 1);
         waiter.resolve({ count: 0, at: now, sendBy: now });
       }
+      // Spare room first: on an idle endpoint, most submits need not ask.
+      for (;;) {
+        const first = lane.waiters[0];
+        const spared = first && takeSpare(lane.spare, first.count, now);
+        if (!first || !spared) break;
+        lane.waiters.shift();
+        first.resolve(spared);
+      }
       if (lane.waiters.length === 0) break;
       const wanted = Math.min(
         lane.waiters.reduce((sum, waiter) => sum + waiter.count, 0),
@@ -136,6 +147,7 @@ async function pump(
       try {
         const answer = sendGrantSchema.parse(await answeredInTime(ask(wanted, lane.id)));
         lane.gate.silentSince = undefined;
+        if (answer.spare !== undefined) lane.spare = { ...answer.spare };
         if (answer.count > 0) {
           lane.id = randomUUID();
           let left = answer.count;
@@ -168,7 +180,8 @@ async function pump(
     }
   } finally {
     lane.asking = false;
-    if (lane.waiters.length === 0) lanes.delete(key);
+    // A lane with spare room is kept for the process's next submit.
+    if (lane.waiters.length === 0 && (lane.spare?.until ?? 0) <= Date.now()) lanes.delete(key);
   }
 }
 

@@ -124,6 +124,11 @@ export const sendGrantSchema = z.strictObject({
   at: z.number(),
   sendBy: z.number(),
   retryAt: z.number().optional(),
+  /**
+   * Room for `count` more requests that the asking process may send without asking, each by
+   * `until` and SEND_SLACK_MS: given with a grant on an idle endpoint (engine/endpoint-grants.ts).
+   */
+  spare: z.strictObject({ count: z.number().int().min(1), until: z.number() }).optional(),
 });
 export type SendGrant = z.infer<typeof sendGrantSchema>;
 

@@ -27,6 +27,17 @@ const PAUSED_RETRY_MS = 2_000;
 const RETRY_GRACE_MS = 2_000;
 /** How long room earmarked for an ask waits for its caller to claim it (asked again at once, it is). */
 const EARMARK_HOLD_MS = 2_000;
+/**
+ * Spare room: an ask granted at once on an idle endpoint (nothing else waiting, the service's queue
+ * with room) takes along room for a few more requests, which its caller's process may send without
+ * asking for SPARE_MS. A stream of single jobs on an idle endpoint then asks the gate once in
+ * several jobs: each ask costs the gate an update and a workflow task in history. At most
+ * SPARE_MAX requests, and a tenth of the room left, so that the spare is never what a later ask,
+ * of any priority, waits for.
+ */
+export const SPARE_MS = 5_000;
+export const SPARE_MAX = 10;
+const SPARE_SHARE = 0.1;
 
 /** Counts a grant of `count` requests at `at` (the latest time in the log, or a later one). */
 function logGrant(log: SendLog, at: number, count: number): void {
@@ -86,6 +97,8 @@ export interface GrantsState {
   waiting: WaitingAsk[];
   /** Room granted to a waiting ask, kept for its caller until the grant's sendBy. */
   earmarks: Record<string, Grant>;
+  /** Spare room handed out whose requests may still be counted by the service. */
+  spares: SpareRoom[];
   /** The service's queue as last read by an asking process. */
   queue?: ServiceQueue | undefined;
   /** Jobs the service's workers take per second, as last measured between two readings. */
@@ -101,6 +114,15 @@ export interface Grant {
   /** The time of the grant (ms since the epoch): its requests go out by `sendBy`. */
   at: number;
   sendBy: number;
+  /** Spare room its caller may use without asking: `count` more requests, each sent by `until` and slack. */
+  spare?: HeldSpare | undefined;
+}
+
+/** Spare room handed out: counted in the log at `at`, and held from then until `until` and a window and slack. */
+export interface SpareRoom {
+  at: number;
+  until: number;
+  count: number;
 }
 
 export function initialGrants(): GrantsState {
@@ -113,11 +135,12 @@ export function initialGrants(): GrantsState {
     weights: {},
     waiting: [],
     earmarks: {},
+    spares: [],
   };
 }
 
 /** The weight an ask counts with: the operator's for its key, else its own. */
-function weightOf(state: GrantsState, ask: WaitingAsk): number {
+function weightOf(state: GrantsState, ask: Pick<WaitingAsk, 'fairnessKey' | 'weight'>): number {
   return state.weights[ask.fairnessKey] ?? ask.weight;
 }
 
@@ -148,10 +171,28 @@ export function grantOrder(state: GrantsState, waiting: readonly WaitingAsk[]): 
 }
 
 /** The first time after `now` at which the window has room again (the oldest grant leaves it). */
-export function roomAgainAt(log: SendLog, now: number): number {
+export function roomAgainAt(log: SendLog, now: number, spares: readonly SpareRoom[] = []): number {
   const span = RUN_WINDOW_MS + SEND_SLACK_MS;
   const oldest = log.find(([at]) => at > now - span);
-  return oldest === undefined ? now : oldest[0] + span;
+  const tails = spareTails(spares, now).map((spare) => spare.until + span);
+  const times = [...(oldest === undefined ? [] : [oldest[0] + span]), ...tails];
+  return times.length === 0 ? now : Math.min(...times);
+}
+
+/**
+ * The spare room that has left the log but whose requests the service may still count: a spare
+ * request goes out by its `until` and slack, and counts in the service's window for a window
+ * after that.
+ */
+function spareTails(spares: readonly SpareRoom[], now: number): SpareRoom[] {
+  const span = RUN_WINDOW_MS + SEND_SLACK_MS;
+  return spares.filter((spare) => spare.at <= now - span && spare.until > now - span);
+}
+
+/** The room the window has now: what the log leaves, less the spare room still held past it. */
+function windowRoomNow(state: GrantsState, now: number, window: number): number {
+  const held = spareTails(state.spares, now).reduce((sum, spare) => sum + spare.count, 0);
+  return Math.max(0, roomNow(state.log, now, window) - held);
 }
 
 /**
@@ -177,7 +218,7 @@ export function grantNow(
   let queueFull = false;
   if (!state.paused) {
     for (;;) {
-      const windowRoom = roomNow(state.log, now, window);
+      const windowRoom = windowRoomNow(state, now, window);
       const next = grantOrder(state, waiting)[0];
       const jumping = next !== undefined && outranks(next, waiting);
       const queue = queueRoom(state.queue, state.log, now, state.takenPerSecond, jumping);
@@ -197,7 +238,7 @@ export function grantNow(
   const giveUp = Math.min(...waiting.map((ask) => ask.giveUpAt));
   if (state.paused) return { answers, nextAt: giveUp };
   // A full queue frees room as the service's workers take jobs: seen in the next reading.
-  const roomAt = queueFull ? now + QUEUE_RETRY_MS : roomAgainAt(state.log, now);
+  const roomAt = queueFull ? now + QUEUE_RETRY_MS : roomAgainAt(state.log, now, state.spares);
   return { answers, nextAt: Math.min(giveUp, roomAt) };
 }
 
@@ -216,6 +257,7 @@ export function carriedGrants(state: GrantsState): GrantsState {
     served,
     waiting: state.waiting.map((ask) => ({ ...ask })),
     earmarks: { ...state.earmarks },
+    spares: state.spares.map((spare) => ({ ...spare })),
     ...(state.queue === undefined ? {} : { queue: { ...state.queue } }),
     ...(state.takenFrom === undefined ? {} : { takenFrom: { ...state.takenFrom } }),
   };
@@ -254,6 +296,47 @@ export function tidy(state: GrantsState, now: number): void {
   }
   state.log = state.log.filter(([, count]) => count > 0);
   state.waiting = state.waiting.filter((ask) => ask.giveUpAt > now);
+  state.spares = state.spares.filter((spare) => spare.until > now - RUN_WINDOW_MS - SEND_SLACK_MS);
+}
+
+/**
+ * Spare room for a grant just made at the first ask, when the endpoint is idle: nothing else waits,
+ * nothing is paused, and the window and the service's queue keep ten times the spare after it. Counted now,
+ * as a grant to the same key, and held past the log until its requests can no longer count.
+ */
+function spareFor(state: GrantsState, ask: Ask, now: number, limit: number): Grant['spare'] {
+  if (state.paused || state.waiting.length > 0) return undefined;
+  const windowRoom = windowRoomNow(state, now, state.limitOverride ?? limit);
+  const queue = queueRoom(state.queue, state.log, now, state.takenPerSecond, false);
+  const count = Math.min(SPARE_MAX, Math.floor(Math.min(windowRoom, queue) * SPARE_SHARE));
+  if (count <= 0) return undefined;
+  logGrant(state.log, now, count);
+  state.served[ask.fairnessKey] = (state.served[ask.fairnessKey] ?? 0) + count / weightOf(state, ask);
+  state.granted[ask.fairnessKey] = (state.granted[ask.fairnessKey] ?? 0) + count;
+  const until = now + SPARE_MS;
+  state.spares.push({ at: now, until, count });
+  return { count, until };
+}
+
+/** Spare room as its caller's process holds it: `count` requests left, each sent by `until` and slack. */
+export interface HeldSpare {
+  count: number;
+  until: number;
+}
+
+/**
+ * Takes room for `count` requests from the spare a process holds, if it is still good and holds
+ * them all (a batch's page is not cut into a spare part and a rest): a grant to send now, as the
+ * gate's own are (by SEND_SLACK_MS from now), or undefined.
+ */
+export function takeSpare(
+  spare: HeldSpare | undefined,
+  count: number,
+  now: number,
+): { count: number; at: number; sendBy: number } | undefined {
+  if (spare === undefined || spare.count < count || now >= spare.until) return undefined;
+  spare.count -= count;
+  return { count, at: now, sendBy: now + SEND_SLACK_MS };
 }
 
 /** A caller's ask as the gate takes it: the waiting ask but for the times the gate sets. */
@@ -298,7 +381,9 @@ export function answerAsk(
   const mine = state.earmarks[ask.id];
   if (mine) {
     delete state.earmarks[ask.id];
-    return { grant: mine };
+    // Spare room only for an ask granted the first time it asks: one that had to wait found no idle endpoint.
+    const spare = mineWaiting ? undefined : spareFor(state, ask, now, limit);
+    return { grant: spare === undefined ? mine : { ...mine, spare } };
   }
   const later = nextAt ?? now + SEND_SLACK_MS;
   const retryAt = state.paused ? Math.min(later, now + PAUSED_RETRY_MS) : later;

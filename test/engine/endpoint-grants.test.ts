@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ASK_WAIT_MS } from '../../contracts/endpoint-gate';
+import { ASK_WAIT_MS, type ServiceQueue } from '../../contracts/endpoint-gate';
 import {
   answerAsk,
   carriedGrants,
@@ -7,6 +7,9 @@ import {
   grantNow,
   initialGrants,
   joinKey,
+  SPARE_MAX,
+  SPARE_MS,
+  takeSpare,
   tidy,
   type WaitingAsk,
 } from '../../engine/endpoint-grants';
@@ -243,5 +246,87 @@ describe('answerAsk, asked again', () => {
       retryAt: expect.any(Number),
     });
     expect(answerAsk(state, of('heavy', 'heavy', 3), SPAN + 2, 20)).toMatchObject({ grant: { count: 20 } });
+  });
+});
+
+describe('spare room', () => {
+  const asked = (id: string, fields: Partial<WaitingAsk> = {}) => {
+    const { arrivedAt: _arrived, giveUpAt: _giveUp, ...rest } = ask(id, fields);
+    return rest;
+  };
+  /** Every worker of 100 busy, so the gate holds the service's queue (room: 100 queued, less what waits). */
+  const held = (inQueue: number): ServiceQueue => ({
+    inQueue,
+    running: 100,
+    idle: 0,
+    workersMax: 100,
+    at: 0,
+  });
+
+  it('goes with an ask granted at once on an idle endpoint, counted now and held past the log', () => {
+    const state = initialGrants();
+    expect(answerAsk(state, asked('single', { count: 1 }), 0, 1_000)).toEqual({
+      grant: {
+        id: 'single',
+        count: 1,
+        at: 0,
+        sendBy: SEND_SLACK_MS,
+        spare: { count: SPARE_MAX, until: SPARE_MS },
+      },
+    });
+    expect(state.log).toEqual([[0, 1 + SPARE_MAX]]);
+    expect(state.granted['']).toBe(1 + SPARE_MAX);
+    // Once the grant leaves the log, the spare is still held: its requests may go out until
+    // SPARE_MS and count for a window and slack after that.
+    const waiting = [ask('page', { count: 1_000 })];
+    expect(grantNow(state, waiting, SPAN, 1_000).answers).toMatchObject([
+      { id: 'page', count: 1_000 - SPARE_MAX },
+    ]);
+    const later = [ask('next', { count: 1_000 })];
+    expect(grantNow(state, later, SPAN + 1, 1_000).nextAt).toBe(SPARE_MS + SPAN);
+    tidy(state, SPARE_MS + SPAN);
+    expect(state.spares).toEqual([]);
+  });
+
+  it.each<[string, (state: GrantsState) => void, number, ServiceQueue | undefined]>([
+    [
+      'a lower priority waits for the queue (the ask goes past it)',
+      (state) => void answerAsk(state, asked('backfill', { priority: 5 }), 0, 1_000, held(100)),
+      1_000,
+      held(100),
+    ],
+    ['the gate is paused', (state) => void Object.assign(state, { paused: true }), 1_000, undefined],
+    ['the window is small (a tenth of its room is under one request)', () => undefined, 9, undefined],
+    ["the service's queue is nearly full", () => undefined, 1_000, held(95)],
+  ])('is none while %s', (_case, before, limit, reading) => {
+    const state = initialGrants();
+    before(state);
+    const answer = answerAsk(state, asked('single', { count: 1, priority: 1 }), 10, limit, reading);
+    expect(answer).toMatchObject(state.paused ? { retryAt: expect.any(Number) } : { grant: { count: 1 } });
+    expect('grant' in answer ? answer.grant.spare : undefined).toBeUndefined();
+    expect(state.spares).toEqual([]);
+  });
+
+  it('is none for an ask that had to wait: it found the endpoint busy', () => {
+    const state = initialGrants();
+    answerAsk(state, asked('fill', { count: 1_000 }), 0, 1_000);
+    expect(answerAsk(state, asked('single', { count: 1 }), 100, 1_000)).toEqual({ retryAt: SPAN });
+    const granted = answerAsk(state, asked('single', { count: 1 }), SPAN, 1_000);
+    expect(granted).toMatchObject({ grant: { count: 1 } });
+    expect('grant' in granted && granted.grant.spare).toBeFalsy();
+  });
+
+  it.each<[string, { count: number; until: number } | undefined, number, number, number | undefined]>([
+    ['none held', undefined, 1, 0, undefined],
+    ['holds the request', { count: 3, until: 5_000 }, 1, 4_999, 2],
+    ['holds a page whole', { count: 3, until: 5_000 }, 3, 0, 0],
+    ['a page larger than it holds is not cut', { count: 3, until: 5_000 }, 4, 0, 3],
+    ['past its time', { count: 3, until: 5_000 }, 1, 5_000, 3],
+  ])('is taken by the asking process when it %s', (_case, spare, count, now, left) => {
+    const held = spare === undefined ? undefined : { ...spare };
+    const taken = takeSpare(held, count, now);
+    const expected = left !== undefined && held !== undefined && left < spare!.count;
+    expect(taken).toEqual(expected ? { count, at: now, sendBy: now + SEND_SLACK_MS } : undefined);
+    expect(held?.count).toBe(left);
   });
 });

@@ -9,6 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointGateId, SEND_SLACK_MS } from '../../contracts/endpoint-gate';
+import { SPARE_MAX, SPARE_MS } from '../../engine/endpoint-grants';
 import type { endpointGate } from '../../workflows/endpoint/endpoint-gate';
 import {
   askToSendUpdate,
@@ -69,6 +70,19 @@ describe('endpointGate', () => {
       });
       // Nothing more asked: the gate ends by itself (time skips).
       await gate.result();
+    });
+  });
+
+  it('gives an ask granted at once on an idle endpoint spare room, and counts it in the window', async () => {
+    await withWorker(env, bundle, {}, async (taskQueue) => {
+      const gate = await start(taskQueue, 'ep-spare');
+      const granted = await gate.executeUpdate(askToSendUpdate, {
+        args: [{ endpointId: 'ep-spare', id: 'single', count: 1, limit: 1_000 }],
+      });
+      expect(granted).toMatchObject({ count: 1, spare: { count: SPARE_MAX } });
+      expect((granted.spare?.until ?? 0) - granted.at).toBe(SPARE_MS);
+      expect(await gate.query(gateViewQuery)).toMatchObject({ inWindow: 1 + SPARE_MAX });
+      await gate.terminate();
     });
   });
 

@@ -125,9 +125,9 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
       );
       // Shown in the UI; costs no history event.
       setCurrentDetails(gateCurrentDetails(view()));
-      return 'grant' in answer
-        ? { count: answer.grant.count, at: answer.grant.at, sendBy: answer.grant.sendBy }
-        : { count: 0, at: now, sendBy: now, retryAt: answer.retryAt };
+      if (!('grant' in answer)) return { count: 0, at: now, sendBy: now, retryAt: answer.retryAt };
+      const { count, at, sendBy, spare } = answer.grant;
+      return { count, at, sendBy, ...(spare === undefined ? {} : { spare }) };
     },
     {
       validator: (raw) => {
