@@ -268,6 +268,17 @@ async function main() {
       .join(', ');
     const workflowMs = tsToMs(events.at(-1)?.eventTime) - tsToMs(events[0]?.eventTime);
     const [besideJob] = emulator.control.jobs(besideEndpoint, { removed: true });
+    // B's way, in order: its history's events and the service's times for its job, from its start.
+    const startMs = tsToMs(events[0]?.eventTime);
+    const way = [
+      ...events.map((event) => ({
+        at: tsToMs(event.eventTime) - startMs,
+        what: String(event.eventType ?? '').replace(/^EVENT_TYPE_/, '').toLowerCase(),
+      })),
+      ...(['submittedAt', 'startedAt', 'finishedAt'] as const).flatMap((field) =>
+        besideJob?.[field] === undefined ? [] : [{ at: besideJob[field] - startMs, what: `service: ${field}` }],
+      ),
+    ].sort((a, b) => a.at - b.at);
     const submittedAt = (endpointId: string) =>
       emulator.control.jobs(endpointId, { removed: true }).map((job) => job.submittedAt);
     while (emulator.control.submissions(burstEndpoint) < BURST) await sleep(100);
@@ -284,6 +295,7 @@ async function main() {
         `${ran}, the workflow took ${seconds(workflowMs, 2)} from its start to its end, ` +
         `the result reached the caller ${seconds(resultMs, 2)} after the workflow ended`,
     );
+    say(`B's way (ms from its start): ${way.map(({ at, what }) => `${Math.round(at)} ${what}`).join(', ')}`);
   }
 
   // 5. tenants
