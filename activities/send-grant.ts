@@ -6,7 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ServiceClient } from '../api';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
@@ -17,7 +21,9 @@ import {
   ENDPOINT_GATE_WORKFLOW,
   type EndpointGateInput,
   endpointGateId,
+  GATE_IDLE_MS,
   type Scheduling,
+  SEND_SLACK_MS,
   type SendAsk,
   type SendGrant,
   type ServiceQueue,
@@ -25,7 +31,7 @@ import {
 } from '../contracts/endpoint-gate';
 import { SUBMIT_NOT_SENT } from '../contracts/failures';
 import { GATE_PRIORITY } from '../contracts/task-priority';
-import { type HeldSpare, takeSpare } from '../engine/endpoint-grants';
+import { type HeldSpare, SPARE_MAX, takeSpare } from '../engine/endpoint-grants';
 import { type QueueReader, serviceQueueReading, serviceQueueReadingSoon } from './service-queue-look';
 
 /** How long a submit of more than one request waits for a first reading of the service's queue. */
@@ -78,6 +84,8 @@ interface Lane {
   gate: GateHealth;
   /** Spare room the gate gave with its last grant: used before asking again. */
   spare?: HeldSpare | undefined;
+  /** Requests sent before a gate this process started afresh had counted them: asked for next. */
+  owed: number;
 }
 
 /** How a gate has answered this process lately. */
@@ -86,6 +94,8 @@ interface GateHealth {
   silentSince?: number | undefined;
   /** Until when its lanes send without the gate: it did not answer for UNREACHABLE_MS. */
   ungatedUntil?: number | undefined;
+  /** When it last answered this process, or this process last tried to start it. */
+  heardAt?: number | undefined;
 }
 
 /** Per task queue and endpoint: kept across lanes, so that a gate found silent stays so known. */
@@ -111,16 +121,42 @@ const ungated = (count: number): SendGrant => ({ count, at: Date.now(), sendBy: 
 
 const lanes = new Map<string, Lane>();
 
+/**
+ * A gate this process has not heard from for as long as an idle gate lives may have ended. Started
+ * afresh here (another process may have started it first: then it is asked as ever), it has had
+ * nothing in its window for that long, so the lane's first requests, up to SPARE_MAX, go out at
+ * once, and the gate counts them at the lane's next ask. A new gate's first workflow task no longer
+ * stands between an endpoint's first job and its submit; at worst, processes that start gates at
+ * the same moment send SPARE_MAX requests the gate counts a moment late.
+ */
+async function startAfresh(lane: Lane, start: () => Promise<boolean>, limit: number): Promise<void> {
+  const now = Date.now();
+  if (lane.gate.heardAt !== undefined && now - lane.gate.heardAt <= GATE_IDLE_MS) return;
+  lane.gate.heardAt = now;
+  const started = await answeredInTime(start()).catch(() => false);
+  if (!started) return;
+  const at = Date.now();
+  let room = Math.min(SPARE_MAX, limit);
+  for (let first = lane.waiters[0]; first !== undefined && first.count <= room; first = lane.waiters[0]) {
+    lane.waiters.shift();
+    room -= first.count;
+    lane.owed += first.count;
+    first.resolve({ count: first.count, at, sendBy: at + SEND_SLACK_MS });
+  }
+}
+
 /** Asks the gate for the lane's waiters until none is left: each is granted, or gives up. */
 async function pump(
   lane: Lane,
   key: string,
   ask: (count: number, id: string) => Promise<unknown>,
+  start: () => Promise<boolean>,
   limit: number,
 ) {
   lane.asking = true;
   try {
-    while (lane.waiters.length > 0) {
+    await startAfresh(lane, start, limit);
+    while (lane.waiters.length > 0 || lane.owed > 0) {
       let now = Date.now();
       for (const waiter of lane.waiters.filter((entry) => entry.giveUpAt <= now)) {
         lane.waiters.splice(lane.waiters.indexOf(waiter), 1);
@@ -133,6 +169,19 @@ async function pump(
         if (!first || !spared) break;
         lane.waiters.shift();
         first.resolve(spared);
+      }
+      if (lane.owed > 0) {
+        // What went out before the gate ran, counted now: the grant is theirs, the spare kept.
+        const owed = lane.owed;
+        lane.owed = 0;
+        try {
+          const answer = sendGrantSchema.parse(await answeredInTime(ask(owed, randomUUID())));
+          lane.gate.heardAt = Date.now();
+          if (answer.spare !== undefined) lane.spare = { ...answer.spare };
+        } catch {
+          // Already sent, into a window that was empty: nothing to plan again.
+        }
+        continue;
       }
       if (lane.waiters.length === 0) break;
       const wanted = Math.min(
@@ -147,6 +196,7 @@ async function pump(
       try {
         const answer = sendGrantSchema.parse(await answeredInTime(ask(wanted, lane.id)));
         lane.gate.silentSince = undefined;
+        lane.gate.heardAt = Date.now();
         if (answer.spare !== undefined) lane.spare = { ...answer.spare };
         if (answer.count > 0) {
           lane.id = randomUUID();
@@ -181,7 +231,8 @@ async function pump(
   } finally {
     lane.asking = false;
     // A lane with spare room is kept for the process's next submit.
-    if (lane.waiters.length === 0 && (lane.spare?.until ?? 0) <= Date.now()) lanes.delete(key);
+    if (lane.waiters.length === 0 && lane.owed === 0 && (lane.spare?.until ?? 0) <= Date.now())
+      lanes.delete(key);
   }
 }
 
@@ -205,23 +256,35 @@ export async function askToSend(
       gate = {};
       gates.set(gateKey, gate);
     }
-    lane = { waiters: [], asking: false, id: randomUUID(), gate };
+    lane = { waiters: [], asking: false, id: randomUUID(), gate, owed: 0 };
     lanes.set(key, lane);
   }
   const client = ctx.client;
+  const gateOptions = {
+    workflowId: endpointGateId(ask.endpointId),
+    taskQueue,
+    priority: GATE_PRIORITY,
+    args: [{ endpointId: ask.endpointId } satisfies EndpointGateInput] as [EndpointGateInput],
+  };
   const send = (count: number, id: string) => {
     const queue = reading?.();
     return client.workflow.executeUpdateWithStart(ASK_TO_SEND_UPDATE, {
       args: [{ ...ask, count, id, ...(queue === undefined ? {} : { queue }) } satisfies SendAsk],
       startWorkflowOperation: new WithStartWorkflowOperation(ENDPOINT_GATE_WORKFLOW, {
-        workflowId: endpointGateId(ask.endpointId),
-        taskQueue,
+        ...gateOptions,
         workflowIdConflictPolicy: 'USE_EXISTING',
-        priority: GATE_PRIORITY,
-        args: [{ endpointId: ask.endpointId } satisfies EndpointGateInput],
       }),
     });
   };
+  // Whether this call started the gate: false when it runs already.
+  const start = () =>
+    client.workflow.start(ENDPOINT_GATE_WORKFLOW, { ...gateOptions, workflowIdConflictPolicy: 'FAIL' }).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
+        throw error;
+      },
+    );
   const beatEvery = Math.max(ctx.info.heartbeatTimeoutMs ?? 30_000, 1_000) / 3;
   // The last beat sent, awaited before the grant is returned: a beat with no details that reached
   // the server after the caller's `sending` beat would erase it, and a page cut by a crash would
@@ -235,7 +298,7 @@ export async function askToSend(
     waiter = { count: ask.count, giveUpAt: Date.now() + ASK_WAIT_MS, resolve, reject };
   });
   lane.waiters.push(waiter as Waiter);
-  if (!lane.asking) void pump(lane, key, send, ask.limit);
+  if (!lane.asking) void pump(lane, key, send, start, ask.limit);
   try {
     // A cancelled activity (a worker shutting down) stops waiting at once, and leaves its lane.
     return await Promise.race([granted, ctx.cancelled]);

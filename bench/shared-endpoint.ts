@@ -40,6 +40,7 @@ import { ASK_TO_SEND_UPDATE, ENDPOINT_GATE_WORKFLOW, endpointGateId } from '../c
 import { startEmulator } from '../emulator';
 import { historyFigures } from './batch-breakdown';
 import {
+  eventKind,
   median,
   numberArg,
   quietRuntime,
@@ -273,10 +274,12 @@ async function main() {
     const way = [
       ...events.map((event) => ({
         at: tsToMs(event.eventTime) - startMs,
-        what: String(event.eventType ?? '').replace(/^EVENT_TYPE_/, '').toLowerCase(),
+        what: eventKind(event),
       })),
       ...(['submittedAt', 'startedAt', 'finishedAt'] as const).flatMap((field) =>
-        besideJob?.[field] === undefined ? [] : [{ at: besideJob[field] - startMs, what: `service: ${field}` }],
+        besideJob?.[field] === undefined
+          ? []
+          : [{ at: besideJob[field] - startMs, what: `service: ${field}` }],
       ),
     ].sort((a, b) => a.at - b.at);
     const submittedAt = (endpointId: string) =>

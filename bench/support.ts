@@ -224,15 +224,20 @@ export async function startInProcessWorker(
  * A workflow's history events of all its runs, counted by kind (and activities by type): where
  * the events per item go.
  */
+/** A history event's type as a short name: `workflow_task_started`. */
+export function eventKind(event: temporal.api.history.v1.IHistoryEvent): string {
+  return String(temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType)
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase();
+}
+
 export async function historyByKind(client: Client, workflowId: string): Promise<string> {
   const counts = new Map<string, number>();
   const add = (kind: string) => counts.set(kind, (counts.get(kind) ?? 0) + 1);
   for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
     const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     for (const event of history.events ?? []) {
-      const kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType)
-        .replace(/^EVENT_TYPE_/, '')
-        .toLowerCase();
+      const kind = eventKind(event);
       const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
       add(activity ? `${kind}:${activity}` : kind);
     }

@@ -26,6 +26,12 @@ export const ASK_WAIT_MS = RUN_WINDOW_MS + SEND_SLACK_MS;
  */
 export const GATE_ASKS_PER_RUN = 1_000;
 
+/**
+ * How long a gate with no ask waits for one before it ends (the next ask starts it again). A gate
+ * started afresh has therefore had nothing in its window for at least this long.
+ */
+export const GATE_IDLE_MS = 5 * 60_000;
+
 /** The gate's workflow type. */
 export const ENDPOINT_GATE_WORKFLOW = 'endpointGate';
 /** The update a submit asks room with. */

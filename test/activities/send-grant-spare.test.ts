@@ -3,17 +3,27 @@
  * next submits alike are granted from it without asking, until it runs out or its time passes.
  * The gate here is a stand-in for Temporal's client (the gate's own rule: engine/endpoint-grants.ts).
  */
-import type { Client } from '@temporalio/client';
+import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { askToSend } from '../../activities/send-grant';
-import type { SendAsk, SendGrant } from '../../contracts/endpoint-gate';
+import { SEND_SLACK_MS, type SendAsk, type SendGrant } from '../../contracts/endpoint-gate';
+import { SPARE_MAX } from '../../engine/endpoint-grants';
 
-/** A gate that answers each ask with all it asked, and the spare it is given for the next answer. */
-function gateWithSpare(spares: Array<SendGrant['spare']>) {
+/**
+ * A gate that answers each ask with all it asked, and the spare it is given for the next answer;
+ * already running unless `fresh` (then the first start starts it).
+ */
+function gateWithSpare(spares: Array<SendGrant['spare']>, fresh = false) {
   const asks: SendAsk[] = [];
+  let running = !fresh;
   const client = {
     workflow: {
+      start: async (_type: string, options: { workflowId: string }) => {
+        if (running)
+          throw new WorkflowExecutionAlreadyStartedError('running', options.workflowId, 'endpointGate');
+        running = true;
+      },
       executeUpdateWithStart: async (_update: unknown, options: { args: [SendAsk] }) => {
         asks.push(options.args[0]);
         const now = Date.now();
@@ -67,5 +77,23 @@ describe('askToSend with spare room', () => {
     await gate.ask('ep-spare-a');
     await gate.ask('ep-spare-b');
     expect(gate.asks.map((ask) => ask.endpointId)).toEqual(['ep-spare-a', 'ep-spare-b']);
+  });
+
+  it("sends an endpoint's first request at once when this process starts its gate afresh, and asks for it after", async () => {
+    const gate = gateWithSpare([{ count: 2, until: Date.now() + 60_000 }], true);
+    const first = await gate.ask('ep-fresh');
+    expect(first).toMatchObject({ count: 1 });
+    expect(first.sendBy - first.at).toBe(SEND_SLACK_MS);
+    // The gate counts it at the lane's next ask, which brings the spare for the next submits.
+    await vi.waitFor(() => expect(gate.asks.map((ask) => ask.count)).toEqual([1]));
+    await gate.ask('ep-fresh');
+    await gate.ask('ep-fresh');
+    expect(gate.asks).toHaveLength(1);
+  });
+
+  it('asks as ever for a page larger than a fresh gate lets go before it runs', async () => {
+    const gate = gateWithSpare([], true);
+    expect((await gate.ask('ep-fresh-page', SPARE_MAX + 1)).count).toBe(SPARE_MAX + 1);
+    expect(gate.asks.map((ask) => ask.count)).toEqual([SPARE_MAX + 1]);
   });
 });

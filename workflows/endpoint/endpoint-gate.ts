@@ -24,6 +24,7 @@ import {
   ASK_WAIT_MS,
   type EndpointGateInput,
   GATE_ASKS_PER_RUN,
+  GATE_IDLE_MS,
   type GateView,
   gateControlsSchema,
   type SendGrant,
@@ -38,9 +39,6 @@ import {
 } from '../../engine/endpoint-grants';
 import { holdsQueue, queueRoom } from '../../engine/service-queue';
 import { askToSendUpdate, gateViewQuery, setGateControlsUpdate } from './endpoint-gate-definitions';
-
-/** How long a gate with nothing in its window and no ask waits for one before it ends. */
-const IDLE_MS = 5 * 60_000;
 
 interface Carried {
   grants: GrantsState;
@@ -161,7 +159,7 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
   // its update and its workflow task, and no timer.
   for (;;) {
     const renew = () => asks >= GATE_ASKS_PER_RUN || workflowInfo().continueAsNewSuggested;
-    await condition(renew, Math.max(1, lastAskAt + IDLE_MS - Date.now()));
+    await condition(renew, Math.max(1, lastAskAt + GATE_IDLE_MS - Date.now()));
     if (renew()) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof endpointGate>({
@@ -170,14 +168,14 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
       });
     }
     const now = Date.now();
-    if (now - lastAskAt < IDLE_MS) continue;
+    if (now - lastAskAt < GATE_IDLE_MS) continue;
     tidy(grants, now);
     setCurrentDetails(gateCurrentDetails(view()));
     // An idle gate ends (the next ask starts it again), unless an operator's controls are set.
     const idle = grants.waiting.length === 0 && Object.keys(grants.earmarks).length === 0;
     if (idle && controlsCleared(grants)) {
       await condition(allHandlersFinished);
-      if (Date.now() - lastAskAt >= IDLE_MS) return;
+      if (Date.now() - lastAskAt >= GATE_IDLE_MS) return;
     }
     // Kept (asks still waiting, or controls set): look again an idle period from now.
     lastAskAt = Date.now();
