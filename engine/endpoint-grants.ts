@@ -28,9 +28,9 @@ const RETRY_GRACE_MS = 2_000;
 /** How long room earmarked for an ask waits for its caller to claim it (asked again at once, it is). */
 const EARMARK_HOLD_MS = 2_000;
 /**
- * Spare room: an ask granted at once on an idle endpoint (nothing else waiting, the service's queue
- * with room) takes along room for a few more requests, which its caller's process may send without
- * asking for SPARE_MS. A stream of single jobs on an idle endpoint then asks the gate once in
+ * Spare room: a small ask granted at once on an idle endpoint (nothing else waiting, the window
+ * under a tenth full, the service's queue with room) takes along room for a few more requests,
+ * which its caller's process may send without asking for SPARE_MS. A stream of single jobs on an idle endpoint then asks the gate once in
  * several jobs: each ask costs the gate an update and a workflow task in history. At most
  * SPARE_MAX requests, and a tenth of the room left, so that the spare is never what a later ask,
  * of any priority, waits for.
@@ -300,13 +300,18 @@ export function tidy(state: GrantsState, now: number): void {
 }
 
 /**
- * Spare room for a grant just made at the first ask, when the endpoint is idle: nothing else waits,
- * nothing is paused, and the window and the service's queue keep ten times the spare after it. Counted now,
- * as a grant to the same key, and held past the log until its requests can no longer count.
+ * Spare room for a small grant (at most SPARE_MAX requests) just made at the first ask, when the
+ * endpoint is idle: nothing else waits, nothing is paused, the window holds less than a tenth of
+ * its limit (spares included: a workload that keeps asking, a batch's pages say, gets none, so
+ * spares never add up to a share of the window), and the window and the service's queue keep ten
+ * times the spare after it. Counted now, as a grant to the same key, and held past the log until
+ * its requests can no longer count.
  */
 function spareFor(state: GrantsState, ask: Ask, now: number, limit: number): Grant['spare'] {
-  if (state.paused || state.waiting.length > 0) return undefined;
-  const windowRoom = windowRoomNow(state, now, state.limitOverride ?? limit);
+  if (state.paused || state.waiting.length > 0 || ask.count > SPARE_MAX) return undefined;
+  const window = state.limitOverride ?? limit;
+  const windowRoom = windowRoomNow(state, now, window);
+  if (window - windowRoom >= window * SPARE_SHARE) return undefined;
   const queue = queueRoom(state.queue, state.log, now, state.takenPerSecond, false);
   const count = Math.min(SPARE_MAX, Math.floor(Math.min(windowRoom, queue) * SPARE_SHARE));
   if (count <= 0) return undefined;

@@ -297,6 +297,12 @@ describe('spare room', () => {
     ],
     ['the gate is paused', (state) => void Object.assign(state, { paused: true }), 1_000, undefined],
     ['the window is small (a tenth of its room is under one request)', () => undefined, 9, undefined],
+    [
+      'the window holds a tenth of its limit already (a workload keeps asking)',
+      (state) => void answerAsk(state, asked('page', { count: 99 }), 0, 1_000),
+      1_000,
+      undefined,
+    ],
     ["the service's queue is nearly full", () => undefined, 1_000, held(95)],
   ])('is none while %s', (_case, before, limit, reading) => {
     const state = initialGrants();
@@ -305,6 +311,21 @@ describe('spare room', () => {
     expect(answer).toMatchObject(state.paused ? { retryAt: expect.any(Number) } : { grant: { count: 1 } });
     expect('grant' in answer ? answer.grant.spare : undefined).toBeUndefined();
     expect(state.spares).toEqual([]);
+  });
+
+  it('is none for an ask of more than a few requests (a page), and none again while the window holds spares', () => {
+    const state = initialGrants();
+    const page = answerAsk(state, asked('page', { count: SPARE_MAX + 1 }), 0, 1_000);
+    expect('grant' in page && page.grant.spare).toBeFalsy();
+    // Small asks one after another: each takes a spare until the window holds a tenth of its limit.
+    let spares = 0;
+    for (let k = 0; k < 20; k++) {
+      const answer = answerAsk(state, asked(`single-${k}`, { count: 1 }), 1 + k, 1_000);
+      if ('grant' in answer && answer.grant.spare) spares += 1;
+    }
+    expect(spares).toBeGreaterThan(0);
+    // At most a tenth of the window, then one more ask and its spare.
+    expect(state.log.reduce((sum, [, count]) => sum + count, 0)).toBeLessThanOrEqual(100 + 1 + SPARE_MAX);
   });
 
   it('is none for an ask that had to wait: it found the endpoint busy', () => {
