@@ -144,6 +144,19 @@ function weightOf(state: GrantsState, ask: Pick<WaitingAsk, 'fairnessKey' | 'wei
   return state.weights[ask.fairnessKey] ?? ask.weight;
 }
 
+/** Counts `count` requests granted now to the ask's key: in the window, its share and its total. */
+function countGrant(
+  state: GrantsState,
+  ask: Pick<WaitingAsk, 'fairnessKey' | 'weight'>,
+  count: number,
+  now: number,
+): void {
+  logGrant(state.log, now, count);
+  state.served[ask.fairnessKey] = (state.served[ask.fairnessKey] ?? 0) + count / weightOf(state, ask);
+  state.granted[ask.fairnessKey] = (state.granted[ask.fairnessKey] ?? 0) + count;
+  state.activeAt[ask.fairnessKey] = now;
+}
+
 /**
  * Takes a key that was idle into the shares: it starts level with the least served of the keys
  * waiting, so that a key that was idle cannot claim the window for what it did not use. A key that
@@ -226,10 +239,7 @@ export function grantNow(
       queueFull = windowRoom > 0 && room <= 0;
       if (room <= 0 || next === undefined) break;
       const count = Math.min(room, next.count);
-      logGrant(state.log, now, count);
-      state.served[next.fairnessKey] = (state.served[next.fairnessKey] ?? 0) + count / weightOf(state, next);
-      state.granted[next.fairnessKey] = (state.granted[next.fairnessKey] ?? 0) + count;
-      state.activeAt[next.fairnessKey] = now;
+      countGrant(state, next, count, now);
       answer(next, count);
     }
   }
@@ -315,9 +325,7 @@ function spareFor(state: GrantsState, ask: Ask, now: number, limit: number): Gra
   const queue = queueRoom(state.queue, state.log, now, state.takenPerSecond, false);
   const count = Math.min(SPARE_MAX, Math.floor(Math.min(windowRoom, queue) * SPARE_SHARE));
   if (count <= 0) return undefined;
-  logGrant(state.log, now, count);
-  state.served[ask.fairnessKey] = (state.served[ask.fairnessKey] ?? 0) + count / weightOf(state, ask);
-  state.granted[ask.fairnessKey] = (state.granted[ask.fairnessKey] ?? 0) + count;
+  countGrant(state, ask, count, now);
   const until = now + SPARE_MS;
   state.spares.push({ at: now, until, count });
   return { count, until };
