@@ -82,9 +82,12 @@ interface Lane {
   id: string;
   /** Whether its gate answers, shared with the other lanes of the gate. */
   gate: GateHealth;
-  /** Spare room the gate gave with its last grant: used before asking again. */
-  spare?: HeldSpare | undefined;
-  /** Requests sent before a gate this process started afresh had counted them: asked for next. */
+  /**
+   * Spare room, used before asking again: the gate's, given with its last grant, or the room of a
+   * gate this process started afresh, which the gate has yet to count (`uncounted`).
+   */
+  spare?: (HeldSpare & { uncounted?: boolean }) | undefined;
+  /** Requests sent on uncounted spare room: the gate is asked to count them next. */
   owed: number;
 }
 
@@ -134,15 +137,9 @@ async function startAfresh(lane: Lane, start: () => Promise<boolean>, limit: num
   if (lane.gate.heardAt !== undefined && now - lane.gate.heardAt <= GATE_IDLE_MS) return;
   lane.gate.heardAt = now;
   const started = await answeredInTime(start()).catch(() => false);
-  if (!started) return;
-  const at = Date.now();
-  let room = Math.min(SPARE_MAX, limit);
-  for (let first = lane.waiters[0]; first !== undefined && first.count <= room; first = lane.waiters[0]) {
-    lane.waiters.shift();
-    room -= first.count;
-    lane.owed += first.count;
-    first.resolve({ count: first.count, at, sendBy: at + SEND_SLACK_MS });
-  }
+  // Taken by the waiters there now (pump's spare turn); the lane's next ask replaces it.
+  if (started)
+    lane.spare = { count: Math.min(SPARE_MAX, limit), until: Date.now() + SEND_SLACK_MS, uncounted: true };
 }
 
 /** Asks the gate for the lane's waiters until none is left: each is granted, or gives up. */
@@ -168,12 +165,14 @@ async function pump(
         const spared = first && takeSpare(lane.spare, first.count, now);
         if (!first || !spared) break;
         lane.waiters.shift();
+        if (lane.spare?.uncounted) lane.owed += spared.count;
         first.resolve(spared);
       }
       if (lane.owed > 0) {
-        // What went out before the gate ran, counted now: the grant is theirs, the spare kept.
+        // What went out on uncounted room, counted now: the answer's spare room replaces that room.
         const owed = lane.owed;
         lane.owed = 0;
+        lane.spare = undefined;
         try {
           const answer = sendGrantSchema.parse(await answeredInTime(ask(owed, randomUUID())));
           lane.gate.heardAt = Date.now();
