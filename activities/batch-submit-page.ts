@@ -24,7 +24,7 @@ import { type BatchShared, batchContext } from './batch-shared';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { type StageRequestLine, stageRequestLines } from './pipeline-requests';
 import { grantToSend } from './send-grant';
-import { beatBeforeSending } from './submit-beat';
+import { beatBeforeSending, submitBeats } from './submit-beat';
 
 export function submitPageActivities(shared: BatchShared) {
   const { deps, client, store, metrics, inFlight } = shared;
@@ -86,9 +86,11 @@ export function submitPageActivities(shared: BatchShared) {
       const created: NonNullable<SubmitBeat['created']> = [];
       const ctx = Context.current();
       const notAfter = extensionsNotAfter(startedAt, ctx.info.startToCloseTimeoutMs);
-      await beatBeforeSending({ sending: true, created });
-      // Every beat repeats that requests may be out: the server keeps only the last details.
-      const beat = () => ctx.heartbeat({ sending: true, created });
+      // Every beat repeats that requests may be out, with the jobs made so far; each request goes
+      // out right after a beat the server recorded (submit-beat.ts).
+      const beats = submitBeats(() => ({ sending: true, created }), startedAt);
+      const beat = beats.beat;
+      await beatBeforeSending(beats);
       const results = await Promise.all(
         input.indexes.map(async (i, k): Promise<SubmitItemResult | undefined> => {
           if (!granted.has(i)) {
@@ -137,7 +139,10 @@ export function submitPageActivities(shared: BatchShared) {
           const sentAt = Date.now();
           try {
             const submitted = await client.jobs
-              .run(input.endpointId, body, grant.sendBy === undefined ? {} : { sendBy: grant.sendBy })
+              .run(input.endpointId, body, {
+                ...(grant.sendBy === undefined ? {} : { sendBy: grant.sendBy }),
+                beforeSend: () => beats.readyToSend(),
+              })
               .finally(release);
             metrics.submission('accepted');
             inFlight.started(input.endpointId, submitted.id);
@@ -149,13 +154,19 @@ export function submitPageActivities(shared: BatchShared) {
               ...leased,
             };
             created.push(result);
-            beat();
             // The lease extended here, as the job's submit does (activities/job.ts): the answer
             // then says no lease, and the workflow has nothing to extend. A long lease is left to
             // the job's watcher, whose looks carry the ttl (contracts/submit-lease.ts says why).
+            // Only once the server has recorded the job: an attempt that ends later hands it to
+            // the workflow, and one that may have ended already leaves the lease to delete it.
+            const extendHere = leaseTtl !== undefined && !looksExtendLease(leaseTtl);
+            if (!extendHere) beat();
             if (
-              leaseTtl !== undefined &&
-              !looksExtendLease(leaseTtl) &&
+              extendHere &&
+              (await beats.confirm().then(
+                () => true,
+                () => false,
+              )) &&
               (await extendLeaseInSubmit(
                 client,
                 {

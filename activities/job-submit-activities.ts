@@ -29,7 +29,7 @@ import { currentWorkflowId, type JobActivityContext } from './job-context';
 import { observe } from './job-observe';
 import { extendLeaseInSubmit, extensionsNotAfter } from './lease-extend';
 import { grantToSend, windowFull } from './send-grant';
-import { beatBeforeSending, whileBeating } from './submit-beat';
+import { beatBeforeSending, type SubmitBeats, submitBeats } from './submit-beat';
 
 type SubmitBody = z.input<typeof submitRequestSchema>;
 
@@ -106,12 +106,14 @@ export function submitActivities(context: JobActivityContext) {
   /**
    * POST /run once room in the endpoint's window is granted. No abort signal: a submit cut off
    * after sending is exactly the duplicate risk; it runs to its own timeouts instead (worker
-   * shutdown gives it a grace period). The beat says the worker lives (a lease needs a dead one
-   * noticed quickly), also while 429s are waited out.
+   * shutdown gives it a grace period). Each try goes out only right after the server recorded a
+   * beat that says it may be out (submit-beat.ts); beats also say the worker lives while 429s are
+   * waited out.
    */
   async function sendRun(
     input: Pick<SubmitJobInput, 'endpointId' | 'hop' | 'scheduling'>,
     body: SubmitBody,
+    beats: SubmitBeats,
     beat: SubmitBeat,
   ): Promise<{ submitted: JobSubmitted; sentAt: number }> {
     const { endpointId } = input;
@@ -123,13 +125,15 @@ export function submitActivities(context: JobActivityContext) {
       input.scheduling,
     );
     if (grant.count === 0) throw windowFull(endpointId);
-    await beatBeforeSending(beat);
+    await beatBeforeSending(beats);
     const sentAt = Date.now();
     try {
       // One request, sent now under the grant; a 429 is waited out by the client as ever (a job's
       // single request later than its grant's slack overlaps the next window by one at most),
       // rather than given up for another ask.
-      const submitted = await whileBeating(beat, () => client.jobs.run(endpointId, body));
+      const submitted = await beats.during(() =>
+        client.jobs.run(endpointId, body, { beforeSend: () => beats.readyToSend() }),
+      );
       metrics.submission('accepted');
       if (input.hop) metrics.routeHop(input.hop);
       inFlight.started(endpointId, submitted.id);
@@ -170,10 +174,22 @@ export function submitActivities(context: JobActivityContext) {
         inputOverrides ? { endpointId, inputOverrides } : undefined,
       );
       const { body, beat, leaseTtlMs } = leasedRequest(armed, checked.lease);
-      const { submitted, sentAt } = await sendRun(checked, body, beat);
+      let details: SubmitBeat = beat;
+      const beats = submitBeats(() => details, startedAt);
+      const { submitted, sentAt } = await sendRun(checked, body, beats, beat);
+      // The job is recorded at the server before its lease is extended: if this attempt ends
+      // now, the workflow takes the job from the timeout's details. Not recorded (the attempt may
+      // be over): no extension, so that an orphan the workflow cannot know of is still deleted at
+      // its lease; the workflow extends the lease itself if this answer does reach it.
+      details = { ...beat, jobId: submitted.id };
+      const recorded = await beats.confirm().then(
+        () => true,
+        () => false,
+      );
       const extended =
         leaseTtlMs !== undefined &&
-        (await whileBeating(beat, () =>
+        recorded &&
+        (await beats.during(() =>
           extendLeaseInSubmit(client, {
             endpointId,
             jobId: submitted.id,
@@ -204,10 +220,14 @@ export function submitActivities(context: JobActivityContext) {
         'input',
       );
       const { body, webhookArmed } = await requestWithWebhook(context, request, requestRef);
-      await beatBeforeSending({ sending: true, webhookArmed });
+      const beats = submitBeats(() => ({ sending: true, webhookArmed }));
+      await beatBeforeSending(beats);
       let status: Awaited<ReturnType<typeof client.jobs.runSync>>;
       try {
-        status = await client.jobs.runSync(endpointId, body, wait === undefined ? {} : { wait });
+        status = await client.jobs.runSync(endpointId, body, {
+          ...(wait === undefined ? {} : { wait }),
+          beforeSend: () => beats.readyToSend(),
+        });
         metrics.submission('accepted');
         inFlight.started(endpointId, status.id);
       } catch (error) {

@@ -27,6 +27,11 @@ export interface HttpCall {
   signal?: AbortSignal | undefined;
   /** Not sent after this time (ms since the epoch): a call the limiter holds past it fails unsent. */
   sendBy?: number | undefined;
+  /**
+   * Awaited right before each try goes out (after the limiter; a 429's retry too). When it rejects,
+   * the call ends unsent (an Aborted error that never reached the service) with its reason.
+   */
+  beforeSend?: (() => Promise<void>) | undefined;
   /** For /runsync, which holds the response for up to `wait` ms. */
   headersTimeoutMs?: number;
 }
@@ -68,6 +73,17 @@ function notSentInTime(call: HttpCall): ServiceError {
   });
 }
 
+/** A call whose `beforeSend` refused it. */
+function notSentBecause(call: HttpCall, reason: unknown): ServiceError {
+  return new ServiceError({
+    kind: 'Aborted',
+    operation: call.operation,
+    message: `${call.operation} not sent: ${reason instanceof Error ? reason.message : String(reason)}`,
+    retryable: true,
+    mayHaveReachedService: false,
+  });
+}
+
 export function createTransport(options: {
   dispatcher: Dispatcher;
   ownsDispatcher: boolean;
@@ -104,6 +120,14 @@ export function createTransport(options: {
     if (late(call)) {
       release?.({ sent: false });
       throw notSentInTime(call);
+    }
+    if (call.beforeSend) {
+      try {
+        await call.beforeSend();
+      } catch (error) {
+        release?.({ sent: false });
+        throw notSentBecause(call, error);
+      }
     }
     const started = performance.now();
     let status: number | undefined;

@@ -24,6 +24,11 @@ export interface CallOptions {
    * past it fails with an Aborted ServiceError that never reached the service.
    */
   sendBy?: number;
+  /**
+   * Awaited right before each try goes out (a 429's retry too); when it rejects, the call ends
+   * unsent with an Aborted ServiceError that never reached the service, carrying its reason.
+   */
+  beforeSend?: () => Promise<void>;
 }
 
 // /runsync holds its answer for up to `wait` ms; the headers timeout must outlast it.
@@ -84,6 +89,7 @@ export function createJobOperations(config: ServiceConfig, transport: Transport)
       limit: { endpointId, operation },
       signal: options?.signal,
       sendBy: options?.sendBy,
+      beforeSend: options?.beforeSend,
       ...extra,
     });
   }

@@ -12,6 +12,8 @@ export interface SubmitBeat {
   /** A job's submit: whether the request named a webhook, and the lease it went out under. */
   webhookArmed?: boolean;
   leaseTtlMs?: number;
+  /** A job's submit: the job its request made, recorded before its lease is extended. */
+  jobId?: string;
   /** A batch page's submit: the jobs it created so far. */
   created?: Array<{ i: number; id: string; ttl?: number; lease?: number }>;
 }

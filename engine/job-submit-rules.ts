@@ -29,13 +29,21 @@ export function sentNothing(failure: Pick<ActivityOutcome, 'source' | 'type' | '
  * (rejected: the engine decides whether and when to try again, `retryable` or not). Only the
  * activity's own word makes a failure certain, and so does a timeout whose last heartbeat never
  * said a request was going out (the server lost the task, or the worker died before sending:
- * activities/submit-beat.ts), which is worth another try. A timeout after that beat, a
- * cancellation by a shutting-down worker or SubmitUncertain may each hide a job that exists.
+ * activities/submit-beat.ts), which is worth another try. A timeout whose beat recorded the job's
+ * id made that job ('made'). Any other timeout after that beat, a cancellation by a shutting-down
+ * worker or SubmitUncertain may each hide a job that exists.
  */
 export function submitFailureKind(
   failure: Pick<ActivityOutcome, 'source' | 'type' | 'facts' | 'retryable'>,
-): { kind: 'uncertain'; reported: UncertainReport } | { kind: 'rejected'; retryable: boolean } {
+):
+  | { kind: 'uncertain'; reported: UncertainReport }
+  | { kind: 'rejected'; retryable: boolean }
+  | { kind: 'made'; jobId: string; leaseTtlMs?: number } {
   if (sentNothing(failure)) return { kind: 'rejected', retryable: true };
+  const { jobId, leaseTtlMs } = failure.facts;
+  // The attempt ended after its beat recorded the job: the job is known, not uncertain.
+  if (failure.source === 'timeout' && typeof jobId === 'string' && jobId !== '')
+    return { kind: 'made', jobId, ...(typeof leaseTtlMs === 'number' ? { leaseTtlMs } : {}) };
   if (failure.source === 'application' && failure.type !== JOB_FAILURE.submitUncertain)
     return { kind: 'rejected', retryable: failure.retryable };
   const armed = failure.facts.webhookArmed;

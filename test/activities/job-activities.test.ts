@@ -187,6 +187,84 @@ describe('job activities', () => {
       expect(left).not.toHaveProperty('extended');
     });
 
+    it("has the server record the job's id before it extends the lease; an attempt that may be over extends nothing", async () => {
+      const lease = { ttlMs: 60_000, onlyWithWebhook: true };
+      const request = { input: {}, policy: { ttl: 3_600_000 } };
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' }, { id: 'job-2', status: 'IN_QUEUE' });
+      stub.answer('status', { id: 'job-1', status: 'IN_QUEUE' });
+      const env = activityEnv();
+      let beatsWhenExtended: unknown[] = [];
+      const jobs = stub.client.jobs;
+      const watched = {
+        jobs: {
+          ...jobs,
+          status: (...args: Parameters<typeof jobs.status>) => {
+            beatsWhenExtended = [...env.beats];
+            return jobs.status(...args);
+          },
+        },
+      };
+      const done = await env.call(activities({ client: watched }).submitJob, {
+        endpointId: 'ep-1',
+        request,
+        lease,
+      });
+      expect(done).toMatchObject({ jobId: 'job-1', extended: true });
+      expect(beatsWhenExtended.at(-1)).toEqual({
+        sending: true,
+        webhookArmed: true,
+        leaseTtlMs: 60_000,
+        jobId: 'job-1',
+      });
+
+      // The server recorded the beat before sending, then refused the next: the attempt timed out
+      // meanwhile, and the workflow counts the job as an uncertain submit's orphan, which only its
+      // lease may end. Extending it would let it outlive the workflow's wait and run twice.
+      const ended = activityEnv({}, new Error('activity not found'), 1);
+      const left = await ended.call(activities().submitJob, { endpointId: 'ep-1', request, lease });
+      expect(left).toMatchObject({ jobId: 'job-2', leaseTtlMs: 60_000 });
+      expect(left).not.toHaveProperty('extended');
+      expect(stub.named('status')).toHaveLength(1);
+      expect(ended.beats).toEqual([{ sending: true, webhookArmed: true, leaseTtlMs: 60_000 }]);
+    });
+
+    it('sends no later try once the server no longer records its beats (the attempt may be over)', async () => {
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      // The first beat is recorded; by the time the request goes, more than a second later (here:
+      // the clock moved while the gate granted), the server refuses beats.
+      const env = activityEnv({ startToCloseTimeoutMs: 60_000 }, new Error('activity not found'), 1);
+      const jobs = stub.client.jobs;
+      const later = {
+        jobs: {
+          ...jobs,
+          run: (...args: Parameters<typeof jobs.run>) => {
+            vi.setSystemTime(Date.now() + 2_000);
+            return jobs.run(...args);
+          },
+        },
+      };
+      vi.useFakeTimers({ toFake: ['Date'] });
+      const error = failure(
+        await rejection(
+          env.call(activities({ client: later }).submitJob, { endpointId: 'ep-1', request: { input: {} } }),
+        ),
+      );
+      expect(error.type).toBe('Aborted');
+      expect(error.nonRetryable).toBe(false);
+      expect(error.message).toContain('activity not found');
+      expect(stub.named('run')).toHaveLength(0);
+
+      // Beats still recorded, but the attempt's start-to-close end too near: nothing goes either.
+      const late = await rejection(
+        activityEnv({ startToCloseTimeoutMs: 1_000 }).call(activities({ client: later }).submitJob, {
+          endpointId: 'ep-1',
+          request: { input: {} },
+        }),
+      );
+      expect(failure(late).message).toContain('start-to-close timeout (1000 ms) leaves no room to send');
+      expect(stub.named('run')).toHaveLength(0);
+    });
+
     it('keeps trying the extension within the lease while the activity has time, ahead of the workflow', async () => {
       const lease = { ttlMs: 60_000, onlyWithWebhook: true };
       stub.answer('run', { id: 'job-3', status: 'IN_QUEUE' });

@@ -25,7 +25,29 @@ export function stubClient(): StubClient {
   const handler =
     (operation: Operation) =>
     async (...args: unknown[]) => {
-      calls.push({ operation, args });
+      // As the client does: a try goes out only once its `beforeSend` resolved (api/http.ts).
+      const options = args[2] as { beforeSend?: () => Promise<void> } | undefined;
+      if (options?.beforeSend) {
+        try {
+          await options.beforeSend();
+        } catch (error) {
+          throw serviceError({
+            kind: 'Aborted',
+            operation,
+            message: `${operation} not sent: ${(error as Error).message}`,
+            retryable: true,
+            mayHaveReachedService: false,
+          });
+        }
+      }
+      const { beforeSend: _hook, ...rest } = options ?? {};
+      calls.push({
+        operation,
+        args:
+          options === undefined || args.length < 3
+            ? args
+            : [args[0], args[1], ...(Object.keys(rest).length ? [rest] : [])],
+      });
       const queue = queues.get(operation) ?? [];
       const answer = queue.length > 1 ? queue.shift() : queue[0];
       if (answer === undefined) throw new Error(`no answer scripted for ${operation}`);
@@ -67,14 +89,14 @@ export function serviceError(init: Partial<ServiceErrorInit> & Pick<ServiceError
 const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /**
- * The part of a Temporal client a submit uses: its heartbeat before sending (activities/
- * submit-beat.ts), recorded in `beats`, or refused with `refuse`.
+ * The part of a Temporal client a submit uses: its heartbeats (activities/submit-beat.ts),
+ * recorded in `beats`, or refused with `refuse` after the first `accepted` (an attempt that ended).
  */
-export function beatRecorder(refuse?: Error): { client: Client; beats: unknown[] } {
+export function beatRecorder(refuse?: Error, accepted = 0): { client: Client; beats: unknown[] } {
   const beats: unknown[] = [];
   const activity = {
     async heartbeat(_taskToken: Uint8Array, details: unknown) {
-      if (refuse) throw refuse;
+      if (refuse && beats.length >= accepted) throw refuse;
       beats.push(details);
     },
   };
@@ -86,13 +108,15 @@ export function beatRecorder(refuse?: Error): { client: Client; beats: unknown[]
 /**
  * Temporal's mock activity environment for workflow wf-1, without its logging of every failure
  * these tests provoke on purpose; `call` is `run` with the activity's own argument and result types.
- * Its client records a submit's heartbeats (`beats`), or refuses them with `refuseBeats`.
+ * Its client records a submit's heartbeats (`beats`), or refuses them with `refuseBeats` after the
+ * first `acceptedBeats`.
  */
 export function activityEnv(
   info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {},
   refuseBeats?: Error,
+  acceptedBeats = 0,
 ) {
-  const { client, beats } = beatRecorder(refuseBeats);
+  const { client, beats } = beatRecorder(refuseBeats, acceptedBeats);
   const env = new MockActivityEnvironment(
     { workflowExecution: { workflowId: 'wf-1', runId: 'run-1' }, ...info },
     { logger: silent, client },

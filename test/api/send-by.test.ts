@@ -1,7 +1,8 @@
 /**
  * CallOptions.sendBy: a call the client's rate limiter grants after its time to be sent is not
  * sent (an Aborted ServiceError that never reached the service), with the real client against the
- * emulator over HTTP; and ServiceClient.rateLimit, the limit the client keeps to.
+ * emulator over HTTP; CallOptions.beforeSend, awaited before each try; and ServiceClient.rateLimit,
+ * the limit the client keeps to.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_RATE_LIMITS, type ServiceClient, ServiceError } from '../../api';
@@ -89,6 +90,63 @@ describe('sendBy', () => {
       expect(runsSent()).toHaveLength(1);
     } finally {
       await tight.close();
+    }
+  });
+});
+
+describe('beforeSend', () => {
+  it("is awaited before each try, a 429's retry too; refusing a retry leaves the call unsent", async () => {
+    // The first try is answered 429 (a refusal: nothing made); the hook refuses the retry.
+    service.control.injectFault({
+      operation: 'run',
+      kind: 'status',
+      httpStatus: 429,
+      retryAfterSeconds: 0,
+      times: 1,
+    });
+    let tries = 0;
+    const client = clientFor(service);
+    try {
+      const error = await failure(
+        client.jobs.run(
+          queued,
+          { input: { n: 6 } },
+          {
+            beforeSend: async () => {
+              tries++;
+              if (tries > 1) throw new Error('the attempt is over');
+            },
+          },
+        ),
+      );
+      expect(error).toMatchObject({ kind: 'Aborted', mayHaveReachedService: false, retryable: true });
+      expect(error.message).toContain('the attempt is over');
+      expect(tries).toBe(2);
+      expect(runsSent()).toHaveLength(1);
+      expect(service.control.submissions(queued)).toBe(0);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('sends each try once the hook resolves', async () => {
+    let tries = 0;
+    const client = clientFor(service);
+    try {
+      const submitted = await client.jobs.run(
+        queued,
+        { input: { n: 7 } },
+        {
+          beforeSend: async () => {
+            tries++;
+          },
+        },
+      );
+      expect(submitted.status).toBe('IN_QUEUE');
+      expect(tries).toBe(1);
+      expect(runsSent()).toHaveLength(1);
+    } finally {
+      await client.close();
     }
   });
 });

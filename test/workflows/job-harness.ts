@@ -8,7 +8,7 @@ import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { CancelJobResult, JobActivities, SubmitResult } from '../../activities/job';
-import { beatBeforeSending } from '../../activities/submit-beat';
+import { beatBeforeSending, submitBeats } from '../../activities/submit-beat';
 import type { JobSnapshot } from '../../contracts/job-snapshot';
 import type { JobObservation, StreamResult, WaitResult } from '../../contracts/job-types';
 import { jobSnapshotQuery } from '../../workflows/job/job-definitions';
@@ -40,7 +40,7 @@ export function neverAnswers(): Promise<never> {
  * then nothing more comes.
  */
 export async function diesAfterSending(): Promise<never> {
-  await beatBeforeSending({ sending: true });
+  await beatBeforeSending(submitBeats(() => ({ sending: true })));
   return neverAnswers();
 }
 

@@ -9,7 +9,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { beatBeforeSending } from '../../activities/submit-beat';
+import { beatBeforeSending, submitBeats } from '../../activities/submit-beat';
 import type { JobWorkflowInput } from '../../contracts/job-input';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/job/job-definitions';
 import {
@@ -140,7 +140,7 @@ describe('job workflow: submission and cancellation', () => {
       const late = gate();
       const fake = fakeJob({
         submitJob: async () => {
-          await beatBeforeSending({ sending: true });
+          await beatBeforeSending(submitBeats(() => ({ sending: true })));
           await late.opened;
           return submitted('job-late');
         },
@@ -184,6 +184,30 @@ describe('job workflow: submission and cancellation', () => {
       expect(fake.named('webhooksArmed')).toHaveLength(0);
       expect((history.events ?? []).filter((event) => event.timerStartedEventAttributes)).toHaveLength(1);
       expect(fake.named('submitJob')).toHaveLength(2);
+    });
+
+    it("takes the job from a submit that timed out after its beat recorded the job's id: nothing uncertain", async () => {
+      // The worker got the job's id and had the server record it, then died before answering.
+      const fake = fakeJob({
+        submitJob: async () => {
+          await beatBeforeSending(
+            submitBeats(() => ({ sending: true, webhookArmed: false, jobId: 'job-made' })),
+          );
+          return neverAnswers();
+        },
+        waitForJobChange: pollerScript(['COMPLETED']),
+      });
+      const result = await withWorker(env, bundle, fake.activities, async (taskQueue) =>
+        (
+          await start(
+            taskQueue,
+            input({ submitTimeout: '1 second', submitLease: false, onUncertainSubmit: 'fail' }),
+          )
+        ).result(),
+      );
+      expect(result).toMatchObject({ jobId: 'job-made', submissions: 1, uncertainSubmits: 0 });
+      expect(fake.named('submitJob')).toHaveLength(1);
+      expect(fake.named('waitForJobChange')[0]?.input).toMatchObject({ jobId: 'job-made' });
     });
 
     it('adopts the orphan job when its webhook arrives within uncertainSubmitWait', async () => {

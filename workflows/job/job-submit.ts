@@ -76,6 +76,23 @@ async function submitOnce(run: Run): Promise<void> {
     const outcome = activityOutcome(error);
     if (!outcome) throw error;
     const failure = submitFailureKind(outcome);
+    if (failure.kind === 'made') {
+      // Its lease, if any, is not known to be extended: the workflow's lease rules take it on.
+      log.warn('a submit ended after its job was made: the job is taken from its last beat', {
+        jobId: failure.jobId,
+      });
+      advanceJob(run, {
+        kind: 'submitted',
+        jobId: failure.jobId,
+        ttlMs: run.job.ttlMs,
+        sentAt,
+        answeredAt: Date.now(),
+        ...(failure.leaseTtlMs === undefined ? {} : { leaseTtlMs: failure.leaseTtlMs }),
+      });
+      // A job just made waits in the queue, or has moved on: the next look tells.
+      applyObservation(run, { jobId: failure.jobId, status: 'IN_QUEUE', observedAt: Date.now() });
+      return;
+    }
     if (failure.kind === 'uncertain') {
       log.warn('a submit may have reached the service without an answer', { reason: outcome.message });
       run.uncertainReason = `${outcome.type}: ${outcome.message}`;
