@@ -137,11 +137,18 @@ export function submitPageActivities(shared: BatchShared) {
           // Past `by` (here or in the client's limiter) the client sends nothing: see the catch.
           const release = await gate.acquire(input.endpointId, 'run');
           const sentAt = Date.now();
+          // Set when the server did not record a beat before a try: this one was not sent.
+          let attemptMayBeOver = false;
+          const readyToSend = () =>
+            beats.readyToSend().catch((error: unknown) => {
+              attemptMayBeOver = true;
+              throw error;
+            });
           try {
             const submitted = await client.jobs
               .run(input.endpointId, body, {
                 ...(grant.sendBy === undefined ? {} : { sendBy: grant.sendBy }),
-                beforeSend: () => beats.readyToSend(),
+                beforeSend: readyToSend,
               })
               .finally(release);
             metrics.submission('accepted');
@@ -185,6 +192,12 @@ export function submitPageActivities(shared: BatchShared) {
             }
             return result;
           } catch (error) {
+            // Not sent because this attempt may be over (the beat before it was not recorded): it
+            // goes back to the queue, as a request the service never saw.
+            if (attemptMayBeOver && error instanceof ServiceError && !error.mayHaveReachedService) {
+              unsent.push(i);
+              return undefined;
+            }
             // Its page's time to send was over: sent later, it could crowd a window the batch gave to
             // others. It goes back to the queue.
             if (

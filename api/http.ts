@@ -128,6 +128,11 @@ export function createTransport(options: {
         release?.({ sent: false });
         throw notSentBecause(call, error);
       }
+      // Its time to be sent may have passed while the hook ran.
+      if (late(call)) {
+        release?.({ sent: false });
+        throw notSentInTime(call);
+      }
     }
     const started = performance.now();
     let status: number | undefined;

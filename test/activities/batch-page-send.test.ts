@@ -267,6 +267,31 @@ describe("submitBatchPage under its endpoint's gate", () => {
     ]);
     expect(unsent).toBeUndefined();
   });
+
+  it('counts as unsent an item the server recorded no beat before (the attempt may be over): nothing goes', async () => {
+    const stub = stubClient();
+    stub.answer('run', { id: 'job-0', status: 'IN_QUEUE' });
+    // The page's first beat is recorded; its items' turns come more than a second later, when
+    // the server refuses beats.
+    const later: Run = (endpointId, request, callOptions) => {
+      vi.setSystemTime(Date.now() + 2_000);
+      return stub.client.jobs.run(endpointId, request, callOptions);
+    };
+    const activities = activitiesWith(clientWith(later));
+    const manifestKey = await stage(activities, 2);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const env = activityEnv({ startToCloseTimeoutMs: 60_000 }, new Error('activity not found'), 1);
+    const { results, unsent } = await page(
+      activities,
+      manifestKey,
+      [0, 1],
+      { concurrent: 2, scheduling: {} },
+      env,
+    );
+    expect(results).toEqual([]);
+    expect(unsent).toEqual([0, 1]);
+    expect(stub.named('run')).toHaveLength(0);
+  });
 });
 
 describe('stageBatchItems: the /run and /status limits', () => {
