@@ -73,32 +73,22 @@ export function submitBeats(details: () => SubmitBeat, startedAt: number = Date.
   const { startToCloseTimeoutMs } = ctx.info;
   const endsBy = startedAt + startToCloseTimeoutMs - Math.min(SEND_ROOM_MS, startToCloseTimeoutMs / 4);
   const vouchesMs = Math.min(BEAT_VOUCHES_MS, (ctx.info.heartbeatTimeoutMs ?? Number.POSITIVE_INFINITY) / 4);
-  // One beat in flight at a time; callers that come meanwhile share the one after it, which
-  // carries the details as they are when it goes.
-  let inFlight: Promise<void> | undefined;
-  let next: Promise<void> | undefined;
+  // Beats go one after another, never two at once. A caller shares the beat queued and not yet
+  // sent, if there is one (it reads the details when it goes), else queues one after the last.
+  let last: Promise<unknown> = Promise.resolve();
+  let queued: Promise<void> | undefined;
   let recordedAt = Number.NEGATIVE_INFINITY;
-  const send = (): Promise<void> => {
-    const startedAt = Date.now();
-    const sent = ctx.client.activity.heartbeat(ctx.info.taskToken, details());
-    inFlight = sent.then(
-      () => {
-        recordedAt = Math.max(recordedAt, startedAt);
-        inFlight = undefined;
-      },
-      () => {
-        inFlight = undefined;
-      },
-    );
-    return sent;
-  };
   const recorded = (): Promise<void> => {
-    if (!inFlight) return send();
-    next ??= inFlight.then(() => {
-      next = undefined;
-      return send();
+    if (queued) return queued;
+    const beat = last.then(async () => {
+      queued = undefined;
+      const sentAt = Date.now();
+      await ctx.client.activity.heartbeat(ctx.info.taskToken, details());
+      recordedAt = Math.max(recordedAt, sentAt);
     });
-    return next;
+    queued = beat;
+    last = beat.catch(() => undefined);
+    return beat;
   };
   const roomLeft = () => {
     if (Date.now() > endsBy)
