@@ -50,6 +50,9 @@ export function submitPageActivities(shared: BatchShared) {
       pipeline?: StagePageSource;
     }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
       const { workflowId } = batchContext();
+      // The attempt's start, as near as this code knows it: its deadlines count from here, the
+      // wait for the gate's grant included.
+      const startedAt = Date.now();
       let lines: StageRequestLine[];
       try {
         lines = input.pipeline
@@ -74,7 +77,6 @@ export function submitPageActivities(shared: BatchShared) {
         send?.scheduling,
       );
       const granted = new Set(input.indexes.slice(0, grant.count));
-      const startedAt = Date.now();
       const gate = createRateLimiter(
         send ? { run: { perTenSeconds: Number.POSITIVE_INFINITY, concurrent: send.concurrent } } : false,
       );
@@ -164,16 +166,11 @@ export function submitPageActivities(shared: BatchShared) {
             // The lease extended here, as the job's submit does (activities/job.ts): the answer
             // then says no lease, and the workflow has nothing to extend. A long lease is left to
             // the job's watcher, whose looks carry the ttl (contracts/submit-lease.ts says why).
-            // Only once the server has recorded the job: an attempt that ends later hands it to
-            // the workflow, and one that may have ended already leaves the lease to delete it.
+            // The extension first has the server record the job, which `created` now names.
             const extendHere = leaseTtl !== undefined && !looksExtendLease(leaseTtl);
             if (!extendHere) beat();
             if (
               extendHere &&
-              (await beats.confirm().then(
-                () => true,
-                () => false,
-              )) &&
               (await extendLeaseInSubmit(
                 client,
                 {
@@ -184,7 +181,7 @@ export function submitPageActivities(shared: BatchShared) {
                   sentAt,
                   notAfter,
                 },
-                beat,
+                beats,
               ))
             ) {
               delete result.lease;

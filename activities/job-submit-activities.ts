@@ -177,27 +177,23 @@ export function submitActivities(context: JobActivityContext) {
       let details: SubmitBeat = beat;
       const beats = submitBeats(() => details, startedAt);
       const { submitted, sentAt } = await sendRun(checked, body, beats, beat);
-      // The job is recorded at the server before its lease is extended: if this attempt ends
-      // now, the workflow takes the job from the timeout's details. Not recorded (the attempt may
-      // be over): no extension, so that an orphan the workflow cannot know of is still deleted at
-      // its lease; the workflow extends the lease itself if this answer does reach it.
+      // Its beats name the job from now on: the extension has the server record it first.
       details = { ...beat, jobId: submitted.id };
-      const recorded = await beats.confirm().then(
-        () => true,
-        () => false,
-      );
       const extended =
         leaseTtlMs !== undefined &&
-        recorded &&
         (await beats.during(() =>
-          extendLeaseInSubmit(client, {
-            endpointId,
-            jobId: submitted.id,
-            leaseTtlMs,
-            callerTtlMs: armed.body.policy?.ttl,
-            sentAt,
-            notAfter: extensionsNotAfter(startedAt, Context.current().info.startToCloseTimeoutMs),
-          }),
+          extendLeaseInSubmit(
+            client,
+            {
+              endpointId,
+              jobId: submitted.id,
+              leaseTtlMs,
+              callerTtlMs: armed.body.policy?.ttl,
+              sentAt,
+              notAfter: extensionsNotAfter(startedAt, Context.current().info.startToCloseTimeoutMs),
+            },
+            beats,
+          ),
         ));
       return {
         jobId: submitted.id,

@@ -12,6 +12,7 @@ import type { ServiceClient } from '../api/client';
 import { ServiceError } from '../api/errors';
 import { JOB_LIMITS } from '../api/schemas/job';
 import { extensionRetryPauseMs, leaseEndsBy } from '../contracts/submit-lease';
+import type { SubmitBeats } from './submit-beat';
 
 export interface LeaseToExtend {
   endpointId: string;
@@ -90,10 +91,18 @@ export async function extendJobTtl(
 export async function extendLeaseInSubmit(
   client: Pick<ServiceClient, 'jobs'>,
   lease: LeaseToExtend,
-  beat: () => void = () => {},
+  beats: Pick<SubmitBeats, 'confirm' | 'beat'>,
 ): Promise<boolean> {
   const ttl = lease.callerTtlMs ?? JOB_LIMITS.ttlDefaultMs;
   if (ttl <= lease.leaseTtlMs) return true;
+  // Only once the server has recorded the job (the caller's beat names it): an attempt that ends
+  // later hands the job to the workflow, and one that may have ended already extends nothing, so
+  // that the orphan the workflow cannot know of is still deleted at its lease (submit-beat.ts).
+  const recorded = await beats.confirm().then(
+    () => true,
+    () => false,
+  );
+  if (!recorded) return false;
   const extension = await extendJobTtl(
     client,
     {
@@ -103,7 +112,7 @@ export async function extendLeaseInSubmit(
       until: Math.min(leaseEndsBy(lease.sentAt, lease.leaseTtlMs), lease.notAfter),
       tryMs: Math.min(10_000, Math.max(2_000, Math.floor(lease.leaseTtlMs / 6))),
     },
-    beat,
+    beats.beat,
   );
   return extension === 'extended';
 }

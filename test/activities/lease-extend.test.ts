@@ -106,12 +106,18 @@ describe('extendJobTtl', () => {
 });
 
 describe('extendLeaseInSubmit', () => {
+  /** The submit's beats, the server recording each (activities/submit-beat.ts). */
+  const recordedBeats = { confirm: async () => {}, beat: () => {} };
   const lease = { endpointId: 'ep', jobId: 'job-1', leaseTtlMs: 60_000, sentAt: Date.now() };
 
   it('asks nothing when the lease already is the ttl the caller wants', async () => {
     const { client, calls } = scriptedStatus(['ok']);
     expect(
-      await extendLeaseInSubmit(client, { ...lease, callerTtlMs: 60_000, notAfter: Date.now() + 60_000 }),
+      await extendLeaseInSubmit(
+        client,
+        { ...lease, callerTtlMs: 60_000, notAfter: Date.now() + 60_000 },
+        recordedBeats,
+      ),
     ).toBe(true);
     expect(calls).toHaveLength(0);
   });
@@ -119,10 +125,18 @@ describe('extendLeaseInSubmit', () => {
   it("sets the caller's ttl, or the service's default when the caller set none", async () => {
     const { client, calls } = scriptedStatus(['ok']);
     expect(
-      await extendLeaseInSubmit(client, { ...lease, callerTtlMs: 7_200_000, notAfter: Date.now() + 60_000 }),
+      await extendLeaseInSubmit(
+        client,
+        { ...lease, callerTtlMs: 7_200_000, notAfter: Date.now() + 60_000 },
+        recordedBeats,
+      ),
     ).toBe(true);
     expect(
-      await extendLeaseInSubmit(client, { ...lease, callerTtlMs: undefined, notAfter: Date.now() + 60_000 }),
+      await extendLeaseInSubmit(
+        client,
+        { ...lease, callerTtlMs: undefined, notAfter: Date.now() + 60_000 },
+        recordedBeats,
+      ),
     ).toBe(true);
     expect(calls.map((call) => call.ttl)).toEqual([7_200_000, 86_400_000]);
   });
@@ -130,12 +144,16 @@ describe('extendLeaseInSubmit', () => {
   it('extends a lease whose sixth is not a whole number of milliseconds (20 s)', async () => {
     const { client, calls } = scriptedStatus(['ok']);
     expect(
-      await extendLeaseInSubmit(client, {
-        ...lease,
-        leaseTtlMs: 20_000,
-        callerTtlMs: 7_200_000,
-        notAfter: Date.now() + 60_000,
-      }),
+      await extendLeaseInSubmit(
+        client,
+        {
+          ...lease,
+          leaseTtlMs: 20_000,
+          callerTtlMs: 7_200_000,
+          notAfter: Date.now() + 60_000,
+        },
+        recordedBeats,
+      ),
     ).toBe(true);
     expect(calls).toHaveLength(1);
   });
@@ -143,7 +161,11 @@ describe('extendLeaseInSubmit', () => {
   it('is false when the job is gone', async () => {
     const { client } = scriptedStatus([error('NotFound', false)]);
     expect(
-      await extendLeaseInSubmit(client, { ...lease, callerTtlMs: 7_200_000, notAfter: Date.now() + 60_000 }),
+      await extendLeaseInSubmit(
+        client,
+        { ...lease, callerTtlMs: 7_200_000, notAfter: Date.now() + 60_000 },
+        recordedBeats,
+      ),
     ).toBe(false);
   });
 });
