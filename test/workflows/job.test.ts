@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobActivities } from '../../activities/job';
 import type { ServiceClient } from '../../api/client';
@@ -17,6 +17,7 @@ import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/job/job-defi
 import { endpointIdKey, jobIdKey, jobStatusKey } from '../../workflows/shared/search-attributes';
 import { historyText } from '../support/history';
 import { tempDir } from '../support/temp-dir';
+import { uniqueTaskQueue } from '../support/temporal';
 import {
   bundleJobWorkflow,
   failureOf,
@@ -29,6 +30,7 @@ import {
   withWorker,
 } from './job-harness';
 import type { jobParent, serverlessJob } from './job-test-workflows';
+import { until } from './wait-for';
 
 quietRuntime();
 
@@ -179,6 +181,47 @@ describe('job workflow: completion and waiting', () => {
     expect(result.history.events?.some((event) => event.activityTaskCancelRequestedEventAttributes)).toBe(
       true,
     );
+  });
+
+  it("reads the poller's answer that came with a webhook before checking the webhook with /status", async () => {
+    // The poller's answer and the webhook must reach the workflow in one workflow task: the
+    // workflow's worker is stopped while the poller (on a worker of activities alone) answers and
+    // the webhook is sent, then a new workflow worker takes both at once.
+    const poller = pollerScript(['hang', 'COMPLETED']);
+    const fake = fakeJob({ waitForJobChange: poller });
+    const taskQueue = uniqueTaskQueue('wf');
+    // No cache, so no sticky queue: the next workflow task goes to whichever worker comes.
+    const workflowWorker = () =>
+      Worker.create({
+        connection: env.nativeConnection,
+        taskQueue,
+        workflowBundle: bundle,
+        activities: fake.activities,
+        enableNonLocalActivities: false,
+        maxCachedWorkflows: 0,
+      });
+    const activityWorker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      activities: fake.activities,
+    });
+    const { result, history } = await activityWorker.runUntil(async () => {
+      const handle = await start(taskQueue, input());
+      await (await workflowWorker()).runUntil(fake.called('waitForJobChange'));
+      const completedActivities = async () =>
+        ((await handle.fetchHistory()).events ?? []).filter(
+          (event) => event.activityTaskCompletedEventAttributes,
+        ).length;
+      const before = await completedActivities();
+      poller.release();
+      await until(async () => (await completedActivities()) > before, 'the poller answered');
+      await handle.signal(jobWebhookSignal, { jobId: 'job-1', status: 'COMPLETED' });
+      const result = await (await workflowWorker()).runUntil(handle.result());
+      return { result, history: await handle.fetchHistory() };
+    });
+    expect(result.status).toBe('COMPLETED');
+    expect(fake.named('fetchJobStatus')).toHaveLength(0);
+    expect(history.events?.some((event) => event.markerRecordedEventAttributes)).toBe(false);
   });
 
   it('finishes by polling alone when no webhook comes (a lost webhook costs latency, not the result)', async () => {

@@ -1,9 +1,10 @@
 /**
  * Waiting for the job: webhook and polling at once. Polling is one activity whose looks the server
  * retries; it returns when the job has finished (or at each status change, where the workflow
- * records the job's start). A webhook is a hint, confirmed with /status as a local activity, after
- * which the poller is cancelled. History grows by the statuses the workflow records, never by
- * running time. Just before the ttl deadline the workflow stops waiting and looks once more.
+ * records the job's start). A webhook is a hint, confirmed with /status as a local activity
+ * (unless the poller's answer came in the same workflow task), after which the poller is
+ * cancelled. History grows by the statuses the workflow records, never by running time. Just
+ * before the ttl deadline the workflow stops waiting and looks once more.
  */
 import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
 import type { JobStatusValue } from '../../api/schemas/job';
@@ -14,6 +15,7 @@ import {
 } from '../../contracts/activity-summaries';
 import { JOB_UNCHANGED } from '../../contracts/failures';
 import type { JobObservation, WaitResult } from '../../contracts/job-types';
+import { activationSettled } from '../shared/activation-settled';
 import { activityOutcome, JOB_FAILURE } from '../shared/job-failures';
 import { confirmActivities, shortActivities, waitActivities } from './job-activities';
 import { advanceJob, jobDeadline } from './job-item';
@@ -82,6 +84,9 @@ async function watchSegment(run: Run, returnBy: number): Promise<Segment> {
           summary: waitForJobSummary(jobId, wakeAt),
         });
       } else await condition(wakes);
+      // A hint and the poller's answer can come in one workflow task: the hint wakes the loop
+      // first. The poller's answer, when it came, is read before the hint is checked with a look.
+      if (run.hints.length > 0 && poller.settled === undefined) await activationSettled();
       const settled = poller.settled;
       if (settled?.ok && !pollerAtDeadline) {
         applyObservation(run, settled.value);
