@@ -40,6 +40,12 @@ export const SEND_ROOM_MS = 5_000;
 const BEAT_EVERY_MS = 1_000;
 
 /**
+ * How long a beat's call may take when the activity has no heartbeat timeout. With one, a beat not
+ * answered within it vouches for nothing (the server may have timed the attempt out meanwhile).
+ */
+const BEAT_ANSWER_MS = 5_000;
+
+/**
  * How long a recorded beat vouches for the attempt, at most: the server times it out no sooner
  * than a heartbeat timeout after it (a quarter of that timeout is used when it is short).
  */
@@ -73,6 +79,7 @@ export function submitBeats(details: () => SubmitBeat, startedAt: number = Date.
   const { startToCloseTimeoutMs } = ctx.info;
   const endsBy = startedAt + startToCloseTimeoutMs - Math.min(SEND_ROOM_MS, startToCloseTimeoutMs / 4);
   const vouchesMs = Math.min(BEAT_VOUCHES_MS, (ctx.info.heartbeatTimeoutMs ?? Number.POSITIVE_INFINITY) / 4);
+  const answerWithinMs = ctx.info.heartbeatTimeoutMs || BEAT_ANSWER_MS;
   // Beats go one after another, never two at once. A caller shares the beat queued and not yet
   // sent, if there is one (it reads the details when it goes), else queues one after the last.
   let last: Promise<unknown> = Promise.resolve();
@@ -83,7 +90,11 @@ export function submitBeats(details: () => SubmitBeat, startedAt: number = Date.
     const beat = last.then(async () => {
       queued = undefined;
       const sentAt = Date.now();
-      await ctx.client.activity.heartbeat(ctx.info.taskToken, details());
+      // A beat the server does not answer must not hold the submit (nor the beats queued after
+      // it): past its deadline it fails, and nothing waiting on it is sent.
+      await ctx.client.withDeadline(sentAt + answerWithinMs, () =>
+        ctx.client.activity.heartbeat(ctx.info.taskToken, details()),
+      );
       recordedAt = Math.max(recordedAt, sentAt);
     });
     queued = beat;

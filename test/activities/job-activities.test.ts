@@ -117,6 +117,21 @@ describe('job activities', () => {
       expect(stub.named('run')).toHaveLength(0);
     });
 
+    it('sends nothing when the server does not answer the beat: it fails at its deadline, SubmitNotSent', async () => {
+      stub.answer('run', { id: 'job-1', status: 'IN_QUEUE' });
+      const error = failure(
+        await rejection(
+          activityEnv({ heartbeatTimeoutMs: 200 }, 'unanswered').call(activities().submitJob, {
+            endpointId: 'ep',
+            request: { input: {} },
+          }),
+        ),
+      );
+      expect(error.type).toBe('SubmitNotSent');
+      expect(error.message).toContain('DEADLINE_EXCEEDED');
+      expect(stub.named('run')).toHaveLength(0);
+    });
+
     it('reports a submit that may have reached the service as SubmitUncertain, never retryable', async () => {
       stub.answer(
         'run',

@@ -90,19 +90,34 @@ const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error()
 
 /**
  * The part of a Temporal client a submit uses: its heartbeats (activities/submit-beat.ts),
- * recorded in `beats`, or refused with `refuse` after the first `accepted` (an attempt that ended).
+ * recorded in `beats`, or after the first `accepted` (an attempt that ended) refused with `refuse`,
+ * or never answered (`'unanswered'`: the call fails at its deadline, as a gRPC call does).
  */
-export function beatRecorder(refuse?: Error, accepted = 0): { client: Client; beats: unknown[] } {
+export function beatRecorder(
+  refuse?: Error | 'unanswered',
+  accepted = 0,
+): { client: Client; beats: unknown[] } {
   const beats: unknown[] = [];
   const activity = {
     async heartbeat(_taskToken: Uint8Array, details: unknown) {
+      if (refuse === 'unanswered' && beats.length >= accepted) return new Promise<never>(() => {});
       if (refuse && beats.length >= accepted) throw refuse;
       beats.push(details);
     },
   };
   // The worker binds its client's calls to the activity's abort signal through withAbortSignal.
   const withAbortSignal = <R>(_signal: AbortSignal, fn: () => R): R => fn();
-  return { client: { activity, withAbortSignal } as unknown as Client, beats };
+  const withDeadline = <R>(deadline: number, fn: () => Promise<R>): Promise<R> =>
+    new Promise<R>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error('4 DEADLINE_EXCEEDED: Deadline exceeded')),
+        Math.max(deadline - Date.now(), 0),
+      );
+      fn()
+        .then(resolve, reject)
+        .finally(() => clearTimeout(timer));
+    });
+  return { client: { activity, withAbortSignal, withDeadline } as unknown as Client, beats };
 }
 
 /**
@@ -113,7 +128,7 @@ export function beatRecorder(refuse?: Error, accepted = 0): { client: Client; be
  */
 export function activityEnv(
   info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {},
-  refuseBeats?: Error,
+  refuseBeats?: Error | 'unanswered',
   acceptedBeats = 0,
 ) {
   const { client, beats } = beatRecorder(refuseBeats, acceptedBeats);

@@ -34,6 +34,7 @@ function gateWithSpare(spares: Array<SendGrant['spare']>, fresh = false) {
     activity: { heartbeat: async () => undefined },
     // The activity runs inside the client's call bound to its cancellation.
     withAbortSignal: <T>(_signal: AbortSignal, call: () => Promise<T>) => call(),
+    withDeadline: <T>(_deadline: number, call: () => Promise<T>) => call(),
   } as unknown as Client;
   const ask = (endpointId: string, count = 1): Promise<SendGrant> =>
     new MockActivityEnvironment({ taskQueue: 'spare-test' }, { client }).run(askToSend, {
