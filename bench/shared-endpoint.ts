@@ -21,7 +21,7 @@
  *
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
  *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
- *                                  [--tenant-job-ms 100] [--server prod]
+ *                                  [--tenant-job-ms 100] [--server prod] [--workflow-task-slots N]
  *                                  [--skip shared,apart,tenants]
  *
  * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
@@ -62,6 +62,8 @@ const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
 const TENANT_JOB_MS = Math.round(numberArg('tenant-job-ms', 100));
 const IDLE_JOBS = 10;
 const BURST = Math.round(numberArg('burst', 1_000));
+// The worker's workflow-task slots (WORKER_MAX_CONCURRENT_WORKFLOW_TASKS); 0: the worker's default.
+const WORKFLOW_TASK_SLOTS = Math.round(numberArg('workflow-task-slots', 0));
 // Phases left out: `--skip shared,tenants` runs idle and apart alone ("shared" includes "alone").
 const SKIPPED = new Set((process.argv[process.argv.indexOf('--skip') + 1] ?? '').split(','));
 if (!process.argv.includes('--skip')) SKIPPED.clear();
@@ -89,6 +91,9 @@ async function main() {
     resultStoreDir: resultDir,
     webhooks: true,
     run: { publicUrlFromGateway: true },
+    ...(WORKFLOW_TASK_SLOTS > 0
+      ? { env: { WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: String(WORKFLOW_TASK_SLOTS) } }
+      : {}),
   });
 
   const items = (count: number, tag: string, sleepMs = JOB_MS) =>
