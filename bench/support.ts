@@ -83,8 +83,13 @@ export function quietRuntime(): void {
   });
 }
 
-/** The provisioned Temporal CLI dev server, with the library's search attributes. */
-export async function startDevServer(): Promise<TestWorkflowEnvironment> {
+/**
+ * The provisioned Temporal CLI dev server, with the library's search attributes and dynamic config
+ * (scripts/server-settings.ts), and a bench's own on top.
+ */
+export async function startDevServer(
+  dynamicConfig: Record<string, unknown> = {},
+): Promise<TestWorkflowEnvironment> {
   const { temporalCli } = provisionedServers();
   return TestWorkflowEnvironment.createLocal({
     server: {
@@ -92,7 +97,7 @@ export async function startDevServer(): Promise<TestWorkflowEnvironment> {
       ip: '127.0.0.1',
       ui: false,
       searchAttributes: searchAttributeKeys,
-      extraArgs: ['--log-level', 'error', ...dynamicConfigFlags()],
+      extraArgs: ['--log-level', 'error', ...dynamicConfigFlags(dynamicConfig)],
     },
   });
 }
@@ -108,19 +113,32 @@ export interface BenchTemporal {
 /**
  * `--server prod`: the production-shaped Temporal (the real server on PostgreSQL, with the
  * history shards of scripts/prod-temporal.ts, `npm run provision:prod-temporal`); else the CLI dev
- * server (SQLite, one history shard).
+ * server (SQLite, one history shard), whose task queues have `--task-queue-partitions N` read and
+ * write partitions when given (the server's default: 4).
  */
 export async function startBenchTemporal(): Promise<BenchTemporal> {
   const index = process.argv.indexOf('--server');
+  const partitionsAt = process.argv.indexOf('--task-queue-partitions');
+  const partitions = partitionsAt < 0 ? undefined : Number(process.argv[partitionsAt + 1]);
+  if (partitions !== undefined && !(Number.isInteger(partitions) && partitions >= 1))
+    throw new Error('--task-queue-partitions must be a whole number of 1 or more');
   if (index < 0 || process.argv[index + 1] !== 'prod') {
-    const env = await startDevServer();
+    const env = await startDevServer(
+      partitions === undefined
+        ? {}
+        : {
+            'matching.numTaskqueueReadPartitions': partitions,
+            'matching.numTaskqueueWritePartitions': partitions,
+          },
+    );
     return {
       client: env.client,
       address: env.address,
-      name: 'the Temporal CLI dev server (SQLite, one history shard)',
+      name: `the Temporal CLI dev server (SQLite, one history shard${partitions === undefined ? '' : `, ${partitions} task queue partition${partitions === 1 ? '' : 's'}`})`,
       teardown: () => env.teardown(),
     };
   }
+  if (partitions !== undefined) throw new Error('--task-queue-partitions is for the dev server only');
   const instance = await startProdTemporal(provisionedProdTemporal());
   const connection = await Connection.connect({ address: instance.address });
   return {

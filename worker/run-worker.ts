@@ -37,6 +37,7 @@ import { createPrometheusMetrics, startMetricsServer } from './metrics';
 import { consoleSpanProcessor, startTracing, type TracingOptions } from './tracing';
 import { webhookUrlFactory } from './webhook-token';
 import { workflowBundlerOptions } from './workflow-bundler-options';
+import { workerSlotOptions } from './workflow-task-slots';
 
 /**
  * What the activity factories need. The API key stays inside `client`, in this process; the
@@ -290,6 +291,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
 
     const source = workflowSource(options.workflowBundlePath ?? (tracing ? false : undefined));
     const traced = tracing?.workerOptions;
+    const slotOptions = workerSlotOptions(config.slots ?? {});
     const created = await Worker.create({
       connection: connected,
       namespace,
@@ -306,8 +308,9 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
           }
         : {}),
       shutdownGraceTime: config.shutdownGraceMs,
-      ...(config.slots ?? {}),
+      ...slotOptions.options,
     });
+    slotOptions.readActivations?.(() => created.getStatus().numInFlightWorkflowActivations);
     worker = created;
 
     const running = created.run();
