@@ -1,5 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { longestFirst } from './test/support/longest-first.mjs';
 
 /**
  * `npm test` runs three tiers, each started only with what it needs:
@@ -15,10 +15,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * (sequence.groupOrder) with as many files at once as suits it.
  */
 /**
- * The longest files of the integration tier, in the order they start: the 1,000 jobs, the leases
- * waited out in real time (10 s and more), the 200 jobs of the worker crash. Started first, they run
- * beside the rest of their tier instead of after it: on a fresh clone vitest has no durations yet
- * and would start them wherever their size puts them.
+ * The longest files of the integration tier, in the order they start (test/support/longest-first.ts):
+ * the 1,000 jobs, the leases waited out in real time (10 s and more), the 200 jobs of the worker
+ * crash.
  */
 const LONGEST_FIRST = [
   'test/integration/job-many.test.ts',
@@ -26,20 +25,6 @@ const LONGEST_FIRST = [
   'test/integration/batch-lease.test.ts',
   'test/integration/job-many-crash.test.ts',
 ];
-
-class LongestFirstSequencer extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const rank = (spec: TestSpecification) => {
-      const index = LONGEST_FIRST.findIndex((file) => spec.moduleId.endsWith(file));
-      return index < 0 ? LONGEST_FIRST.length : index;
-    };
-    // A stable sort: within a tier, every other file keeps vitest's own order.
-    return (await super.sort(files)).sort(
-      (a, b) =>
-        a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder || rank(a) - rank(b),
-    );
-  }
-}
 
 const shared = {
   // Temporal's native bridge is known to crash inside worker threads: child processes, not threads.
@@ -52,7 +37,7 @@ const shared = {
 export default defineConfig({
   test: {
     ...shared,
-    sequence: { sequencer: LongestFirstSequencer },
+    sequence: { sequencer: longestFirst(LONGEST_FIRST) },
     projects: [
       {
         extends: true,
