@@ -70,8 +70,16 @@ export function followActivities(context: JobActivityContext) {
     /** GET /status once (with `ttl`: sets the job's ttl too). 404 -> JobExpired. */
     async fetchJobStatus(input: FetchJobStatusInput): Promise<JobObservation> {
       const { endpointId, jobId, ttl, inlineMaxBytes } = parsed(fetchJobStatusInputSchema, input, 'input');
+      // As a local activity the look holds its workflow task open: every step of the workflow waits
+      // on it, and an answer of the poller that comes meanwhile makes the server refuse the task
+      // (run again in full). So it goes ahead of the endpoint's plain looks.
+      const urgent = Context.current().info.isLocal;
       const status = await jobCall((signal) =>
-        client.jobs.status(endpointId, jobId, ttl === undefined ? { signal } : { signal, ttl }),
+        client.jobs.status(endpointId, jobId, {
+          signal,
+          ...(ttl === undefined ? {} : { ttl }),
+          ...(urgent ? { urgent } : {}),
+        }),
       );
       return observe(jobId, status, observeOptions(inlineMaxBytes, endpointId));
     },

@@ -121,15 +121,17 @@ export function createJobOperations(config: ServiceConfig, transport: Transport)
     async status(
       endpointId: string,
       jobId: string,
-      options?: CallOptions & { ttl?: number; background?: boolean },
+      options?: CallOptions & { ttl?: number; background?: boolean; urgent?: boolean },
     ) {
       checked('ttl', options?.ttl, ttlSchema);
       const job = pathSegment('jobId', jobId);
       const ttl = options?.ttl;
       const query = ttl === undefined ? '' : `?ttl=${ttl}`;
       // Setting a ttl goes ahead of plain looks in the rate limiter: late, it can let the service
-      // delete the job (a submit lease's extension), whereas a late look only costs latency.
-      const priority = ttl !== undefined ? 'urgent' : options?.background ? 'background' : 'normal';
+      // delete the job (a submit lease's extension), whereas a late look only costs latency. So
+      // does a look its caller marks urgent, one that holds more than itself while it waits.
+      const priority =
+        ttl !== undefined || options?.urgent ? 'urgent' : options?.background ? 'background' : 'normal';
       const response = await call('status', endpointId, 'GET', `status/${job}${query}`, options, {
         limit: { endpointId, operation: 'status', priority },
       });

@@ -660,6 +660,17 @@ describe('job activities', () => {
       expect(result.error?.length).toBe(2_001);
     });
 
+    it('looks ahead of plain looks when run as a local activity (it holds its workflow task open)', async () => {
+      stub.answer('status', status('COMPLETED'), status('COMPLETED'));
+      await activityEnv({ isLocal: true }).call(activities().fetchJobStatus, {
+        endpointId: 'ep',
+        jobId: 'job-1',
+      });
+      await activityEnv().call(activities().fetchJobStatus, { endpointId: 'ep', jobId: 'job-1' });
+      expect(stub.named('status')[0]?.[2]).toMatchObject({ urgent: true });
+      expect(stub.named('status')[1]?.[2]).not.toHaveProperty('urgent');
+    });
+
     it('cancels, and takes a 404 as a job already gone', async () => {
       stub.answer(
         'cancel',

@@ -314,6 +314,31 @@ describe('job operations: rate limits and cancellation', () => {
     }
   });
 
+  it('sends a look marked urgent ahead of plain looks waiting in the same lane', async () => {
+    const limited = clientFor(service, { rateLimits: { status: { perTenSeconds: 1000, concurrent: 1 } } });
+    try {
+      const { id } = await client.jobs.run(queued, { input: {} });
+      const { id: urgentId } = await client.jobs.run(queued, { input: {} });
+      service.wire.clear();
+      const releaseFirst = holdAnswers('status', 1);
+      // The first look holds the lane's only slot while two plain looks, then an urgent one, queue.
+      const first = limited.jobs.status(queued, id);
+      await waitUntil('the first look on the wire', () => service.wire.requests.length === 1);
+      const looks = [limited.jobs.status(queued, id), limited.jobs.status(queued, id)];
+      const urgent = limited.jobs.status(queued, urgentId, { urgent: true });
+      releaseFirst();
+      await Promise.all([first, urgent, ...looks]);
+      expect(service.wire.requests.map((r) => r.path)).toEqual([
+        `/v2/${queued}/status/${id}`,
+        `/v2/${queued}/status/${urgentId}`,
+        `/v2/${queued}/status/${id}`,
+        `/v2/${queued}/status/${id}`,
+      ]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('holds the third purge of a 10-second window (spec default) until the caller gives up', async () => {
     const fresh = clientFor(service);
     try {
