@@ -54,13 +54,15 @@ export interface ServiceClient {
       options?: CallOptions & { wait?: number },
     ): Promise<JobStatus>;
     /**
-     * `ttl` sets the job's time to live (ahead of other looks in the rate limiter); `background`
-     * waits behind every other /status in the rate limiter (a look that only backs up another).
+     * `ttl` sets the job's time to live (ahead of other looks in the rate limiter); `urgent` goes
+     * there too (a look that holds more than itself while it waits, such as a workflow task);
+     * `background` waits behind every other /status in the rate limiter (a look that only backs up
+     * another).
      */
     status(
       endpointId: string,
       jobId: string,
-      options?: CallOptions & { ttl?: number; background?: boolean },
+      options?: CallOptions & { ttl?: number; background?: boolean; urgent?: boolean },
     ): Promise<JobStatus>;
     stream(endpointId: string, jobId: string, options?: CallOptions): Promise<StreamResponse>;
     cancel(endpointId: string, jobId: string, options?: CallOptions): Promise<JobSubmitted>;
