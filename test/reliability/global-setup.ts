@@ -1,7 +1,8 @@
 /**
- * One production-shaped Temporal (the real server on PostgreSQL, scripts/prod-temporal.ts) for the
- * reliability run, shared by the files through `inject('prodTemporal')`. The files run one after
- * another; a file that kills or restarts the server or PostgreSQL leaves both running again.
+ * One production-shaped Temporal (the real server on PostgreSQL, scripts/prod-temporal.ts) for each
+ * group of the reliability run (vitest.reliability.config.mts), shared by its files through
+ * `inject('prodTemporal')`. A file that kills or restarts the server or PostgreSQL runs alone in
+ * its group and leaves both running again.
  */
 import {
   type ProdTemporalInstance,
