@@ -11,9 +11,9 @@ import { longestFirst } from './test/support/longest-first.mjs';
  *   apart, lost webhooks. Each waits mostly on leases, heartbeats and timers, and none can disturb
  *   another's server, task queue or endpoint;
  * - one at a time and alone (ALONE): the batches whose worker is SIGKILLed under the default
- *   60 s lease, which a slowed recovery can outlast (one item ran twice when two files ran at
- *   once), and the files that kill or restart the server or PostgreSQL, which every file on that
- *   server would see go.
+ *   60 s lease, which a recovery slowed by a second file can outlast (an item then runs twice),
+ *   and the files that kill or restart the server or PostgreSQL, which every file on that server
+ *   would see go.
  */
 const ALONE = [
   'test/reliability/batch-worker-kill.test.ts',
