@@ -26,7 +26,8 @@
  *
  * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
  * instead of the CLI dev server (one history shard). --task-queue-partitions: the dev server's
- * partitions per task queue (its default: 4), within each of which the server keeps its order.
+ * partitions per task queue (the project's servers have one), within each of which the server
+ * keeps its order.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -114,7 +114,7 @@ export interface BenchTemporal {
  * `--server prod`: the production-shaped Temporal (the real server on PostgreSQL, with the
  * history shards of scripts/prod-temporal.ts, `npm run provision:prod-temporal`); else the CLI dev
  * server (SQLite, one history shard), whose task queues have `--task-queue-partitions N` read and
- * write partitions when given (the server's default: 4).
+ * write partitions when given (the project's servers have one: scripts/server-settings.ts).
  */
 export async function startBenchTemporal(): Promise<BenchTemporal> {
   const index = process.argv.indexOf('--server');

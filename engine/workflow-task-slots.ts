@@ -17,7 +17,7 @@
  */
 
 /** Activations in the workflow thread's hands below which the worker takes another task. */
-export const ACTIVATIONS_IN_HAND = 2;
+export const ACTIVATIONS_IN_HAND = 1;
 /** Workflow tasks a worker holds at most, whatever it holds them for: the SDK's own default. */
 export const MAX_WORKFLOW_TASK_SLOTS = 40;
 

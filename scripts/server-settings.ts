@@ -10,10 +10,17 @@
  * turn, so that a burst of work on one endpoint never holds up another endpoint's (the key is the
  * endpoint: contracts/task-priority.ts). It implies the new matcher; both are off by default up to
  * server v1.29, and Temporal Cloud has both.
+ * `matching.numTaskqueueReadPartitions` and `...WritePartitions`: one partition per task queue
+ * (the server's default is four). The server keeps its order within a partition only, so with
+ * four a task of another endpoint can wait behind a burst's tasks in the partition its poll lands
+ * on; one partition is matched by one matching host, far from its cap for the workers of one
+ * deployment.
  */
 export const SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'matching.useNewMatcher': true,
   'matching.enableFairness': true,
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
 };
 
 /** The same as `temporal server start-dev` flags, with any of a caller's own on top. */

@@ -12,8 +12,8 @@ import {
 describe('mayTakeWorkflowTask', () => {
   it.each([
     { slotsHeld: 0, activationsInFlight: 0, takes: true, why: 'an idle worker' },
-    { slotsHeld: 1, activationsInFlight: 1, takes: true, why: 'one activation in hand' },
-    { slotsHeld: 2, activationsInFlight: 2, takes: false, why: 'the thread has its two in hand' },
+    { slotsHeld: 1, activationsInFlight: 1, takes: false, why: 'the thread has its one in hand' },
+    { slotsHeld: 2, activationsInFlight: 0, takes: true, why: 'tasks on their way are not in hand' },
     { slotsHeld: 12, activationsInFlight: 9, takes: false, why: 'a burst waits at the server' },
     {
       slotsHeld: 30,
@@ -21,7 +21,7 @@ describe('mayTakeWorkflowTask', () => {
       takes: true,
       why: 'tasks waiting for their history do not hold new ones back',
     },
-    { slotsHeld: 39, activationsInFlight: 1, takes: true, why: 'one slot below the most' },
+    { slotsHeld: 39, activationsInFlight: 0, takes: true, why: 'one slot below the most' },
     { slotsHeld: 40, activationsInFlight: 0, takes: false, why: 'the most slots are held' },
   ])(
     '$why: slots $slotsHeld, activations $activationsInFlight -> $takes',
@@ -30,8 +30,8 @@ describe('mayTakeWorkflowTask', () => {
     },
   );
 
-  it('holds the defaults: two activations in hand, the SDK’s 40 slots at most', () => {
-    expect(ACTIVATIONS_IN_HAND).toBe(2);
+  it('holds the defaults: one activation in hand, the SDK’s 40 slots at most', () => {
+    expect(ACTIVATIONS_IN_HAND).toBe(1);
     expect(MAX_WORKFLOW_TASK_SLOTS).toBe(40);
   });
 

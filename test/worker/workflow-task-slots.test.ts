@@ -33,15 +33,15 @@ describe('workflowTaskSlots', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  it('waits while two activations are in hand, and answers once one ends', async () => {
-    let inFlight = 2;
+  it('waits while its activation is in hand, and answers once it ends', async () => {
+    let inFlight = 1;
     const slots = workflowTaskSlots();
     slots.readActivationsFrom(() => inFlight);
     const asked = slots.supplier.reserveSlot(context, new AbortController().signal);
     const state = settledFlag(asked);
     await vi.advanceTimersByTimeAsync(50);
     expect(state.settled).toBe(false);
-    inFlight = 1;
+    inFlight = 0;
     await vi.advanceTimersByTimeAsync(5);
     expect(state.settled).toBe(true);
     expect(vi.getTimerCount()).toBe(0);
