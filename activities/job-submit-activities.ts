@@ -123,8 +123,9 @@ export function submitActivities(context: JobActivityContext) {
       endpointId,
       1,
       input.scheduling,
+      { leaveWhenPaused: true },
     );
-    if (grant.count === 0) throw windowFull(endpointId);
+    if (grant.count === 0) throw windowFull(endpointId, grant.paused === true);
     await beatBeforeSending(beats);
     const sentAt = Date.now();
     try {

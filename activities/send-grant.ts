@@ -60,12 +60,24 @@ function answeredInTime<T>(call: Promise<T>): Promise<T> {
 export type AskToSend = (
   ask: Omit<SendAsk, 'id' | 'queue'>,
   reading?: () => ServiceQueue | undefined,
+  waiting?: WaitChoice,
 ) => Promise<SendGrant>;
+
+/** How a submit waits at its gate. */
+export interface WaitChoice {
+  /**
+   * Give up at once, with a grant of 0, when the gate answers that the endpoint is paused: a job's
+   * submit then frees its worker slot and waits in its workflow instead. A batch's page waits on,
+   * up to ASK_WAIT_MS, as a page given back unsent is planned again at once.
+   */
+  leaveWhenPaused?: boolean;
+}
 
 /** One submit of this process waiting for room, served in the order it came. */
 interface Waiter {
   count: number;
   giveUpAt: number;
+  leaveWhenPaused: boolean;
   resolve(grant: SendGrant): void;
   reject(reason: unknown): void;
 }
@@ -208,6 +220,12 @@ async function pump(
           }
           continue;
         }
+        if (answer.paused) {
+          for (const waiter of lane.waiters.filter((entry) => entry.leaveWhenPaused)) {
+            lane.waiters.splice(lane.waiters.indexOf(waiter), 1);
+            waiter.resolve(answer);
+          }
+        }
         retryAt = answer.retryAt ?? Date.now() + BUSY_RETRY_MS;
       } catch (error) {
         // The gate refused the ask itself (its validator): a bug to report, not to wait out.
@@ -223,6 +241,7 @@ async function pump(
         }
         retryAt = Date.now() + BUSY_RETRY_MS * (1 + Math.random());
       }
+      if (lane.waiters.length === 0 && lane.owed === 0) break;
       now = Date.now();
       const firstGiveUp = Math.min(...lane.waiters.map((waiter) => waiter.giveUpAt));
       await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(retryAt, firstGiveUp) - now)));
@@ -243,6 +262,7 @@ async function pump(
 export async function askToSend(
   ask: Omit<SendAsk, 'id' | 'queue'>,
   reading?: () => ServiceQueue | undefined,
+  waiting: WaitChoice = {},
 ): Promise<SendGrant> {
   const ctx = Context.current();
   const { taskQueue } = ctx.info;
@@ -294,7 +314,13 @@ export async function askToSend(
   }, beatEvery);
   let waiter: Waiter | undefined;
   const granted = new Promise<SendGrant>((resolve, reject) => {
-    waiter = { count: ask.count, giveUpAt: Date.now() + ASK_WAIT_MS, resolve, reject };
+    waiter = {
+      count: ask.count,
+      giveUpAt: Date.now() + ASK_WAIT_MS,
+      leaveWhenPaused: waiting.leaveWhenPaused === true,
+      resolve,
+      reject,
+    };
   });
   lane.waiters.push(waiter as Waiter);
   if (!lane.asking) void pump(lane, key, send, start, ask.limit);
@@ -333,7 +359,8 @@ export async function grantToSend(
   endpointId: string,
   count: number,
   scheduling: Scheduling = {},
-): Promise<{ count: number; sendBy?: number }> {
+  waiting: WaitChoice = {},
+): Promise<{ count: number; sendBy?: number; paused?: true }> {
   const limit = deps.client.rateLimit?.('run')?.perTenSeconds;
   if (limit === undefined || !Number.isFinite(limit)) return { count };
   const asked = Math.min(count, limit);
@@ -355,6 +382,7 @@ export async function grantToSend(
       grant = await (deps.askToSend ?? askToSend)(
         { endpointId, count: asked, limit, ...scheduling },
         reading,
+        waiting,
       );
     } catch (error) {
       if (error instanceof CancelledFailure) throw error;
@@ -371,17 +399,23 @@ export async function grantToSend(
     }
     metrics.sendGrant(endpointId, key, 'granted', grant.count);
     if (grant.count < asked) metrics.sendGrant(endpointId, key, 'refused', asked - grant.count);
-    return { count: grant.count, sendBy: grant.sendBy };
+    return { count: grant.count, sendBy: grant.sendBy, ...(grant.paused ? { paused: true } : {}) };
   } finally {
     metrics.sendWaiting(endpointId, key, -asked);
   }
 }
 
-/** A submit that got no room at its endpoint's gate: nothing was sent, and the workflow submits again. */
-export function windowFull(endpointId: string): ApplicationFailure {
+/**
+ * A submit that got no room at its endpoint's gate: nothing was sent, and the workflow submits
+ * again (`noRoom`: for as long as the gate has no room, since the service refused nothing).
+ */
+export function windowFull(endpointId: string, paused = false): ApplicationFailure {
   return ApplicationFailure.create({
     type: SUBMIT_NOT_SENT,
-    message: `nothing was sent: endpoint ${endpointId}'s gate had no room in its /run window for ${ASK_WAIT_MS} ms (paused, or busy with work that goes first)`,
+    message: paused
+      ? `nothing was sent: endpoint ${endpointId} is paused at its gate (endpoint limits --resume)`
+      : `nothing was sent: endpoint ${endpointId}'s gate had no room in its /run window for ${ASK_WAIT_MS} ms (busy with work that goes first)`,
     nonRetryable: false,
+    details: [{ noRoom: true }],
   });
 }

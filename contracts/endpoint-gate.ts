@@ -130,6 +130,8 @@ export const sendGrantSchema = z.strictObject({
   at: z.number(),
   sendBy: z.number(),
   retryAt: z.number().optional(),
+  /** No room because the endpoint is paused: a caller that need not wait may give up at once. */
+  paused: z.literal(true).optional(),
   /**
    * Room for `count` more requests that the asking process may send without asking, each by
    * `until` and SEND_SLACK_MS: given with a grant on an idle endpoint (engine/endpoint-grants.ts).

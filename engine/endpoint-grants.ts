@@ -367,7 +367,7 @@ export function answerAsk(
   now: number,
   limit: number,
   reading?: ServiceQueue,
-): { grant: Grant } | { retryAt: number } {
+): { grant: Grant } | { retryAt: number; paused?: true } {
   takeReading(state, reading);
   const claimed = state.earmarks[ask.id];
   if (claimed && claimed.at + EARMARK_HOLD_MS >= now) {
@@ -403,5 +403,5 @@ export function answerAsk(
   // Its place is kept until a while after the time it is told to ask again.
   const waiting = state.waiting.find((waiter) => waiter.id === ask.id);
   if (waiting) waiting.giveUpAt = Math.max(waiting.giveUpAt, retryAt + RETRY_GRACE_MS);
-  return { retryAt };
+  return state.paused ? { retryAt, paused: true } : { retryAt };
 }

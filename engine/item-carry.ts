@@ -18,7 +18,7 @@ const KNOWN_JOB = [...TALLY, 'jobId', 'submittedAt', 'ttlMs', 'adopted', 'aliveA
 /** A route's fields come last in every phase: absent on a single endpoint, they cost nothing. */
 const ROUTED = ['endpoint', 'hops'] as const;
 const FIELDS: Record<CarriedPhase, readonly string[]> = {
-  queued: [...TALLY, 'rejectedTries', 'notBefore', ...ROUTED],
+  queued: [...TALLY, 'rejectedTries', 'notBefore', ...ROUTED, 'noRoomTries'],
   uncertain: [...TALLY, 'sentAt', 'waitUntil', 'webhookArmed', 'ttlMs', 'lease', ...ROUTED],
   running: [...KNOWN_JOB, 'lease', ...ROUTED],
   'retry-due': [...KNOWN_JOB, 'finishedAt', 'retryAt', ...ROUTED],

@@ -10,7 +10,7 @@ import type {
   UncertainItem,
 } from './item-state';
 import { ended, onGrid, placed, requeue, step, tally, unexpected } from './item-steps';
-import { onUncertainSubmit, resubmitAfterLease, submitRetryDelayMs } from './job-rules';
+import { noRoomRetryDelayMs, onUncertainSubmit, resubmitAfterLease, submitRetryDelayMs } from './job-rules';
 
 export function stepItem(item: ItemState, event: ItemEvent, rules: ItemRules): ItemStep {
   if (event.kind === 'abandoned') return abandoned(item, event);
@@ -71,6 +71,10 @@ function fromQueued(item: QueuedItem, event: ItemEvent, rules: ItemRules): ItemS
       return step(running, ['submission']);
     }
     case 'rejected': {
+      if (event.rejection.noRoom) {
+        const noRoomTries = (item.noRoomTries ?? 0) + 1;
+        return step({ ...item, noRoomTries, notBefore: event.now + noRoomRetryDelayMs(noRoomTries) });
+      }
       const tries = item.rejectedTries + 1;
       const delay = submitRetryDelayMs(event.rejection, tries);
       if (delay !== undefined) return step({ ...item, rejectedTries: tries, notBefore: event.now + delay });

@@ -60,6 +60,8 @@ export interface QueuedItem extends ItemTally {
   /** Certain (not sent) rejections of the submit in a row. */
   rejectedTries: number;
   notBefore?: number;
+  /** Tries in a row the endpoint's gate had no room for: not rejections, and never the item's end. */
+  noRoomTries?: number;
 }
 
 export interface UncertainItem extends ItemTally {

@@ -38,6 +38,8 @@ export interface SubmitRejection {
   retryable: boolean;
   /** The service's Retry-After (a 429), in ms. */
   retryAfterMs?: number;
+  /** Nothing was refused: the endpoint's gate had no room (noRoomRetryDelayMs). */
+  noRoom?: boolean;
 }
 
 /**
@@ -46,11 +48,24 @@ export interface SubmitRejection {
  */
 export function submitRetryDelayMs(rejection: SubmitRejection, triesSoFar: number): number | undefined {
   if (!rejection.retryable || triesSoFar >= SUBMIT_RETRY.maximumAttempts) return undefined;
-  const backoff = Math.min(
+  return Math.max(submitBackoffMs(triesSoFar), rejection.retryAfterMs ?? 0);
+}
+
+/**
+ * After `triesSoFar` tries in a row that the endpoint's gate had no room for (the endpoint paused,
+ * or its window taken by work that goes first): the pause before the next try. Such a try is no
+ * rejection: nothing was refused by the service, so it is tried for as long as the gate has no
+ * room, at most a minute apart (a job waiting out a pause costs a try a minute in history).
+ */
+export function noRoomRetryDelayMs(triesSoFar: number): number {
+  return submitBackoffMs(triesSoFar);
+}
+
+function submitBackoffMs(triesSoFar: number): number {
+  return Math.min(
     SUBMIT_RETRY.initialIntervalMs * SUBMIT_RETRY.backoffCoefficient ** (triesSoFar - 1),
     SUBMIT_RETRY.maximumIntervalMs,
   );
-  return Math.max(backoff, rejection.retryAfterMs ?? 0);
 }
 
 /** The backoff before the next /retry, after `retriesSoFar` retries. */

@@ -187,9 +187,9 @@ describe('answerAsk', () => {
     expect(state.log).toEqual([[SPAN, 10]]);
   });
 
-  it('drops an ask whose caller gave up, and asks again within 2 s while paused', () => {
+  it('drops an ask whose caller gave up, and asks again within 2 s while paused, saying so', () => {
     const state = { ...initialGrants(), paused: true };
-    expect(answerAsk(state, asked('a'), 0, 40)).toEqual({ retryAt: 2_000 });
+    expect(answerAsk(state, asked('a'), 0, 40)).toEqual({ retryAt: 2_000, paused: true });
     tidy(state, ASK_WAIT_MS);
     expect(state.waiting).toEqual([]);
   });

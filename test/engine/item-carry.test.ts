@@ -26,6 +26,7 @@ describe('the items carried through continue-as-new', () => {
   const items: ItemState[] = [
     queuedItem(1),
     { ...queuedItem(2), rejectedTries: 2, notBefore: 5_000, cost: 0.25 },
+    { ...queuedItem(7), rejectedTries: 0, notBefore: 65_000, noRoomTries: 9 },
     {
       phase: 'uncertain',
       index: 3,

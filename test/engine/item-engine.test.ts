@@ -175,6 +175,26 @@ const cases: Case[] = [
     to: { phase: 'ended', outcome: 'rejected' },
   },
   {
+    name: 'a try the gate had no room for is no rejection: it waits its own backoff, its tries apart',
+    from: { ...queuedItem(7), rejectedTries: 2 },
+    event: {
+      kind: 'rejected',
+      rejection: { retryable: true, noRoom: true, type: 'SubmitNotSent', message: 'no room' },
+      now: 5_000,
+    },
+    to: { phase: 'queued', rejectedTries: 2, noRoomTries: 1, notBefore: 6_000, submissions: 0 },
+  },
+  {
+    name: 'the twentieth try in a row the gate had no room for still waits, a minute at most',
+    from: { ...queuedItem(7), rejectedTries: 7, noRoomTries: 19 },
+    event: {
+      kind: 'rejected',
+      rejection: { retryable: true, noRoom: true, type: 'SubmitNotSent', message: 'no room' },
+      now: 5_000,
+    },
+    to: { phase: 'queued', rejectedTries: 7, noRoomTries: 20, notBefore: 65_000 },
+  },
+  {
     name: 'an uncertain submit with a webhook waits uncertainSubmitWait for its orphan',
     from: queuedItem(7),
     event: { kind: 'uncertain', sentAt: 1_000, answeredAt: 2_000, webhookArmed: true },

@@ -5,6 +5,7 @@ import {
   afterTerminal,
   goneBeforeRetry,
   lastLookMarginMs,
+  noRoomRetryDelayMs,
   onExpired,
   onUncertainSubmit,
   resubmitAfterLease,
@@ -91,6 +92,18 @@ describe('job rules', () => {
     expect(resubmitAfterLease(rules(), 7)).toBe(true);
     expect(resubmitAfterLease(rules(), 8)).toBe(false);
     expect(resubmitAfterLease(rules({ maxLeaseResubmits: 0 }), 3)).toBe(false);
+  });
+});
+
+describe('noRoomRetryDelayMs: a try the gate had no room for, never the last', () => {
+  it.each([
+    [1, 1_000],
+    [2, 2_000],
+    [7, 60_000],
+    [8, 60_000],
+    [500, 60_000],
+  ])('after %s tries: %s', (tries, expected) => {
+    expect(noRoomRetryDelayMs(tries)).toBe(expected);
   });
 });
 

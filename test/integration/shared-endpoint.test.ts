@@ -9,12 +9,14 @@
  * - two tenants of weights 1 and 3 share the window one to three;
  * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once;
  * - once the endpoint has all its workers, the service's queue holds one job per worker, so a
- *   priority-1 job sent beside a backfill waits behind at most that many.
+ *   priority-1 job sent beside a backfill waits behind at most that many;
+ * - a job on a paused endpoint waits in its workflow, trying again as long as the pause lasts,
+ *   and goes once the endpoint resumes.
  * Each waits on the gate's own view (its query), never on time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitBatch, cancelBatch, startBatch } from '../../client/batches';
-import { getEndpointLimits } from '../../client/endpoint-limits';
+import { getEndpointLimits, setEndpointLimits } from '../../client/endpoint-limits';
 import { awaitJob } from '../../client/jobs';
 import type { GateView } from '../../contracts/endpoint-gate';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
@@ -101,6 +103,35 @@ describe('many workloads on one endpoint', () => {
     );
     expect(stack.control.submissions(endpointId)).toBe(burst);
   }, 240_000);
+
+  it('keeps a job started on a paused endpoint waiting in its workflow, each try leaving its worker slot at once, and sends it once the endpoint resumes', async () => {
+    const endpointId = stack.endpoint({ workersMin: 1, workersMax: 1 });
+    await setEndpointLimits(stack.client, endpointId, { paused: true }, { taskQueue: stack.taskQueue });
+    const job = await stack.start(
+      { endpointId, request: { input: { sleepMs: 50, output: { paused: 'then resumed' } } } },
+      { label: 'paused' },
+    );
+    // Each try is a submit activity that the gate answered "paused" at once: it left its worker
+    // slot and failed, and the workflow tries again later.
+    const pausedTries = () =>
+      job
+        .fetchHistory()
+        .then(
+          (history) =>
+            (history.events ?? []).filter((event) =>
+              event.activityTaskFailedEventAttributes?.failure?.message?.includes('is paused at its gate'),
+            ).length,
+        );
+    await eventually(
+      async () => ((await pausedTries()) >= 3 ? true : undefined),
+      60_000,
+      'three tries while paused',
+    );
+    expect(stack.control.submissions(endpointId)).toBe(0);
+    await setEndpointLimits(stack.client, endpointId, { paused: false }, { taskQueue: stack.taskQueue });
+    expect((await awaitJob(stack.client, { job })).output).toEqual({ paused: 'then resumed' });
+    expect(stack.control.submissions(endpointId)).toBe(1);
+  }, 120_000);
 
   /** The gate's view once `check` holds for it. */
   const gateWhen = (endpointId: string, check: (view: GateView) => boolean, what: string) =>

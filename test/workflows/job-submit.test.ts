@@ -9,8 +9,10 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { windowFull } from '../../activities/send-grant';
 import { beatBeforeSending, submitBeats } from '../../activities/submit-beat';
 import type { JobWorkflowInput } from '../../contracts/job-input';
+import { noRoomRetryDelayMs, SUBMIT_RETRY } from '../../engine/job-rules';
 import { jobSnapshotQuery, jobWebhookSignal } from '../../workflows/job/job-definitions';
 import {
   bundleJobWorkflow,
@@ -303,6 +305,14 @@ describe('job workflow: submission and cancellation', () => {
   });
 
   describe('a submit that certainly was not sent', () => {
+    /** A job run to its end with these activities: its result and its time in the workflow. */
+    const resultAndElapsed = (activities: ReturnType<typeof fakeJob>['activities']) =>
+      withWorker(env, bundle, activities, async (taskQueue) => {
+        const handle = await start(taskQueue, input());
+        const result = await handle.result();
+        return { result, elapsed: await workflowElapsed(handle) };
+      });
+
     it('is retried by the workflow, honouring Retry-After, and counts as one submission', async () => {
       let calls = 0;
       const fake = fakeJob({
@@ -319,15 +329,30 @@ describe('job workflow: submission and cancellation', () => {
           return submitted('job-1');
         },
       });
-      const { result, elapsed } = await withWorker(env, bundle, fake.activities, async (taskQueue) => {
-        const handle = await start(taskQueue, input());
-        const result = await handle.result();
-        return { result, elapsed: await workflowElapsed(handle) };
-      });
+      const { result, elapsed } = await resultAndElapsed(fake.activities);
       expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, uncertainSubmits: 0 });
       expect(fake.named('submitJob')).toHaveLength(3);
       expect(fake.named('submitJob').map((call) => call.attempt)).toEqual([1, 1, 1]);
       expect(elapsed).toBeGreaterThanOrEqual(60_000);
+    });
+
+    it('waits out a gate with no room for as long as it lasts (a paused endpoint), past the rejected submit’s tries', async () => {
+      const refusals = SUBMIT_RETRY.maximumAttempts + 4;
+      let calls = 0;
+      const fake = fakeJob({
+        submitJob: async () => {
+          calls += 1;
+          if (calls <= refusals) throw windowFull('ep-1');
+          return submitted('job-1');
+        },
+      });
+      const { result, elapsed } = await resultAndElapsed(fake.activities);
+      expect(result).toMatchObject({ jobId: 'job-1', submissions: 1, uncertainSubmits: 0 });
+      expect(fake.named('submitJob')).toHaveLength(refusals + 1);
+      // The pauses between tries grow to a minute: a long pause costs a try a minute, not more.
+      const pauses = Array.from({ length: refusals }, (_, tries) => noRoomRetryDelayMs(tries + 1));
+      expect(pauses.slice(-3)).toEqual([60_000, 60_000, 60_000]);
+      expect(elapsed).toBeGreaterThanOrEqual(pauses.reduce((sum, pause) => sum + pause, 0));
     });
 
     it.each([

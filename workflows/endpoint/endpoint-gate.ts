@@ -123,7 +123,14 @@ export async function endpointGate(input: EndpointGateInput): Promise<void> {
       );
       // Shown in the UI; costs no history event.
       setCurrentDetails(gateCurrentDetails(view()));
-      if (!('grant' in answer)) return { count: 0, at: now, sendBy: now, retryAt: answer.retryAt };
+      if (!('grant' in answer))
+        return {
+          count: 0,
+          at: now,
+          sendBy: now,
+          retryAt: answer.retryAt,
+          ...(answer.paused ? { paused: true } : {}),
+        };
       const { count, at, sendBy, spare } = answer.grant;
       return { count, at, sendBy, ...(spare === undefined ? {} : { spare }) };
     },

@@ -104,6 +104,7 @@ async function submitOnce(run: Run): Promise<void> {
       type: outcome.type,
       message: outcome.message,
       ...(typeof outcome.facts.retryAfterMs === 'number' ? { retryAfterMs: outcome.facts.retryAfterMs } : {}),
+      ...(outcome.facts.noRoom === true ? { noRoom: true } : {}),
     };
     advanceJob(run, { kind: 'rejected', rejection, now: Date.now() });
     if (current(run).phase === 'ended') {
