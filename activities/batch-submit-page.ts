@@ -48,7 +48,7 @@ export function submitPageActivities(shared: BatchShared) {
       send?: PageSend;
       /** A pipeline stage's page: its requests are made from its pieces (activities/pipeline-requests.ts). */
       pipeline?: StagePageSource;
-    }): Promise<{ results: SubmitItemResult[]; unsent?: number[] }> {
+    }): Promise<{ results: SubmitItemResult[]; unsent?: number[]; paused?: true }> {
       const { workflowId } = batchContext();
       // The attempt's start, as near as this code knows it: its deadlines count from here, the
       // wait for the gate's grant included.
@@ -70,12 +70,15 @@ export function submitPageActivities(shared: BatchShared) {
       const send = input.send;
       // The endpoint's gate grants room for some or all of the page now; the rest goes back to the
       // batch's queue, unsent, for a page of its own.
+      // A paused endpoint answers at once: the page comes back unsent, and the batch holds its
+      // pages until a while later rather than hold this worker slot.
       const grant = await grantToSend(
         { client, askToSend: deps.askToSend, metrics },
         input.endpointId,
         input.indexes.length,
         send?.scheduling,
       );
+      if (grant.paused) return { results: [], unsent: input.indexes.slice(), paused: true };
       const granted = new Set(input.indexes.slice(0, grant.count));
       const gate = createRateLimiter(
         send ? { run: { perTenSeconds: Number.POSITIVE_INFINITY, concurrent: send.concurrent } } : false,

@@ -123,7 +123,6 @@ export function submitActivities(context: JobActivityContext) {
       endpointId,
       1,
       input.scheduling,
-      { leaveWhenPaused: true },
     );
     if (grant.count === 0) throw windowFull(endpointId, grant.paused === true);
     await beatBeforeSending(beats);

@@ -60,24 +60,12 @@ function answeredInTime<T>(call: Promise<T>): Promise<T> {
 export type AskToSend = (
   ask: Omit<SendAsk, 'id' | 'queue'>,
   reading?: () => ServiceQueue | undefined,
-  waiting?: WaitChoice,
 ) => Promise<SendGrant>;
-
-/** How a submit waits at its gate. */
-export interface WaitChoice {
-  /**
-   * Give up at once, with a grant of 0, when the gate answers that the endpoint is paused: a job's
-   * submit then frees its worker slot and waits in its workflow instead. A batch's page waits on,
-   * up to ASK_WAIT_MS, as a page given back unsent is planned again at once.
-   */
-  leaveWhenPaused?: boolean;
-}
 
 /** One submit of this process waiting for room, served in the order it came. */
 interface Waiter {
   count: number;
   giveUpAt: number;
-  leaveWhenPaused: boolean;
   resolve(grant: SendGrant): void;
   reject(reason: unknown): void;
 }
@@ -220,11 +208,11 @@ async function pump(
           }
           continue;
         }
+        // A paused endpoint: every waiter leaves its worker slot at once, with no room and the
+        // reason, and its workflow waits and tries again (a job's tries, a batch's held pages).
         if (answer.paused) {
-          for (const waiter of lane.waiters.filter((entry) => entry.leaveWhenPaused)) {
-            lane.waiters.splice(lane.waiters.indexOf(waiter), 1);
-            waiter.resolve(answer);
-          }
+          for (const waiter of lane.waiters.splice(0)) waiter.resolve(answer);
+          break;
         }
         retryAt = answer.retryAt ?? Date.now() + BUSY_RETRY_MS;
       } catch (error) {
@@ -241,7 +229,6 @@ async function pump(
         }
         retryAt = Date.now() + BUSY_RETRY_MS * (1 + Math.random());
       }
-      if (lane.waiters.length === 0 && lane.owed === 0) break;
       now = Date.now();
       const firstGiveUp = Math.min(...lane.waiters.map((waiter) => waiter.giveUpAt));
       await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(retryAt, firstGiveUp) - now)));
@@ -262,7 +249,6 @@ async function pump(
 export async function askToSend(
   ask: Omit<SendAsk, 'id' | 'queue'>,
   reading?: () => ServiceQueue | undefined,
-  waiting: WaitChoice = {},
 ): Promise<SendGrant> {
   const ctx = Context.current();
   const { taskQueue } = ctx.info;
@@ -317,7 +303,6 @@ export async function askToSend(
     waiter = {
       count: ask.count,
       giveUpAt: Date.now() + ASK_WAIT_MS,
-      leaveWhenPaused: waiting.leaveWhenPaused === true,
       resolve,
       reject,
     };
@@ -359,7 +344,6 @@ export async function grantToSend(
   endpointId: string,
   count: number,
   scheduling: Scheduling = {},
-  waiting: WaitChoice = {},
 ): Promise<{ count: number; sendBy?: number; paused?: true }> {
   const limit = deps.client.rateLimit?.('run')?.perTenSeconds;
   if (limit === undefined || !Number.isFinite(limit)) return { count };
@@ -382,7 +366,6 @@ export async function grantToSend(
       grant = await (deps.askToSend ?? askToSend)(
         { endpointId, count: asked, limit, ...scheduling },
         reading,
-        waiting,
       );
     } catch (error) {
       if (error instanceof CancelledFailure) throw error;

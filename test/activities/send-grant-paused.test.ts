@@ -1,13 +1,13 @@
 /**
- * A process's submits at a paused endpoint's gate: a job's submit gives up at the gate's first
- * answer, freeing its worker slot (its workflow waits and tries again), while a batch's page waits
- * on and is granted once the endpoint resumes. The gate here is a stand-in for Temporal's client
- * (the gate's own rule: engine/endpoint-grants.ts).
+ * A process's submits at a paused endpoint's gate: each gives up at the gate's first answer, with
+ * no room and the reason, freeing its worker slot (its workflow waits and tries again); once the
+ * endpoint resumes, the next ask is granted. The gate here is a stand-in for Temporal's client (the
+ * gate's own rule: engine/endpoint-grants.ts).
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
-import { askToSend, type WaitChoice } from '../../activities/send-grant';
+import { askToSend } from '../../activities/send-grant';
 import type { SendAsk, SendGrant } from '../../contracts/endpoint-gate';
 
 /** A gate paused for its first `pausedAnswers` answers, that grants all asked after them. */
@@ -30,29 +30,30 @@ function pausedGate(pausedAnswers: number) {
     withAbortSignal: <T>(_signal: AbortSignal, call: () => Promise<T>) => call(),
     withDeadline: <T>(_deadline: number, call: () => Promise<T>) => call(),
   } as unknown as Client;
-  const ask = (endpointId: string, count: number, waiting: WaitChoice): Promise<SendGrant> =>
-    new MockActivityEnvironment({ taskQueue: 'paused-test' }, { client }).run(
-      askToSend,
-      { endpointId, count, limit: 1_000 },
-      undefined,
-      waiting,
-    ) as Promise<SendGrant>;
+  const ask = (endpointId: string, count: number): Promise<SendGrant> =>
+    new MockActivityEnvironment({ taskQueue: 'paused-test' }, { client }).run(askToSend, {
+      endpointId,
+      count,
+      limit: 1_000,
+    }) as Promise<SendGrant>;
   return { asks, ask };
 }
 
 describe('askToSend at a paused endpoint', () => {
-  it("gives a job's submit no room at the first answer, saying the endpoint is paused", async () => {
-    const gate = pausedGate(3);
-    const grant = await gate.ask('ep-paused-job', 1, { leaveWhenPaused: true });
-    expect(grant).toMatchObject({ count: 0, paused: true });
+  it("gives a job's submit and a batch's page no room at the first answer, saying the endpoint is paused", async () => {
+    const gate = pausedGate(2);
+    const [job, page] = await Promise.all([gate.ask('ep-paused', 1), gate.ask('ep-paused', 5)]);
+    expect(job).toMatchObject({ count: 0, paused: true });
+    expect(page).toMatchObject({ count: 0, paused: true });
     expect(gate.asks).toHaveLength(1);
   });
 
-  it("keeps a batch's page waiting through the pause, and grants it once the endpoint resumes", async () => {
-    const gate = pausedGate(3);
-    const grant = await gate.ask('ep-paused-page', 5, {});
+  it('grants the next ask once the endpoint resumes', async () => {
+    const gate = pausedGate(1);
+    expect(await gate.ask('ep-resumed', 5)).toMatchObject({ count: 0, paused: true });
+    const grant = await gate.ask('ep-resumed', 5);
     expect(grant).toMatchObject({ count: 5 });
     expect(grant.paused).toBeUndefined();
-    expect(gate.asks).toHaveLength(4);
+    expect(gate.asks).toHaveLength(2);
   });
 });

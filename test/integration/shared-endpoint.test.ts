@@ -10,8 +10,8 @@
  * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once;
  * - once the endpoint has all its workers, the service's queue holds one job per worker, so a
  *   priority-1 job sent beside a backfill waits behind at most that many;
- * - a job on a paused endpoint waits in its workflow, trying again as long as the pause lasts,
- *   and goes once the endpoint resumes.
+ * - a job or a batch on a paused endpoint waits in its workflow, trying again as long as the pause
+ *   lasts, and goes once the endpoint resumes.
  * Each waits on the gate's own view (its query), never on time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,6 +131,50 @@ describe('many workloads on one endpoint', () => {
     await setEndpointLimits(stack.client, endpointId, { paused: false }, { taskQueue: stack.taskQueue });
     expect((await awaitJob(stack.client, { job })).output).toEqual({ paused: 'then resumed' });
     expect(stack.control.submissions(endpointId)).toBe(1);
+  }, 120_000);
+
+  it('holds a batch started on a paused endpoint in its workflow, each page leaving its worker slot at once, and sends each item once the endpoint resumes', async () => {
+    const endpointId = stack.endpoint({ workersMin: 2, workersMax: 2 });
+    await setEndpointLimits(stack.client, endpointId, { paused: true }, { taskQueue: stack.taskQueue });
+    const items = 4;
+    const batch = await startBatch(
+      stack.client,
+      {
+        endpointId,
+        items: {
+          inline: Array.from({ length: items }, (_, i) => ({ input: { sleepMs: 50, output: { i } } })),
+        },
+        pageSize: 2,
+      },
+      { workflowId: `shared-endpoint-paused-batch-${Date.now()}`, taskQueue: stack.taskQueue },
+    );
+    // While paused, every page comes back unsent at the gate's first answer.
+    const pagesAnswered = async () => {
+      const events = (await batch.fetchHistory()).events ?? [];
+      const pages = new Set(
+        events
+          .filter(
+            (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'submitBatchPage',
+          )
+          .map((event) => event.eventId?.toString()),
+      );
+      return events.filter((event) =>
+        pages.has(event.activityTaskCompletedEventAttributes?.scheduledEventId?.toString()),
+      ).length;
+    };
+    await eventually(
+      async () => ((await pagesAnswered()) >= 3 ? true : undefined),
+      60_000,
+      'three pages answered while paused',
+    );
+    expect(stack.control.submissions(endpointId)).toBe(0);
+    await setEndpointLimits(stack.client, endpointId, { paused: false }, { taskQueue: stack.taskQueue });
+    expect(await awaitBatch(stack.client, { batch })).toMatchObject({
+      total: items,
+      counts: { completed: items },
+      submissions: items,
+    });
+    expect(stack.control.submissions(endpointId)).toBe(items);
   }, 120_000);
 
   /** The gate's view once `check` holds for it. */

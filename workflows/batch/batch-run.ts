@@ -102,6 +102,11 @@ export interface BatchRun {
   readonly sends: number[];
   /** The send times reserved for the submits under way (send-window.ts). */
   readonly sendTimes: number[];
+  /**
+   * The endpoint's gate answered that it is paused: no page goes out before `until`, which grows
+   * with each paused answer in a row (`tries`) as a job's tries do (engine/job-rules.ts).
+   */
+  pausedSends?: { tries: number; until: number };
   /** The route's looks at its endpoints (batch-route-run.ts); not carried. */
   readonly routing: {
     /** When each endpoint's /health was last read. */

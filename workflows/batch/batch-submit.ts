@@ -12,6 +12,7 @@ import { endpointWindows } from '../../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../../contracts/submit-lease';
 import { endpointRooms, planPage } from '../../engine/batch-route';
 import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from '../../engine/item-state';
+import { noRoomRetryDelayMs } from '../../engine/job-rules';
 import { sentNothing } from '../../engine/job-submit-rules';
 import { activityOutcome } from '../shared/job-failures';
 import { routeActivities, stageActivities, submitActivities } from './batch-activities';
@@ -79,6 +80,7 @@ function readyQueued(run: BatchRun, now: number): QueuedItem[] {
 export function startSubmits(run: BatchRun, now: number): void {
   const { state, input } = run;
   if (state.paused || state.stopping) return;
+  if (run.pausedSends && now < run.pausedSends.until) return;
   for (;;) {
     const ready = readyQueued(run, now);
     const waiting = ready.length + (state.total - state.cursor);
@@ -157,9 +159,18 @@ function submitPage(run: BatchRun, page: number[], endpoint: number, now: number
     ),
   )
     .then(
-      ({ results, unsent }) => {
+      ({ results, unsent, paused }) => {
         const answeredAt = Date.now();
         const asked = new Set(page);
+        // A paused endpoint: the pages wait in the workflow, not in the workers' slots, a while
+        // longer at each paused answer in a row, until a page is granted again.
+        // A page sent before the hold began (pages go out several at once) leaves it as it is.
+        if (paused) {
+          if (run.pausedSends === undefined || run.pausedSends.until <= sentAt) {
+            const tries = (run.pausedSends?.tries ?? 0) + 1;
+            run.pausedSends = { tries, until: answeredAt + noRoomRetryDelayMs(tries) };
+          }
+        } else if (results.length > 0) run.pausedSends = undefined;
         for (const result of results) {
           if (asked.has(result.i)) submitted(run, result, sentAt, answeredAt, endpoint);
         }
