@@ -41,6 +41,8 @@ function routeService(
     gone?: string[];
     /** Maximum worker counts the account's listing gives (none: unknown). */
     workersMax?: Record<string, number>;
+    /** Endpoints whose gate answers that they are paused: every page comes back unsent. */
+    paused?: string[];
   },
 ) {
   const jobs = new Map<string, Job>();
@@ -64,6 +66,7 @@ function routeService(
     async submitBatchPage({ endpointId, indexes, inputOverrides }) {
       pages.push({ endpointId, size: indexes.length });
       overrides.push({ endpointId, ...(inputOverrides ? { inputOverrides } : {}) });
+      if (options.paused?.includes(endpointId)) return { results: [], unsent: indexes.slice(), paused: true };
       if (options.gone?.includes(endpointId)) {
         const rejected = { type: 'NotFound', message: `endpoint ${endpointId} not found`, retryable: false };
         return { results: indexes.map((i) => ({ i, rejected })) };
@@ -191,6 +194,27 @@ describe('batch workflow over a route', () => {
       { endpointId: 'b', size: 10 },
     ]);
     expect(service.pages.every((page) => page.size <= (page.endpointId === 'a' ? 5 : 10))).toBe(true);
+    expect(completedPerItem(service).size).toBe(30);
+  });
+
+  it('sends every page to the next endpoint while the first is paused, holding none back for it', async () => {
+    const service = routeService(30, { paused: ['a'] });
+    const summary = await withWorker(suite.env, suite.bundle, service.activities, async (queue) =>
+      (
+        await suite.start(
+          queue,
+          input({
+            route: { endpoints: [{ endpointId: 'a' }, { endpointId: 'b' }] },
+            maxConcurrency: 10,
+            pageSize: 5,
+          }),
+        )
+      ).result(),
+    );
+    expect(summary).toMatchObject({ total: 30, counts: { completed: 30 } });
+    expect([...service.jobs.values()].every((job) => job.endpointId === 'b')).toBe(true);
+    // a was asked only until its first paused answers came: then held, it had no room.
+    expect(service.pages.filter((page) => page.endpointId === 'a').length).toBeLessThanOrEqual(2);
     expect(completedPerItem(service).size).toBe(30);
   });
 

@@ -80,7 +80,6 @@ function readyQueued(run: BatchRun, now: number): QueuedItem[] {
 export function startSubmits(run: BatchRun, now: number): void {
   const { state, input } = run;
   if (state.paused || state.stopping) return;
-  if (run.pausedSends && now < run.pausedSends.until) return;
   for (;;) {
     const ready = readyQueued(run, now);
     const waiting = ready.length + (state.total - state.cursor);
@@ -92,7 +91,10 @@ export function startSubmits(run: BatchRun, now: number): void {
     );
     const plan = planPage({
       windows,
-      rooms: endpointRooms(windows, state.endpoints, endpointLoads(run), input.pageSize, now),
+      // An endpoint held as paused has no room: on a route, its pages go elsewhere meanwhile.
+      rooms: endpointRooms(windows, state.endpoints, endpointLoads(run), input.pageSize, now).map(
+        (room, at) => ((run.pausedSends.get(at)?.until ?? 0) > now ? 0 : room),
+      ),
       free: state.maxConcurrency - inFlight(run) - submitting(run),
       sends: run.sends,
       maxSends: PARALLEL_SUBMITS,
@@ -162,15 +164,16 @@ function submitPage(run: BatchRun, page: number[], endpoint: number, now: number
       ({ results, unsent, paused }) => {
         const answeredAt = Date.now();
         const asked = new Set(page);
-        // A paused endpoint: the pages wait in the workflow, not in the workers' slots, a while
-        // longer at each paused answer in a row, until a page is granted again.
-        // A page sent before the hold began (pages go out several at once) leaves it as it is.
+        // A paused endpoint: its pages wait in the workflow, not in the workers' slots, a while
+        // longer at each paused answer in a row, until a page to it is granted again. A page sent
+        // before the hold began (pages go out several at once) leaves it as it is.
+        const hold = run.pausedSends.get(endpoint);
         if (paused) {
-          if (run.pausedSends === undefined || run.pausedSends.until <= sentAt) {
-            const tries = (run.pausedSends?.tries ?? 0) + 1;
-            run.pausedSends = { tries, until: answeredAt + noRoomRetryDelayMs(tries) };
+          if (hold === undefined || hold.until <= sentAt) {
+            const tries = (hold?.tries ?? 0) + 1;
+            run.pausedSends.set(endpoint, { tries, until: answeredAt + noRoomRetryDelayMs(tries) });
           }
-        } else if (results.length > 0) run.pausedSends = undefined;
+        } else if (results.length > 0) run.pausedSends.delete(endpoint);
         for (const result of results) {
           if (asked.has(result.i)) submitted(run, result, sentAt, answeredAt, endpoint);
         }

@@ -35,9 +35,9 @@ export function startWindowWork(run: BatchRun, now: number): void {
 /** The next time something falls due; what is due already waits for a bump (an activity ending). */
 export function windowDue(run: BatchRun, now: number): ItemDue | undefined {
   let next = routeDue(run, now);
-  const pausedUntil = run.pausedSends?.until;
-  if (pausedUntil !== undefined && pausedUntil > now && (next === undefined || pausedUntil < next.at))
-    next = { at: pausedUntil, work: 'submit' };
+  for (const { until } of run.pausedSends.values()) {
+    if (until > now && (next === undefined || until < next.at)) next = { at: until, work: 'submit' };
+  }
   for (const item of run.items.values()) {
     if (run.retrying.has(item.index)) continue;
     const due = dueOf(item);
