@@ -300,12 +300,7 @@ export async function askToSend(
   }, beatEvery);
   let waiter: Waiter | undefined;
   const granted = new Promise<SendGrant>((resolve, reject) => {
-    waiter = {
-      count: ask.count,
-      giveUpAt: Date.now() + ASK_WAIT_MS,
-      resolve,
-      reject,
-    };
+    waiter = { count: ask.count, giveUpAt: Date.now() + ASK_WAIT_MS, resolve, reject };
   });
   lane.waiters.push(waiter as Waiter);
   if (!lane.asking) void pump(lane, key, send, start, ask.limit);
