@@ -7,6 +7,7 @@
  */
 
 import type { LookLog } from '../contracts/look-log';
+import { noRoomRetryDelayMs } from './job-rules';
 import { queueLookDue } from './queue-look';
 
 /** What a batch keeps per endpoint of its route (it crosses continue-as-new: kept small). */
@@ -31,6 +32,16 @@ export interface EndpointTally {
   lookLog?: LookLog;
   /** The clients (worker processes) that handed looks back lately, and when (look-shares.ts). */
   lookClients?: Array<[source: string, lastAt: number]>;
+  /**
+   * Its gate answered that it is paused: no page goes there before `until` (afterPageAnswer), a
+   * while longer at each paused answer in a row (`tries`).
+   */
+  pausedHold?: PausedHold;
+}
+
+export interface PausedHold {
+  tries: number;
+  until: number;
 }
 
 /** Capacity failures within recheckAfter that drain an endpoint. */
@@ -73,9 +84,37 @@ export function afterCapacityFailure(
 }
 
 /**
+ * The tally after a page's answer from the endpoint's gate. A paused answer holds the endpoint's
+ * pages in the workflow (not in the workers' slots) until a time that grows as a job's no-room
+ * tries do (engine/job-rules.ts noRoomRetryDelayMs); a page sent before the hold began (pages go
+ * out several at once) leaves it as it is. The hold ends at the first page there that is granted.
+ */
+export function afterPageAnswer(
+  tally: EndpointTally,
+  answer: { paused: boolean; granted: boolean },
+  sentAt: number,
+  answeredAt: number,
+): EndpointTally {
+  const hold = tally.pausedHold;
+  if (answer.paused) {
+    if (hold !== undefined && hold.until > sentAt) return tally;
+    const tries = (hold?.tries ?? 0) + 1;
+    return { ...tally, pausedHold: { tries, until: answeredAt + noRoomRetryDelayMs(tries) } };
+  }
+  if (!answer.granted || hold === undefined) return tally;
+  const { pausedHold: _hold, ...rest } = tally;
+  return rest;
+}
+
+/** Whether the endpoint's pages are held at `now` (its gate answered that it is paused). */
+export function isHeld(tally: EndpointTally, now: number): boolean {
+  return (tally.pausedHold?.until ?? 0) > now;
+}
+
+/**
  * The room each endpoint has for more jobs: its window (contracts/route.ts endpointWindows) less
- * its load (jobs in flight and items being submitted there); none while drained; a page at most
- * while probing.
+ * its load (jobs in flight and items being submitted there); none while drained or held (its
+ * gate paused: on a route, its pages go to the others meanwhile); a page at most while probing.
  */
 export function endpointRooms(
   windows: readonly number[],
@@ -86,7 +125,7 @@ export function endpointRooms(
 ): number[] {
   return windows.map((window, at) => {
     const tally = tallies[at];
-    if (tally && !isOpen(tally, now)) return 0;
+    if (tally && (!isOpen(tally, now) || isHeld(tally, now))) return 0;
     const limit = tally?.probing ? Math.min(window, pageSize) : window;
     return Math.max(0, limit - (loads[at] ?? 0));
   });

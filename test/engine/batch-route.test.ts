@@ -7,11 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { endpointWindows, routeSchema } from '../../contracts/route';
 import {
   afterCapacityFailure,
+  afterPageAnswer,
   CAPACITY_FAILURES_TO_DRAIN,
   choiceOf,
   drained,
   type EndpointTally,
   endpointRooms,
+  isHeld,
   isOpen,
   newEndpointTallies,
   type PagePlanInput,
@@ -62,6 +64,54 @@ describe("each endpoint's room", () => {
     expect(endpointRooms(endpointWindows(weighted, 100), newEndpointTallies(2), [0, 0], 50, 0)).toEqual([
       75, 25,
     ]);
+  });
+});
+
+describe("a paused endpoint's hold", () => {
+  const fresh = (): EndpointTally => ({ completed: 0, failed: 0, moved: 0 });
+  const paused = { paused: true, granted: false };
+  const granted = { paused: false, granted: true };
+
+  it.each([
+    // [paused answers in a row, the hold's length after the last]: a job's no-room waits
+    [1, 1_000],
+    [2, 2_000],
+    [3, 4_000],
+    [7, 60_000],
+    [20, 60_000],
+  ])('after %i paused answers in a row lasts %i ms', (answers, length) => {
+    let tally = fresh();
+    let now = 0;
+    for (let answer = 0; answer < answers; answer++) {
+      // Each page sent once the hold before it is over.
+      now = (tally.pausedHold?.until ?? now) + 10;
+      tally = afterPageAnswer(tally, paused, now, now + 5);
+    }
+    expect(tally.pausedHold).toEqual({ tries: answers, until: now + 5 + length });
+  });
+
+  it('leaves the endpoint no room until it ends, without draining it', () => {
+    const tallies = [afterPageAnswer(fresh(), paused, 0, 100), fresh()];
+    const windows = [100, 100];
+    expect(endpointRooms(windows, tallies, [0, 0], 20, 1_099)).toEqual([0, 100]);
+    expect(isHeld(tallies[0] as EndpointTally, 1_099)).toBe(true);
+    expect(isOpen(tallies[0] as EndpointTally, 1_099)).toBe(true);
+    expect(endpointRooms(windows, tallies, [0, 0], 20, 1_100)).toEqual([100, 100]);
+  });
+
+  it('is kept as it is by a paused answer to a page sent before it began', () => {
+    const held = afterPageAnswer(fresh(), paused, 0, 100);
+    expect(afterPageAnswer(held, paused, 50, 120)).toBe(held);
+    // Sent once it was over: the hold grows.
+    expect(afterPageAnswer(held, paused, 1_100, 1_150).pausedHold).toEqual({ tries: 2, until: 3_150 });
+  });
+
+  it('ends at the first page there that is granted; an answer with nothing granted keeps it', () => {
+    const held = afterPageAnswer(fresh(), paused, 0, 100);
+    expect(afterPageAnswer(held, { paused: false, granted: false }, 1_100, 1_200)).toBe(held);
+    const resumed = afterPageAnswer(held, granted, 1_100, 1_200);
+    expect(resumed).not.toHaveProperty('pausedHold');
+    expect(afterPageAnswer(resumed, paused, 1_300, 1_400).pausedHold).toEqual({ tries: 1, until: 2_400 });
   });
 });
 

@@ -72,7 +72,6 @@ export function newBatchRun(
     submitsRunning: 0,
     sends: route.endpoints.map(() => 0),
     sendTimes: [],
-    pausedSends: new Map(),
     routing: {
       checkedAt: route.endpoints.map(() => undefined),
       checking: new Set(),

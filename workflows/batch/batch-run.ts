@@ -102,12 +102,6 @@ export interface BatchRun {
   readonly sends: number[];
   /** The send times reserved for the submits under way (send-window.ts). */
   readonly sendTimes: number[];
-  /**
-   * Per route position, an endpoint whose gate answered that it is paused: no page goes to it
-   * before `until` (it has no room, as a closed endpoint), which grows with each paused answer in
-   * a row (`tries`) as a job's tries do (engine/job-rules.ts).
-   */
-  readonly pausedSends: Map<number, { tries: number; until: number }>;
   /** The route's looks at its endpoints (batch-route-run.ts); not carried. */
   readonly routing: {
     /** When each endpoint's /health was last read. */

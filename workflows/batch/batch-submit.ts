@@ -10,15 +10,14 @@ import type { PageSend, SubmitItemResult } from '../../contracts/batch-types';
 import { ASK_WAIT_MS } from '../../contracts/endpoint-gate';
 import { endpointWindows } from '../../contracts/route';
 import { leaseRequest, unreportedLeaseTtl } from '../../contracts/submit-lease';
-import { endpointRooms, planPage } from '../../engine/batch-route';
+import { afterPageAnswer, endpointRooms, planPage } from '../../engine/batch-route';
 import { type ItemEvent, type ItemState, type QueuedItem, queuedItem } from '../../engine/item-state';
-import { noRoomRetryDelayMs } from '../../engine/job-rules';
 import { sentNothing } from '../../engine/job-submit-rules';
 import { activityOutcome } from '../shared/job-failures';
 import { routeActivities, stageActivities, submitActivities } from './batch-activities';
 import { budgetRoom } from './batch-controls';
 import { endpointGone } from './batch-route-run';
-import { advance, type BatchRun, bump, endpointIdAt } from './batch-run';
+import { advance, type BatchRun, bump, endpointIdAt, tallyAt } from './batch-run';
 import { endpointLoads, inFlight, submitting } from './batch-run-counts';
 
 /**
@@ -91,10 +90,7 @@ export function startSubmits(run: BatchRun, now: number): void {
     );
     const plan = planPage({
       windows,
-      // An endpoint held as paused has no room: on a route, its pages go elsewhere meanwhile.
-      rooms: endpointRooms(windows, state.endpoints, endpointLoads(run), input.pageSize, now).map(
-        (room, at) => ((run.pausedSends.get(at)?.until ?? 0) > now ? 0 : room),
-      ),
+      rooms: endpointRooms(windows, state.endpoints, endpointLoads(run), input.pageSize, now),
       free: state.maxConcurrency - inFlight(run) - submitting(run),
       sends: run.sends,
       maxSends: PARALLEL_SUBMITS,
@@ -164,16 +160,8 @@ function submitPage(run: BatchRun, page: number[], endpoint: number, now: number
       ({ results, unsent, paused }) => {
         const answeredAt = Date.now();
         const asked = new Set(page);
-        // A paused endpoint: its pages wait in the workflow, not in the workers' slots, a while
-        // longer at each paused answer in a row, until a page to it is granted again. A page sent
-        // before the hold began (pages go out several at once) leaves it as it is.
-        const hold = run.pausedSends.get(endpoint);
-        if (paused) {
-          if (hold === undefined || hold.until <= sentAt) {
-            const tries = (hold?.tries ?? 0) + 1;
-            run.pausedSends.set(endpoint, { tries, until: answeredAt + noRoomRetryDelayMs(tries) });
-          }
-        } else if (results.length > 0) run.pausedSends.delete(endpoint);
+        const answer = { paused: paused === true, granted: results.length > 0 };
+        state.endpoints[endpoint] = afterPageAnswer(tallyAt(run, endpoint), answer, sentAt, answeredAt);
         for (const result of results) {
           if (asked.has(result.i)) submitted(run, result, sentAt, answeredAt, endpoint);
         }

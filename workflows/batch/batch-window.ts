@@ -35,7 +35,8 @@ export function startWindowWork(run: BatchRun, now: number): void {
 /** The next time something falls due; what is due already waits for a bump (an activity ending). */
 export function windowDue(run: BatchRun, now: number): ItemDue | undefined {
   let next = routeDue(run, now);
-  for (const { until } of run.pausedSends.values()) {
+  // An endpoint held as paused (engine/batch-route.ts afterPageAnswer) takes pages again then.
+  for (const until of run.state.endpoints.map((tally) => tally.pausedHold?.until ?? 0)) {
     if (until > now && (next === undefined || until < next.at)) next = { at: until, work: 'submit' };
   }
   for (const item of run.items.values()) {
