@@ -17,6 +17,7 @@
 export type { EstimateCost } from './activities/cost-estimator';
 export type { JobActivityDeps } from './activities/job';
 export type { StreamSinkFunction } from './activities/stream-sink';
+export type { TaskLooks } from './activities/task-looks';
 // The service client's shapes, as the worker's options name them (the client is durable-serverless/api).
 export type { ServiceClient } from './api/client';
 export {

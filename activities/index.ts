@@ -25,3 +25,4 @@ export { createJobActivities, type JobActivities, type JobActivityDeps } from '.
 export { definePipelineTransform, type PipelineTransform, type TransformPiece } from './pipeline';
 export { createRouteActivities, type RouteActivities } from './route';
 export { createStackCheckActivities } from './stack-check';
+export { createTaskLooks, type TaskLooks } from './task-looks';

@@ -13,6 +13,7 @@ import type { InFlightTracker } from './in-flight';
 import type { ObserveOptions } from './job-observe';
 import type { AskToSend } from './send-grant';
 import type { StreamSinkFunction } from './stream-sink';
+import type { TaskLooks } from './task-looks';
 
 export interface JobActivityContext {
   client: Pick<ServiceClient, 'jobs'> & Partial<Pick<ServiceClient, 'rateLimit'>>;
@@ -22,6 +23,8 @@ export interface JobActivityContext {
   inFlight: InFlightTracker;
   webhookUrlFor?: ((workflowId: string, options?: { ttlMs?: number }) => string) | undefined;
   askToSend?: AskToSend | undefined;
+  /** The jobs a workflow task of this worker is looking at itself (task-looks.ts). */
+  taskLooks: TaskLooks;
   /** The request a requestRef names: its manifest line, checked like a batch's items. */
   requestAt(ref: RequestRef): Promise<unknown>;
   /** How a look reports a job (its output inline or stored, its progress, its cost). */

@@ -58,6 +58,7 @@ export function followActivities(context: JobActivityContext) {
           context.pollingClient,
           checked,
           observeOptions(checked.inlineMaxBytes, checked.endpointId),
+          context.taskLooks,
         );
       } catch (error) {
         // Deleted by its ttl: no longer in flight either.
@@ -74,6 +75,8 @@ export function followActivities(context: JobActivityContext) {
       // on it, and an answer of the poller that comes meanwhile makes the server refuse the task
       // (run again in full). So it goes ahead of the endpoint's plain looks.
       const urgent = Context.current().info.isLocal;
+      // Its job's poller leaves the job to this look meanwhile (task-looks.ts).
+      if (urgent) context.taskLooks.began(jobId);
       const status = await jobCall((signal) =>
         client.jobs.status(endpointId, jobId, {
           signal,

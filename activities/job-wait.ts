@@ -16,6 +16,9 @@
  * of a counter. No state has to survive a worker restart, an error attempt
  * or a retry, and a restarted worker does not fall back to the initial interval.
  *
+ * A change found while a workflow task of this worker looks at the job itself (a local activity) is
+ * left to that task for a moment (task-looks.ts): the attempt looks again after it.
+ *
  * The latest progress update rides in the JobUnchanged failure's details, which Temporal keeps as
  * the pending activity's last failure: `getJobSnapshot(..., { live: true })` reads it there.
  */
@@ -28,11 +31,13 @@ import type { ParsedWaitForJobChangeInput, WaitHeartbeat, WaitResult } from '../
 import { INLINE_BUDGET_MS, INLINE_MAX_INTERVAL_MS, intervalAfter } from '../contracts/job-wait-policy';
 import { toApplicationFailure } from './failures';
 import { type ObserveOptions, observe, smallProgress } from './job-observe';
+import type { TaskLooks } from './task-looks';
 
 export async function lookForChange(
   client: Pick<ServiceClient, 'jobs'>,
   input: ParsedWaitForJobChangeInput,
   observeOptions: ObserveOptions,
+  taskLooks?: Pick<TaskLooks, 'heldUntil'>,
 ): Promise<WaitResult> {
   const context = Context.current();
   const { info } = context;
@@ -55,7 +60,14 @@ export async function lookForChange(
     // Attempts before this one each looked once (or a few times inline): close enough for a figure.
     const polls = info.attempt - 1 + looks;
     const changed = status.status !== input.knownStatus;
-    if (changed && (input.returnOn === 'change' || isTerminalStatus(status.status))) {
+    // A workflow task of this worker is looking at the job itself: an answer now would make the
+    // server refuse that task (task-looks.ts).
+    const heldUntil = changed ? taskLooks?.heldUntil(input.jobId) : undefined;
+    if (
+      changed &&
+      heldUntil === undefined &&
+      (input.returnOn === 'change' || isTerminalStatus(status.status))
+    ) {
       return { ...(await observe(input.jobId, status, observeOptions)), reason: 'changed', polls };
     }
     const progress =
@@ -74,7 +86,10 @@ export async function lookForChange(
         polls,
       };
     }
-    const delay = Math.min(intervalAfter(now - waitingSince, input.polling), remaining);
+    const delay = Math.min(
+      Math.max(intervalAfter(now - waitingSince, input.polling), (heldUntil ?? now) - now),
+      remaining,
+    );
     const details: WaitHeartbeat = {
       jobId: input.jobId,
       knownStatus: input.knownStatus,
@@ -91,7 +106,10 @@ export async function lookForChange(
     }
     throw ApplicationFailure.create({
       type: JOB_UNCHANGED,
-      message: `job ${input.jobId} is still ${status.status}; next look in ${delay} ms`,
+      message:
+        heldUntil === undefined
+          ? `job ${input.jobId} is still ${status.status}; next look in ${delay} ms`
+          : `job ${input.jobId} is ${status.status}, left to its workflow's own look; next look in ${delay} ms`,
       nonRetryable: false,
       nextRetryDelay: delay,
       // Expected on every look: no error log or failure metric for it.

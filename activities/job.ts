@@ -41,6 +41,7 @@ import type { ObserveOptions } from './job-observe';
 import { submitActivities } from './job-submit-activities';
 import type { AskToSend } from './send-grant';
 import type { StreamSinkFunction } from './stream-sink';
+import { createTaskLooks, type TaskLooks } from './task-looks';
 
 export type { SubmitResult } from '../contracts/job-types';
 export type { CancelJobResult } from './job-follow-activities';
@@ -78,6 +79,11 @@ export interface JobActivityDeps {
   estimateCost?: EstimateCost;
   /** Where a requestRef's manifest is (the batch activities' store); default: `<resultStoreDir>/batches`. */
   batchStore?: BatchStore;
+  /**
+   * The jobs a workflow task of this worker is about to look at itself, shared with the webhook
+   * gateway beside it (task-looks.ts); default: the looks of these activities alone.
+   */
+  taskLooks?: TaskLooks;
 }
 
 /** What the activities share, made once per worker: the stores are opened here. */
@@ -147,6 +153,7 @@ function jobActivityContext(deps: JobActivityDeps): JobActivityContext {
     inFlight,
     webhookUrlFor: deps.webhookUrlFor,
     askToSend: deps.askToSend,
+    taskLooks: deps.taskLooks ?? createTaskLooks(),
     requestAt,
     observeOptions,
     streamDir: deps.streamDir ?? path.join(resultStoreDir, 'streams'),

@@ -244,6 +244,7 @@ async function main() {
       warmEndpoint(emulator, apiKey, WORKERS),
     ]);
     const started = performance.now();
+    const cpuAtStart = process.cpuUsage();
     const burst = await Promise.all(
       Array.from({ length: BURST }, (_, k) =>
         startJob(
@@ -307,9 +308,24 @@ async function main() {
     const burstOut = performance.now() - started;
     const ahead = submittedAt(burstEndpoint).filter((at) => at < (besideJob?.submittedAt ?? 0)).length;
     await Promise.all(burst.map((job) => awaitJob(client, { job })));
+    // The CPU this process (the worker, the emulator and the callers) spent on A's jobs and B's.
+    const cpu = process.cpuUsage(cpuAtStart);
+    const burstDone = performance.now() - started;
+    // Workflow tasks the server refused among A's jobs (new events came during a task that ended
+    // the workflow, say a poller's answer during the webhook's look): each is run again in full.
+    let refused = 0;
+    for (let from = 0; from < burst.length; from += 50) {
+      const histories = await Promise.all(
+        burst.slice(from, from + 50).map((job) => client.workflow.getHandle(job.workflowId).fetchHistory()),
+      );
+      for (const history of histories)
+        refused += (history.events ?? []).filter(
+          (event) => eventKind(event) === 'workflow_task_failed',
+        ).length;
+    }
     say(
       `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
-        `${seconds(burstOut)} after the first start), a single job on endpoint B right after: ` +
+        `${seconds(burstOut)} after the first start, ${refused} workflow tasks of theirs refused, all ended ${seconds(burstDone)} after it, ${seconds((cpu.user + cpu.system) / 1_000)} of CPU in this process), a single job on endpoint B right after: ` +
         `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
         `the start call took ${seconds(trace.startCallMs ?? 0, 2)}, its ${figures.taskPickup.length} workflow ` +
         `tasks waited ${seconds(taskWaits, 2)} for the worker in all (${waits(figures.taskPickup)}), its ` +

@@ -19,6 +19,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { z } from 'zod';
 import type { BatchJobReports } from '../activities/batch-job-reports';
+import type { TaskLooks } from '../activities/task-looks';
 import { type LibraryMetrics, noopMetrics } from '../api/metrics';
 import { terminalStatuses } from '../api/schemas/job';
 import {
@@ -94,6 +95,8 @@ export interface WebhookGatewayOptions {
   events?: EventIngressOptions;
   /** Shared with the batch watchers of the worker in this process (activities/batch-job-reports.ts). */
   batchJobReports?: BatchJobReports;
+  /** Shared with the job pollers of the worker in this process (activities/task-looks.ts). */
+  taskLooks?: TaskLooks;
 }
 
 export interface WebhookGateway {
@@ -115,6 +118,7 @@ async function deliver(
   /** A batch's job: the item its URL names (a pipeline's: the piece, and the stage of the job). */
   named?: Omit<BatchHintAsk, 'jobId'>,
   reports?: BatchJobReports,
+  taskLooks?: TaskLooks,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
   if (named !== undefined && reports) {
     // A watcher here looks at it now; and a job a watcher here follows is no orphan: no query.
@@ -151,6 +155,8 @@ async function deliver(
       await sendBatchHint(workflowId, { jobId: body.id, status: body.status, ...named });
       return { outcome: 'signalled' };
     }
+    // The workflow looks at a reported end itself: a poller here leaves the job to that look a moment.
+    if ((terminalStatuses as readonly string[]).includes(body.status)) taskLooks?.began(body.id);
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
     // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
     await client.withDeadline(Date.now() + timeoutMs, () =>
@@ -265,6 +271,7 @@ export function buildWebhookGateway(options: WebhookGatewayOptions): FastifyInst
         sendBatchHint,
         item === undefined ? undefined : { item: Number(item), ...(stage === undefined ? {} : { stage }) },
         options.batchJobReports,
+        options.taskLooks,
       );
       const fields = { workflowId, jobId: body.id, status: body.status, outcome };
       if (outcome === 'temporal-unavailable') {

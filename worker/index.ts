@@ -7,6 +7,7 @@ export type { BatchJobReports } from '../activities/batch-job-reports';
 export type { EstimateCost } from '../activities/cost-estimator';
 export type { JobActivityDeps } from '../activities/job';
 export type { StreamSinkFunction } from '../activities/stream-sink';
+export type { TaskLooks } from '../activities/task-looks';
 export type { ServiceClient } from '../api/client';
 export { type ServiceConfig, serviceConfigSchema } from '../api/config';
 export type { CallOptions } from '../api/jobs';

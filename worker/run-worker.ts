@@ -19,6 +19,7 @@ import {
   createJobActivities,
   createRouteActivities,
   createStackCheckActivities,
+  createTaskLooks,
   type JobActivityDeps,
 } from '../activities';
 import { createCostEstimator } from '../activities/cost-estimator';
@@ -249,11 +250,14 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     // Before the worker: a worker that was created must also be run before the connection can close.
     // The gateway here tells this worker's batch watchers what it hears (no query for their jobs).
     const batchJobReports = config.webhook.port === undefined ? undefined : createBatchJobReports();
+    // And its job pollers which ends it signalled: the workflows look at those themselves.
+    const taskLooks = createTaskLooks();
     const gateway =
       config.webhook.port === undefined
         ? undefined
         : await startWebhookGateway({
             ...(batchJobReports ? { batchJobReports } : {}),
+            taskLooks,
             client: new Client({ connection: connected, namespace }),
             host: config.webhook.host,
             port: config.webhook.port,
@@ -279,6 +283,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       client,
       ...(webhookUrlFor ? { webhookUrlFor } : {}),
       ...(batchJobReports ? { batchJobReports } : {}),
+      taskLooks,
       resultStoreDir: config.resultStoreDir,
       automations: options.automations ?? [],
       transforms: options.transforms ?? [],

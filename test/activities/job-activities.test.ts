@@ -10,6 +10,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createJobActivities } from '../../activities/job';
 import type { JobStreamBatch } from '../../activities/stream-sink';
+import { HELD_MS } from '../../activities/task-looks';
 import { ValidationError } from '../../api/errors';
 import type { JobStatus } from '../../api/schemas/job';
 import type { WaitForJobChangeInput } from '../../contracts/job-types';
@@ -502,6 +503,43 @@ describe('job activities', () => {
       // initial + elapsed * (coefficient - 1), capped at the maximum.
       expect(await delayAfter(10_000)).toBe(7_000);
       expect(await delayAfter(3_600_000)).toBe(30_000);
+    });
+
+    it("leaves a change to its workflow task's own look a moment, then answers it", async () => {
+      // A local look holds its workflow task open: the poller's answer meanwhile would make the
+      // server refuse that task (activities/task-looks.ts).
+      vi.useFakeTimers({ toFake: ['Date'] });
+      stub.answer('status', status('COMPLETED', { output: { text: 'done' } }));
+      const worker = activities();
+      await activityEnv({ isLocal: true }).call(worker.fetchJobStatus, {
+        endpointId: 'ep-1',
+        jobId: 'job-1',
+      });
+      const slow = { initialIntervalMs: 200, maxIntervalMs: 30_000, backoffCoefficient: 1.5 };
+      const left = failure(
+        await rejection(waitEnv().call(worker.waitForJobChange, waitInput({ polling: slow }))),
+      );
+      expect(left).toMatchObject({ type: 'JobUnchanged', nonRetryable: false, category: 'BENIGN' });
+      // The next look once the while is over, not at the polling interval.
+      expect(Number(left.nextRetryDelay)).toBe(HELD_MS);
+      expect(left.details?.[0]).toMatchObject({ status: 'COMPLETED' });
+      // Another job's change is answered as ever; so is one after a look that was no local activity.
+      stub.answer('status', status('COMPLETED', { id: 'job-2' }));
+      expect(await waitEnv().call(worker.waitForJobChange, waitInput({ jobId: 'job-2' }))).toMatchObject({
+        reason: 'changed',
+      });
+      await activityEnv().call(worker.fetchJobStatus, { endpointId: 'ep-1', jobId: 'job-2' });
+      expect(await waitEnv().call(worker.waitForJobChange, waitInput({ jobId: 'job-2' }))).toMatchObject({
+        reason: 'changed',
+      });
+      // Once the while is over (the task went on waiting, say), the change is answered.
+      vi.setSystemTime(Date.now() + HELD_MS);
+      stub.answer('status', status('COMPLETED', { output: { text: 'done' } }));
+      expect(await waitEnv().call(worker.waitForJobChange, waitInput())).toMatchObject({
+        reason: 'changed',
+        status: 'COMPLETED',
+        output: { text: 'done' },
+      });
     });
 
     it('never asks for a retry past returnBy', async () => {

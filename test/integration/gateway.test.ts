@@ -6,6 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTaskLooks, HELD_MS } from '../../activities/task-looks';
 import { startWebhookGateway, type WebhookGateway } from '../../worker/gateway';
 import { createLogger } from '../../worker/logger';
 import { signWebhookToken, webhookExpiry, webhookUrlFor } from '../../worker/webhook-token';
@@ -52,6 +53,8 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
   let worker: Worker;
   let workerRun: Promise<void>;
   let gateway: WebhookGateway;
+  // On a clock that stands still: what the gateway noted, whenever the test reads it.
+  const taskLooks = createTaskLooks(() => 0);
   const logs = captureLines();
   const taskQueue = uniqueTaskQueue('gateway');
 
@@ -70,6 +73,7 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
     gateway = await startWebhookGateway({
       client: env.client,
       secrets: [SECRET, OLD_SECRET],
+      taskLooks,
       logger: createLogger({ level: 'debug', secrets: [SECRET, OLD_SECRET], destination: logs }),
     });
   });
@@ -93,6 +97,8 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
     expect(answer.status).toBe(200);
     // The output (and every other field) stayed out of the signal, so out of history.
     expect(await handle.result()).toEqual([{ jobId: 'job-1-u1', status: 'COMPLETED' }]);
+    // The workflow looks at the end itself: a poller here leaves the job to it a moment.
+    expect(taskLooks.heldUntil('job-1-u1')).toBe(HELD_MS);
   });
 
   it('accepts any content type and a status it does not know', async () => {
@@ -104,6 +110,8 @@ describe('webhook gateway (real HTTP, real dev server)', () => {
     );
     expect(answer.status).toBe(200);
     expect(await handle.result()).toEqual([{ jobId: 'job-2', status: 'SOMETHING_NEW' }]);
+    // Not an end: a poller answers it as ever.
+    expect(taskLooks.heldUntil('job-2')).toBeUndefined();
   });
 
   it('refuses a bad, missing, repeated or forged token with 401 and signals nothing', async () => {
