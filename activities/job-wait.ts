@@ -16,8 +16,9 @@
  * of a counter. No state has to survive a worker restart, an error attempt
  * or a retry, and a restarted worker does not fall back to the initial interval.
  *
- * A change found while a workflow task of this worker looks at the job itself (a local activity) is
- * left to that task for a moment (task-looks.ts): the attempt looks again after it.
+ * A change found while a workflow task of this worker looks at the job itself (a local activity),
+ * or is about to (the gateway here signalled the job's end), is left to that task for a moment
+ * (task-looks.ts): the attempt looks again after it.
  *
  * The latest progress update rides in the JobUnchanged failure's details, which Temporal keeps as
  * the pending activity's last failure: `getJobSnapshot(..., { live: true })` reads it there.
@@ -60,8 +61,8 @@ export async function lookForChange(
     // Attempts before this one each looked once (or a few times inline): close enough for a figure.
     const polls = info.attempt - 1 + looks;
     const changed = status.status !== input.knownStatus;
-    // A workflow task of this worker is looking at the job itself: an answer now would make the
-    // server refuse that task (task-looks.ts).
+    // A workflow task of this worker is looking, or about to look, at the job itself: an answer
+    // now would make the server refuse that task (task-looks.ts).
     const heldUntil = changed ? taskLooks?.heldUntil(input.jobId) : undefined;
     if (
       changed &&
