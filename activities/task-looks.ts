@@ -7,10 +7,10 @@
  * Should the job's poller answer meanwhile, its answer reaches the server during that task: when
  * the task then ends the workflow, the server refuses it (new events came), and the worker runs the
  * whole workflow again from its history. Under a burst of short jobs that was a quarter of them. So
- * for a short while after the signal, or after the look began, the poller leaves the job to it: it looks again once
- * the while is over (job-wait.ts), and finds the workflow done, or answers as ever should the
- * workflow have gone on waiting. It costs a job at most HELD_MS, and only when the look it waits
- * for did not end the wait.
+ * for a short while after the signal, or after the look began, the poller leaves the job to it: it
+ * looks again once the while is over (job-wait.ts), and finds the workflow done, or answers as ever
+ * should the workflow have gone on waiting. It costs a job at most HELD_MS, and only when the look
+ * it waits for did not end the wait.
  *
  * Process-local and bounded: a poller attempt in another process answers as it would without it.
  */
@@ -25,7 +25,7 @@ const REMEMBERED = 50_000;
 export interface TaskLooks {
   /** A workflow task will look at this job itself (its end was signalled), or its look began. */
   began(jobId: string): void;
-  /** Until when the job's poller leaves it to that task (ms since the epoch); undefined: it does not. */
+  /** Until when the job's poller leaves it to that task (epoch ms); undefined: no hold. */
   heldUntil(jobId: string): number | undefined;
 }
 

@@ -111,6 +111,11 @@ export function isHeld(tally: EndpointTally, now: number): boolean {
   return (tally.pausedHold?.until ?? 0) > now;
 }
 
+/** When a hold that lasts past `now` ends, and the endpoint takes pages again; undefined: none. */
+export function holdEndsAt(tally: EndpointTally, now: number): number | undefined {
+  return isHeld(tally, now) ? tally.pausedHold?.until : undefined;
+}
+
 /**
  * The room each endpoint has for more jobs: its window (contracts/route.ts endpointWindows) less
  * its load (jobs in flight and items being submitted there); none while drained or held (its

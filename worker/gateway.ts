@@ -120,9 +120,11 @@ async function deliver(
   reports?: BatchJobReports,
   taskLooks?: TaskLooks,
 ): Promise<{ outcome: Outcome; error?: unknown }> {
+  // The webhook's status is any string the service sent, not only a known one.
+  const reportsEnd = (terminalStatuses as readonly string[]).includes(body.status);
   if (named !== undefined && reports) {
     // A watcher here looks at it now; and a job a watcher here follows is no orphan: no query.
-    if ((terminalStatuses as readonly string[]).includes(body.status)) reports.ended(body.id);
+    if (reportsEnd) reports.ended(body.id);
     if (reports.isWatched(body.id)) return { outcome: 'not-needed' };
     // Its page has not answered yet, but a submit here has its id: no orphan unless this process
     // dies first, which the service's next try (10 s on) covers, and its last try is answered as
@@ -156,7 +158,7 @@ async function deliver(
       return { outcome: 'signalled' };
     }
     // The workflow looks at a reported end itself: a poller here leaves the job to that look a moment.
-    if ((terminalStatuses as readonly string[]).includes(body.status)) taskLooks?.began(body.id);
+    if (reportsEnd) taskLooks?.began(body.id);
     // Without a deadline the SDK retries an unreachable server for a long while and the service's
     // call would time out on its side; a bounded wait gives it a clean 503 to retry on.
     await client.withDeadline(Date.now() + timeoutMs, () =>

@@ -13,6 +13,7 @@ import {
   drained,
   type EndpointTally,
   endpointRooms,
+  holdEndsAt,
   isHeld,
   isOpen,
   newEndpointTallies,
@@ -97,6 +98,17 @@ describe("a paused endpoint's hold", () => {
     expect(isHeld(tallies[0] as EndpointTally, 1_099)).toBe(true);
     expect(isOpen(tallies[0] as EndpointTally, 1_099)).toBe(true);
     expect(endpointRooms(windows, tallies, [0, 0], 20, 1_100)).toEqual([100, 100]);
+  });
+
+  it.each([
+    // [now, when the hold ends as the batch's next wake sees it]
+    [0, 1_100],
+    [1_099, 1_100],
+    [1_100, undefined],
+    [5_000, undefined],
+  ])('at %i ms ends at %s', (now, end) => {
+    expect(holdEndsAt(afterPageAnswer(fresh(), paused, 0, 100), now)).toBe(end);
+    expect(holdEndsAt(fresh(), now)).toBeUndefined();
   });
 
   it('is kept as it is by a paused answer to a page sent before it began', () => {

@@ -5,6 +5,7 @@
  * lease extensions, the watchers, the result lines and the cancels started; and the next time
  * something of the window falls due.
  */
+import { holdEndsAt } from '../../engine/batch-route';
 import { dueOf, type ItemDue } from '../../engine/item-state';
 import { startCancels } from './batch-cancel';
 import { startExtensions } from './batch-lease';
@@ -36,8 +37,8 @@ export function startWindowWork(run: BatchRun, now: number): void {
 export function windowDue(run: BatchRun, now: number): ItemDue | undefined {
   let next = routeDue(run, now);
   // An endpoint held as paused (engine/batch-route.ts afterPageAnswer) takes pages again then.
-  for (const until of run.state.endpoints.map((tally) => tally.pausedHold?.until ?? 0)) {
-    if (until > now && (next === undefined || until < next.at)) next = { at: until, work: 'submit' };
+  for (const until of run.state.endpoints.map((tally) => holdEndsAt(tally, now))) {
+    if (until !== undefined && (next === undefined || until < next.at)) next = { at: until, work: 'submit' };
   }
   for (const item of run.items.values()) {
     if (run.retrying.has(item.index)) continue;
