@@ -16,7 +16,8 @@
  *    the first minute against the weights.
  *
  * Prints times, the ratio shared/alone, 429s by operation at the emulator, single-job latencies
- * (median, max) against idle, B's latency beside A's burst, and the tenants' shares. Asserts
+ * (median, max) against idle, B's latency beside A's burst (with each of B's workflow tasks: its
+ * queue, its wait, and A's tasks the worker took meanwhile), and the tenants' shares. Asserts
  * nothing.
  *
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
@@ -35,6 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
+import { temporal } from '@temporalio/proto';
 import { awaitBatch, type BatchInput, cancelBatch, startBatch } from '../client/batches';
 import { getEndpointLimits } from '../client/endpoint-limits';
 import { awaitJob, startJob } from '../client/jobs';
@@ -314,15 +316,32 @@ async function main() {
     // Workflow tasks the server refused among A's jobs (new events came during a task that ended
     // the workflow, say a poller's answer during the webhook's look): each is run again in full.
     let refused = 0;
+    const burstTasks: TaskSpan[] = [];
     for (let from = 0; from < burst.length; from += 50) {
       const histories = await Promise.all(
         burst.slice(from, from + 50).map((job) => client.workflow.getHandle(job.workflowId).fetchHistory()),
       );
-      for (const history of histories)
+      for (const history of histories) {
         refused += (history.events ?? []).filter(
           (event) => eventKind(event) === 'workflow_task_failed',
         ).length;
+        burstTasks.push(...taskSpans(history.events ?? []));
+      }
     }
+    // Each of B's workflow tasks: its queue, its wait, and A's tasks the worker took meanwhile (those
+    // queued before it went first). The server orders the shared queue by fairness key; a cached
+    // workflow's next tasks go to the worker's sticky queue, which it keeps by priority alone.
+    const besideTasks = taskSpans(events).map((task) => {
+      const meanwhile = burstTasks.filter(
+        (other) => other.startedAt > task.scheduledAt && other.startedAt < task.startedAt,
+      );
+      const before = meanwhile.filter((other) => other.scheduledAt < task.scheduledAt).length;
+      const sticky = meanwhile.filter((other) => other.sticky).length;
+      return (
+        `${task.sticky ? 'sticky' : 'shared'} queue, waited ${seconds(task.startedAt - task.scheduledAt, 2)}, ` +
+        `${meanwhile.length} of A's taken meanwhile (${sticky} from the sticky queue, ${before} queued before it)`
+      );
+    });
     say(
       `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
         `${seconds(burstOut)} after the first start, ${refused} workflow tasks of theirs refused, all ended ${seconds(burstDone)} after it, ${seconds((cpu.user + cpu.system) / 1_000)} of CPU in this process), a single job on endpoint B right after: ` +
@@ -333,6 +352,7 @@ async function main() {
         `(${waits(activityWaitList)})${retried}; they ran ${ran}, the workflow took ${seconds(workflowMs, 2)} from its start to its end, ` +
         `the result reached the caller ${seconds(resultMs, 2)} after the workflow ended`,
     );
+    say(`B's workflow tasks: ${besideTasks.join('; ')}`);
     say(`B's way (ms from its start): ${way.map(({ at, what }) => `${Math.round(at)} ${what}`).join(', ')}`);
   }
 
@@ -372,6 +392,33 @@ async function main() {
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });
+}
+
+/** A workflow task: when it was scheduled and taken, and whether to the worker's sticky queue. */
+interface TaskSpan {
+  scheduledAt: number;
+  startedAt: number;
+  sticky: boolean;
+}
+
+function taskSpans(events: temporal.api.history.v1.IHistoryEvent[]): TaskSpan[] {
+  const scheduled = new Map<number, temporal.api.history.v1.IHistoryEvent>();
+  const spans: TaskSpan[] = [];
+  for (const event of events) {
+    const kind = eventKind(event);
+    if (kind === 'workflow_task_scheduled') scheduled.set(Number(event.eventId), event);
+    if (kind !== 'workflow_task_started') continue;
+    const task = scheduled.get(Number(event.workflowTaskStartedEventAttributes?.scheduledEventId));
+    if (task === undefined) continue;
+    spans.push({
+      scheduledAt: tsToMs(task.eventTime),
+      startedAt: tsToMs(event.eventTime),
+      sticky:
+        task.workflowTaskScheduledEventAttributes?.taskQueue?.kind ===
+        temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY,
+    });
+  }
+  return spans;
 }
 
 main().catch((error) => {
