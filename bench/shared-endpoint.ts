@@ -23,8 +23,11 @@
  *   npm run bench:shared-endpoint [-- --items 1000] [--batches 3] [--workers 100] [--job-ms 1000]
  *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
  *                                  [--tenant-job-ms 100] [--server prod] [--workflow-task-slots N]
- *                                  [--task-queue-partitions N] [--skip shared,apart,tenants]
+ *                                  [--task-queue-partitions N] [--beside-priority N]
+ *                                  [--skip shared,apart,tenants]
  *
+ * --beside-priority: B's priority (A's is the default, 3); a workflow's later tasks wait in its
+ * worker's sticky queue, which the server orders by priority alone.
  * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
  * instead of the CLI dev server (one history shard). --task-queue-partitions: the dev server's
  * partitions per task queue (the project's servers have one), within each of which the server
@@ -66,6 +69,8 @@ const TENANT_ITEMS = Math.round(numberArg('tenant-items', 2_000));
 const TENANT_JOB_MS = Math.round(numberArg('tenant-job-ms', 100));
 const IDLE_JOBS = 10;
 const BURST = Math.round(numberArg('burst', 1_000));
+// B's priority beside A's burst (Temporal's 1 to 5); 0: the default, 3, as A's.
+const BESIDE_PRIORITY = Math.round(numberArg('beside-priority', 0));
 // The worker's workflow-task slots (WORKER_MAX_CONCURRENT_WORKFLOW_TASKS); 0: the worker's default.
 const WORKFLOW_TASK_SLOTS = Math.round(numberArg('workflow-task-slots', 0));
 // Phases left out: `--skip shared,tenants` runs idle and apart alone ("shared" includes "alone").
@@ -260,7 +265,7 @@ async function main() {
     const trace: { workflowId: string; startCallMs?: number; resultSeenAt?: number } = {
       workflowId: `bench-beside-${randomUUID()}`,
     };
-    const beside = await singleJob(besideEndpoint, undefined, trace);
+    const beside = await singleJob(besideEndpoint, BESIDE_PRIORITY || undefined, trace);
     // Where B's job waited: for the server to take its start, for a worker to take its workflow
     // tasks and its activities, and for its result to reach the caller once the workflow ended.
     const events = (await client.workflow.getHandle(trace.workflowId).fetchHistory()).events ?? [];
@@ -344,7 +349,7 @@ async function main() {
     });
     say(
       `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
-        `${seconds(burstOut)} after the first start, ${refused} workflow tasks of theirs refused, all ended ${seconds(burstDone)} after it, ${seconds((cpu.user + cpu.system) / 1_000)} of CPU in this process), a single job on endpoint B right after: ` +
+        `${seconds(burstOut)} after the first start, ${refused} workflow tasks of theirs refused, all ended ${seconds(burstDone)} after it, ${seconds((cpu.user + cpu.system) / 1_000)} of CPU in this process), a single job on endpoint B right after${BESIDE_PRIORITY ? ` at priority ${BESIDE_PRIORITY}` : ''}: ` +
         `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
         `the start call took ${seconds(trace.startCallMs ?? 0, 2)}, its ${figures.taskPickup.length} workflow ` +
         `tasks waited ${seconds(taskWaits, 2)} for the worker in all (${waits(figures.taskPickup)}), its ` +
