@@ -86,8 +86,17 @@ export interface ActivityRecord {
   input?: unknown;
 }
 
+/** A workflow task: when it was scheduled and taken, and whether to the worker's sticky queue. */
+export interface TaskSpan {
+  scheduledAt: number;
+  startedAt: number;
+  sticky: boolean;
+}
+
 export interface HistoryFigures {
   activities: ActivityRecord[];
+  /** Workflow tasks taken by a worker, in order. */
+  tasks: TaskSpan[];
   /** Workflow tasks: scheduled to started (the worker's pickup) and started to completed (its run). */
   taskPickup: number[];
   taskRun: number[];
@@ -108,9 +117,9 @@ function decode(payload: temporal.api.common.v1.IPayload | undefined): unknown {
 /** Activities with their times and inputs, workflow task latencies, and completion-to-submit gaps. */
 export function historyFigures(events: HistoryEvent[]): HistoryFigures {
   const byScheduledId = new Map<number, ActivityRecord>();
-  const taskScheduled = new Map<number, number>();
+  const taskScheduled = new Map<number, { at: number; sticky: boolean }>();
   const taskStarted = new Map<number, number>();
-  const taskPickup: number[] = [];
+  const tasks: TaskSpan[] = [];
   const taskRun: number[] = [];
   const completions: number[] = [];
   const submits: number[] = [];
@@ -119,13 +128,19 @@ export function historyFigures(events: HistoryEvent[]): HistoryFigures {
     const id = Number(event.eventId);
     switch (event.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
-        taskScheduled.set(id, at);
+        taskScheduled.set(id, {
+          at,
+          sticky:
+            event.workflowTaskScheduledEventAttributes?.taskQueue?.kind ===
+            temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY,
+        });
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED: {
         const scheduled = taskScheduled.get(
           Number(event.workflowTaskStartedEventAttributes?.scheduledEventId),
         );
-        if (scheduled !== undefined) taskPickup.push(at - scheduled);
+        if (scheduled !== undefined)
+          tasks.push({ scheduledAt: scheduled.at, startedAt: at, sticky: scheduled.sticky });
         taskStarted.set(id, at);
         break;
       }
@@ -174,7 +189,13 @@ export function historyFigures(events: HistoryEvent[]): HistoryFigures {
     const next = submits.find((at) => at >= done);
     if (next !== undefined) completionToSubmit.push(next - done);
   }
-  return { activities: [...byScheduledId.values()], taskPickup, taskRun, completionToSubmit };
+  return {
+    activities: [...byScheduledId.values()],
+    tasks,
+    taskPickup: tasks.map((task) => task.startedAt - task.scheduledAt),
+    taskRun,
+    completionToSubmit,
+  };
 }
 
 /** Per activity type: count, sizes (items in the input), attempts, time scheduled-to-start and run. */

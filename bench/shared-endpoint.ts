@@ -39,13 +39,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
-import { temporal } from '@temporalio/proto';
 import { awaitBatch, type BatchInput, cancelBatch, startBatch } from '../client/batches';
 import { getEndpointLimits } from '../client/endpoint-limits';
 import { awaitJob, startJob } from '../client/jobs';
 import { ASK_TO_SEND_UPDATE, ENDPOINT_GATE_WORKFLOW, endpointGateId } from '../contracts/endpoint-gate';
 import { startEmulator } from '../emulator';
-import { historyFigures } from './batch-breakdown';
+import { historyFigures, type TaskSpan } from './batch-breakdown';
 import {
   eventKind,
   median,
@@ -330,13 +329,13 @@ async function main() {
         refused += (history.events ?? []).filter(
           (event) => eventKind(event) === 'workflow_task_failed',
         ).length;
-        burstTasks.push(...taskSpans(history.events ?? []));
+        burstTasks.push(...historyFigures(history.events ?? []).tasks);
       }
     }
     // Each of B's workflow tasks: its queue, its wait, and A's tasks the worker took meanwhile (those
     // queued before it went first). The server orders the shared queue by fairness key; a cached
     // workflow's next tasks go to the worker's sticky queue, which it keeps by priority alone.
-    const besideTasks = taskSpans(events).map((task) => {
+    const besideTasks = figures.tasks.map((task) => {
       const meanwhile = burstTasks.filter(
         (other) => other.startedAt > task.scheduledAt && other.startedAt < task.startedAt,
       );
@@ -397,33 +396,6 @@ async function main() {
   await env.teardown();
   await emulator.close();
   rmSync(resultDir, { recursive: true, force: true });
-}
-
-/** A workflow task: when it was scheduled and taken, and whether to the worker's sticky queue. */
-interface TaskSpan {
-  scheduledAt: number;
-  startedAt: number;
-  sticky: boolean;
-}
-
-function taskSpans(events: temporal.api.history.v1.IHistoryEvent[]): TaskSpan[] {
-  const scheduled = new Map<number, temporal.api.history.v1.IHistoryEvent>();
-  const spans: TaskSpan[] = [];
-  for (const event of events) {
-    const kind = eventKind(event);
-    if (kind === 'workflow_task_scheduled') scheduled.set(Number(event.eventId), event);
-    if (kind !== 'workflow_task_started') continue;
-    const task = scheduled.get(Number(event.workflowTaskStartedEventAttributes?.scheduledEventId));
-    if (task === undefined) continue;
-    spans.push({
-      scheduledAt: tsToMs(task.eventTime),
-      startedAt: tsToMs(event.eventTime),
-      sticky:
-        task.workflowTaskScheduledEventAttributes?.taskQueue?.kind ===
-        temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY,
-    });
-  }
-  return spans;
 }
 
 main().catch((error) => {
