@@ -24,10 +24,12 @@
  *                                  [--burst 1000] [--tenants 10] [--tenant-items 2000]
  *                                  [--tenant-job-ms 100] [--server prod] [--workflow-task-slots N]
  *                                  [--task-queue-partitions N] [--beside-priority N]
- *                                  [--skip shared,apart,tenants]
+ *                                  [--beside-lane] [--skip shared,apart,tenants]
  *
  * --beside-priority: B's priority (A's is the default, 3); a workflow's later tasks wait in its
  * worker's sticky queue, which the server orders by priority alone.
+ * --beside-lane: B (and the idle jobs) on a task queue of its own that the worker also polls
+ * (TEMPORAL_EXTRA_TASK_QUEUES): a Temporal worker of its own, so a sticky queue of its own.
  * --server prod: on the production-shaped Temporal (scripts/prod-temporal.ts, four history shards)
  * instead of the CLI dev server (one history shard). --task-queue-partitions: the dev server's
  * partitions per task queue (the project's servers have one), within each of which the server
@@ -70,6 +72,9 @@ const IDLE_JOBS = 10;
 const BURST = Math.round(numberArg('burst', 1_000));
 // B's priority beside A's burst (Temporal's 1 to 5); 0: the default, 3, as A's.
 const BESIDE_PRIORITY = Math.round(numberArg('beside-priority', 0));
+// B on a task queue of its own that the worker also polls (TEMPORAL_EXTRA_TASK_QUEUES), with its
+// own Temporal worker and sticky queue; the idle jobs run there too, which also warms it.
+const BESIDE_LANE = process.argv.includes('--beside-lane');
 // The worker's workflow-task slots (WORKER_MAX_CONCURRENT_WORKFLOW_TASKS); 0: the worker's default.
 const WORKFLOW_TASK_SLOTS = Math.round(numberArg('workflow-task-slots', 0));
 // Phases left out: `--skip shared,tenants` runs idle and apart alone ("shared" includes "alone").
@@ -90,6 +95,7 @@ async function main() {
   say(`on ${env.name}`);
   const resultDir = mkdtempSync(path.join(os.tmpdir(), 'bench-shared-endpoint-'));
   const taskQueue = `bench-shared-endpoint-${randomUUID()}`;
+  const besideQueue = BESIDE_LANE ? `${taskQueue}-lane` : taskQueue;
   const client = env.client;
   const worker = await startInProcessWorker({
     address: env.address,
@@ -99,9 +105,12 @@ async function main() {
     resultStoreDir: resultDir,
     webhooks: true,
     run: { publicUrlFromGateway: true },
-    ...(WORKFLOW_TASK_SLOTS > 0
-      ? { env: { WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: String(WORKFLOW_TASK_SLOTS) } }
-      : {}),
+    env: {
+      ...(WORKFLOW_TASK_SLOTS > 0
+        ? { WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: String(WORKFLOW_TASK_SLOTS) }
+        : {}),
+      ...(BESIDE_LANE ? { TEMPORAL_EXTRA_TASK_QUEUES: besideQueue } : {}),
+    },
   });
 
   const items = (count: number, tag: string, sleepMs = JOB_MS) =>
@@ -115,6 +124,7 @@ async function main() {
     endpointId: string,
     priority?: number,
     trace?: { workflowId: string; startCallMs?: number; resultSeenAt?: number },
+    queue = taskQueue,
   ): Promise<number> {
     const started = performance.now();
     const job = await startJob(
@@ -124,7 +134,7 @@ async function main() {
         request: { input: { sleepMs: JOB_MS, output: { single: true } } },
         ...(priority === undefined ? {} : { priority }),
       },
-      { workflowId: trace?.workflowId ?? `bench-single-${randomUUID()}`, taskQueue },
+      { workflowId: trace?.workflowId ?? `bench-single-${randomUUID()}`, taskQueue: queue },
     );
     if (trace) trace.startCallMs = performance.now() - started;
     await awaitJob(client, { job });
@@ -163,7 +173,8 @@ async function main() {
   // 1. idle
   const idleEndpoint = await warmEndpoint(emulator, apiKey, WORKERS);
   const idle: number[] = [];
-  for (let k = 0; k < IDLE_JOBS; k++) idle.push(await singleJob(idleEndpoint));
+  for (let k = 0; k < IDLE_JOBS; k++)
+    idle.push(await singleJob(idleEndpoint, undefined, undefined, besideQueue));
   say(
     `idle endpoint: ${IDLE_JOBS} single jobs of ${JOB_MS} ms, median ${seconds(median(idle))}, max ${seconds(Math.max(...idle))}`,
   );
@@ -264,7 +275,7 @@ async function main() {
     const trace: { workflowId: string; startCallMs?: number; resultSeenAt?: number } = {
       workflowId: `bench-beside-${randomUUID()}`,
     };
-    const beside = await singleJob(besideEndpoint, BESIDE_PRIORITY || undefined, trace);
+    const beside = await singleJob(besideEndpoint, BESIDE_PRIORITY || undefined, trace, besideQueue);
     // Where B's job waited: for the server to take its start, for a worker to take its workflow
     // tasks and its activities, and for its result to reach the caller once the workflow ended.
     const events = (await client.workflow.getHandle(trace.workflowId).fetchHistory()).events ?? [];
@@ -343,12 +354,13 @@ async function main() {
       const sticky = meanwhile.filter((other) => other.sticky).length;
       return (
         `${task.sticky ? 'sticky' : 'shared'} queue, waited ${seconds(task.startedAt - task.scheduledAt, 2)}, ` +
-        `${meanwhile.length} of A's taken meanwhile (${sticky} from the sticky queue, ${before} queued before it)`
+        `${meanwhile.length} of A's taken meanwhile${BESIDE_LANE ? " by the main queue's worker" : ''} ` +
+        `(${sticky} from the sticky queue, ${before} queued before it)`
       );
     });
     say(
       `${BURST} jobs started at once on endpoint A (started in ${seconds(startedIn)}, all submitted ` +
-        `${seconds(burstOut)} after the first start, ${refused} workflow tasks of theirs refused, all ended ${seconds(burstDone)} after it, ${seconds((cpu.user + cpu.system) / 1_000)} of CPU in this process), a single job on endpoint B right after${BESIDE_PRIORITY ? ` at priority ${BESIDE_PRIORITY}` : ''}: ` +
+        `${seconds(burstOut)} after the first start, ${refused} workflow tasks of theirs refused, all ended ${seconds(burstDone)} after it, ${seconds((cpu.user + cpu.system) / 1_000)} of CPU in this process), a single job on endpoint B right after${BESIDE_PRIORITY ? ` at priority ${BESIDE_PRIORITY}` : ''}${BESIDE_LANE ? ' on a task queue of its own' : ''}: ` +
         `${seconds(beside)} (idle ${seconds(median(idle))}), submitted after ${ahead} of A's ${BURST}; ` +
         `the start call took ${seconds(trace.startCallMs ?? 0, 2)}, its ${figures.taskPickup.length} workflow ` +
         `tasks waited ${seconds(taskWaits, 2)} for the worker in all (${waits(figures.taskPickup)}), its ` +

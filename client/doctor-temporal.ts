@@ -179,7 +179,7 @@ async function checkWorker(
         check: 'worker',
         verdict: 'fail',
         detail: `no worker polls the ${which} tasks of task queue "${taskQueue}" in namespace "${namespace}"`,
-        fix: `start the worker (durable-serverless-worker) with TEMPORAL_TASK_QUEUE=${taskQueue} and the same namespace, or pass --task-queue with the worker's queue`,
+        fix: `start the worker (durable-serverless-worker) with TEMPORAL_TASK_QUEUE=${taskQueue} (or the queue in its TEMPORAL_EXTRA_TASK_QUEUES) and the same namespace, or pass --task-queue with one of the worker's queues`,
       };
     }
     const identities = [...new Set(pollers.map((poller) => poller.identity).filter(Boolean))];

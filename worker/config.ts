@@ -30,6 +30,10 @@ export const MIN_SECRET_LENGTH = 32;
 
 const secretRule = `must be at least ${MIN_SECRET_LENGTH} characters`;
 
+/** The Temporal server's default limit on a task queue's name. */
+const TASK_QUEUE_MAX_LENGTH = 1000;
+const taskQueueRule = `must be a comma-separated list of task queue names of at most ${TASK_QUEUE_MAX_LENGTH} characters each`;
+
 // The gateway's routes hang under this base: trailing slashes are dropped, or they would double up.
 const publicUrlSchema = baseUrl();
 
@@ -47,6 +51,24 @@ export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 's
 export const workerEnvSchema = z.object({
   // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_* and TEMPORAL_API_KEY: see the section at the end.
   TEMPORAL_TASK_QUEUE: z.string().default('durable-serverless'),
+  // More task queues this process polls, each with a Temporal worker of its own: its own slots,
+  // cache and sticky queue, so that work started there never waits behind another queue's backlog.
+  TEMPORAL_EXTRA_TASK_QUEUES: z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(z.string().max(TASK_QUEUE_MAX_LENGTH, { error: taskQueueRule }))
+        .refine((queues) => new Set(queues).size === queues.length, {
+          error: 'must not name a task queue twice',
+        }),
+    )
+    .default([]),
   WEBHOOK_PUBLIC_URL: publicUrlSchema.optional(),
   WEBHOOK_SECRET: z.string().min(MIN_SECRET_LENGTH, { error: secretRule }).optional(),
   WEBHOOK_PREVIOUS_SECRETS: z
@@ -144,6 +166,11 @@ export interface WorkerConfig
   /** The client's per-endpoint limits over the spec's (SERVERLESS_RATE_LIMITS); absent: the spec's. */
   rateLimits?: RateLimits;
   slots?: WorkerSlots;
+  /**
+   * Task queues this process polls besides `temporal.taskQueue` (TEMPORAL_EXTRA_TASK_QUEUES), each
+   * with a Temporal worker of its own and the same slot settings; empty: none.
+   */
+  extraTaskQueues: string[];
   /**
    * Absolute: the worker may be started from anywhere. The local store's directory, and where
    * `file` stream sinks write whatever the store.
@@ -249,7 +276,17 @@ export function loadWorkerConfig(
     ...resultStoreFrom(parsed, env, cwd),
     shutdownGraceMs: parsed.WORKER_SHUTDOWN_GRACE_MS,
     slots: workerSlotsFrom(parsed),
+    extraTaskQueues: extraTaskQueuesFrom(parsed),
   };
+}
+
+function extraTaskQueuesFrom(parsed: WorkerEnv): string[] {
+  if (parsed.TEMPORAL_EXTRA_TASK_QUEUES.includes(parsed.TEMPORAL_TASK_QUEUE))
+    throw new ConfigError(
+      'TEMPORAL_EXTRA_TASK_QUEUES',
+      'must not name TEMPORAL_TASK_QUEUE, which the worker polls already',
+    );
+  return parsed.TEMPORAL_EXTRA_TASK_QUEUES;
 }
 
 /** RESULT_STORE_URL (and its S3 settings) over RESULT_STORE_DIR; a directory in either, not both. */

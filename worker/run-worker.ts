@@ -74,6 +74,8 @@ export function createActivities(deps: ActivityDeps) {
 
 export interface WorkerReadyInfo {
   taskQueue: string;
+  /** The task queues this process polls besides `taskQueue` (TEMPORAL_EXTRA_TASK_QUEUES). */
+  extraTaskQueues: string[];
   namespace: string;
   /** Where the gateway listens, when it runs in this process. */
   gatewayUrl?: string;
@@ -146,6 +148,15 @@ function workflowSource(option: string | false | undefined) {
   };
 }
 
+/** The process's state for its health endpoint: its least healthy worker's (none yet: starting). */
+function workersState(workers: readonly Worker[]): WorkerHealthState {
+  const states = workers.map((worker) => HEALTH_STATES[worker.getState()] ?? 'starting');
+  if (states.length === 0) return 'starting';
+  return HEALTH_ORDER.find((state) => states.includes(state)) ?? 'running';
+}
+
+const HEALTH_ORDER: readonly WorkerHealthState[] = ['failed', 'stopped', 'stopping', 'starting', 'running'];
+
 const HEALTH_STATES: Record<string, WorkerHealthState> = {
   INITIALIZED: 'starting',
   RUNNING: 'running',
@@ -194,13 +205,13 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
 
   try {
     // First, so that liveness answers while the worker connects; closed last.
-    let worker: Worker | undefined;
+    let workers: Worker[] = [];
     let connection: NativeConnection | undefined;
     const health = config.health
       ? await startHealthServer({
           ...config.health,
           probe: {
-            state: () => (worker ? (HEALTH_STATES[worker.getState()] ?? 'starting') : 'starting'),
+            state: () => workersState(workers),
             checkTemporal: async () => {
               if (!connection) throw new Error('not connected');
               await connection.workflowService.getSystemInfo({});
@@ -296,42 +307,71 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
 
     const source = workflowSource(options.workflowBundlePath ?? (tracing ? false : undefined));
     const traced = tracing?.workerOptions;
-    const slotOptions = workerSlotOptions(config.slots ?? {});
-    const created = await Worker.create({
-      connection: connected,
-      namespace,
-      taskQueue,
-      ...source.options,
-      activities,
-      ...(traced
-        ? {
-            sinks: traced.sinks,
-            interceptors:
-              source.workflows === 'prebuilt bundle'
-                ? { activity: traced.interceptors?.activity ?? [] }
-                : traced.interceptors,
-          }
-        : {}),
-      shutdownGraceTime: config.shutdownGraceMs,
-      ...slotOptions.options,
-    });
-    slotOptions.readActivations?.(() => created.getStatus().numInFlightWorkflowActivations);
-    worker = created;
-
-    const running = created.run();
-    const stop = () => {
-      if (created.getState() === 'RUNNING') {
-        logger.info('shutting down: draining the worker');
-        created.shutdown();
-      }
+    // One Temporal worker per task queue, each with its own slots, cache and sticky queue: the
+    // server keeps no fairness keys in a sticky queue, so a queue of its own is what keeps work
+    // started there from waiting behind another queue's backlog in this process.
+    const createWorker = async (queue: string) => {
+      const slotOptions = workerSlotOptions(config.slots ?? {});
+      const worker = await Worker.create({
+        connection: connected,
+        namespace,
+        taskQueue: queue,
+        ...source.options,
+        activities,
+        ...(traced
+          ? {
+              sinks: traced.sinks,
+              interceptors:
+                source.workflows === 'prebuilt bundle'
+                  ? { activity: traced.interceptors?.activity ?? [] }
+                  : traced.interceptors,
+            }
+          : {}),
+        shutdownGraceTime: config.shutdownGraceMs,
+        ...slotOptions.options,
+      });
+      slotOptions.readActivations?.(() => worker.getStatus().numInFlightWorkflowActivations);
+      return worker;
     };
-    if (signal?.aborted) stop();
-    else signal?.addEventListener('abort', stop, { once: true });
+    const created: Worker[] = [];
+    try {
+      for (const queue of [taskQueue, ...config.extraTaskQueues]) created.push(await createWorker(queue));
+    } catch (error) {
+      // A worker that was created holds the connection open until it has run: run and stop those.
+      await Promise.all(
+        created.map((worker) => {
+          const run = worker.run();
+          worker.shutdown();
+          return run.catch(() => undefined);
+        }),
+      );
+      throw error;
+    }
+    workers = created;
+
+    // Each runs until it is shut down or fails; one failing stops the others, and the process
+    // ends as it would with one queue.
+    const stop = () => {
+      for (const worker of created) if (worker.getState() === 'RUNNING') worker.shutdown();
+    };
+    const running = created.map((worker) =>
+      worker.run().catch((error: unknown) => {
+        stop();
+        throw error;
+      }),
+    );
+    const drain = () => {
+      logger.info('shutting down: draining the worker');
+      stop();
+    };
+    if (signal?.aborted) drain();
+    else signal?.addEventListener('abort', drain, { once: true });
 
     logger.info(
       {
         ...describeConnection(config.temporal),
         taskQueue,
+        ...(config.extraTaskQueues.length > 0 ? { extraTaskQueues: config.extraTaskQueues } : {}),
         slots: config.slots ?? {},
         workflows: source.workflows,
         gateway: gateway?.url,
@@ -344,6 +384,7 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     );
     options.onReady?.({
       taskQueue,
+      extraTaskQueues: config.extraTaskQueues,
       namespace,
       workflows: source.workflows,
       ...(gateway ? { gatewayUrl: gateway.url } : {}),
@@ -352,9 +393,11 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
     });
 
     try {
-      await running;
+      const settled = await Promise.allSettled(running);
+      const failed = settled.find((outcome) => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
     } finally {
-      signal?.removeEventListener('abort', stop);
+      signal?.removeEventListener('abort', drain);
     }
     logger.info('worker stopped');
   } finally {

@@ -94,6 +94,52 @@ describe('runWorker', () => {
     expect(text).not.toContain(API_KEY);
   });
 
+  it('polls each extra task queue with a Temporal worker of its own, and stops them all when its signal aborts', async () => {
+    const taskQueue = uniqueTaskQueue('run-worker-main');
+    const lanes = [uniqueTaskQueue('run-worker-lane-a'), uniqueTaskQueue('run-worker-lane-b')];
+    const config = loadWorkerConfig({
+      ...baseEnv(),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      TEMPORAL_EXTRA_TASK_QUEUES: lanes.join(','),
+    });
+    const logs = captureLines();
+    const controller = new AbortController();
+    let ready!: (info: WorkerReadyInfo) => void;
+    const readyInfo = new Promise<WorkerReadyInfo>((resolve) => {
+      ready = resolve;
+    });
+    const running = runWorker(config, {
+      signal: controller.signal,
+      logger: createLogger({ level: 'debug', destination: logs, secrets: [SECRET, API_KEY] }),
+      onReady: ready,
+    });
+    running.catch(() => undefined); // awaited below
+    const info = await Promise.race([
+      readyInfo,
+      running.then(() => Promise.reject(new Error('stopped early'))),
+    ]);
+    expect(info).toMatchObject({ taskQueue, extraTaskQueues: lanes });
+
+    // Each queue's workflow and activity run on that queue: each has a worker polling it.
+    for (const queue of [taskQueue, ...lanes]) {
+      const result = await env.client.workflow.execute(stackCheck, {
+        taskQueue: queue,
+        workflowId: uniqueTaskQueue('stack-check'),
+        args: [{ name: 'lanes', wait: '10 ms' }],
+      });
+      expect(result).toBe(
+        `hello lanes, after 10 ms from ${queue} (activity describeWorker for lanes, attempt 1)`,
+      );
+    }
+
+    controller.abort();
+    await expect(running).resolves.toBeUndefined();
+    const text = logs.text();
+    expect(text).toContain('worker running');
+    expect(text).toContain(lanes[1]);
+    expect(text).toContain('worker stopped');
+  });
+
   it('stops at once when its signal is already aborted', async () => {
     const config = loadWorkerConfig({ ...baseEnv(), TEMPORAL_TASK_QUEUE: uniqueTaskQueue('aborted') });
     const logs = captureLines();

@@ -5,7 +5,8 @@
  * - three batches and single jobs started together, offering three times what a window holds, all
  *   finish, each item submitted once (each batch booking the whole window for itself stalled);
  * - a priority-1 job beside a priority-5 backfill of the same tenant goes in the next window, ahead
- *   of the backfill's pages that asked before it;
+ *   of the backfill's pages that asked before it, whether started on the backfill's task queue or
+ *   on another the worker polls with a Temporal worker of its own (TEMPORAL_EXTRA_TASK_QUEUES);
  * - two tenants of weights 1 and 3 share the window one to three;
  * - a burst of jobs started at once, more than the server lets wait on one workflow, all go once;
  * - once the endpoint has all its workers, the service's queue holds one job per worker, so a
@@ -20,11 +21,14 @@ import { getEndpointLimits, setEndpointLimits } from '../../client/endpoint-limi
 import { awaitJob } from '../../client/jobs';
 import type { GateView } from '../../contracts/endpoint-gate';
 import { eventually, type JobStack, startJobStack } from '../support/integration';
+import { uniqueTaskQueue } from '../support/temporal';
 
 const RUN_LIMIT = 20;
 const BATCHES = 3;
 const ITEMS = 20;
 const JOBS = 3;
+// A task queue the worker also polls (TEMPORAL_EXTRA_TASK_QUEUES), with a Temporal worker of its own.
+const LANE = uniqueTaskQueue('shared-endpoint-lane');
 
 describe('many workloads on one endpoint', () => {
   let stack: JobStack;
@@ -33,7 +37,10 @@ describe('many workloads on one endpoint', () => {
       name: 'shared-endpoint',
       timeScale: 1,
       webhooks: true,
-      workerEnv: { SERVERLESS_RATE_LIMITS: JSON.stringify({ run: { perTenSeconds: RUN_LIMIT } }) },
+      workerEnv: {
+        SERVERLESS_RATE_LIMITS: JSON.stringify({ run: { perTenSeconds: RUN_LIMIT } }),
+        TEMPORAL_EXTRA_TASK_QUEUES: LANE,
+      },
     });
   });
   afterAll(async () => {
@@ -189,59 +196,72 @@ describe('many workloads on one endpoint', () => {
     );
   const keyOf = (view: GateView, key: string) => view.keys.find((entry) => entry.fairnessKey === key);
 
-  it("sends a priority-1 job in the next window, ahead of a backfill's pages that asked before it", async () => {
-    const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
-    const backfill = await startBatch(
-      stack.client,
-      {
-        endpointId,
-        items: {
-          inline: Array.from({ length: 3 * RUN_LIMIT }, (_, i) => ({
-            input: { sleepMs: 50, output: { i } },
-          })),
+  // The job started on the worker's extra task queue: the endpoint's one gate holds the window for
+  // the work of every queue.
+  it.each([
+    { where: 'on the same task queue', lane: false },
+    { where: 'on a task queue of its own', lane: true },
+  ])(
+    "sends a priority-1 job $where in the next window, ahead of a backfill's pages that asked before it",
+    async ({ lane }) => {
+      const endpointId = stack.endpoint({ workersMin: 10, workersMax: 10 });
+      const backfill = await startBatch(
+        stack.client,
+        {
+          endpointId,
+          items: {
+            inline: Array.from({ length: 3 * RUN_LIMIT }, (_, i) => ({
+              input: { sleepMs: 50, output: { i } },
+            })),
+          },
+          pageSize: RUN_LIMIT,
+          maxConcurrency: 3 * RUN_LIMIT,
+          priority: 5,
+          fairnessKey: 'tenant-a',
         },
-        pageSize: RUN_LIMIT,
-        maxConcurrency: 3 * RUN_LIMIT,
-        priority: 5,
-        fairnessKey: 'tenant-a',
-      },
-      { workflowId: `shared-endpoint-backfill-${Date.now()}`, taskQueue: stack.taskQueue },
-    );
-    // The first window is the backfill's; its next page waits for the next.
-    await gateWhen(
-      endpointId,
-      (view) =>
-        (keyOf(view, 'tenant-a')?.granted ?? 0) >= RUN_LIMIT && (view.waitingByPriority['5'] ?? 0) > 0,
-      'the backfill has the first window and waits for the next',
-    );
-    const job = await stack.start(
-      {
+        { workflowId: `shared-endpoint-backfill-${Date.now()}`, taskQueue: stack.taskQueue },
+      );
+      // The first window is the backfill's; its next page waits for the next.
+      await gateWhen(
         endpointId,
-        request: { input: { sleepMs: 50, output: { interactive: true } } },
-        priority: 1,
-        fairnessKey: 'tenant-a',
-      },
-      { label: 'interactive' },
-    );
-    await gateWhen(endpointId, (view) => (view.waitingByPriority['1'] ?? 0) > 0, 'the job waits at the gate');
-    await awaitJob(stack.client, { job });
-    await awaitBatch(stack.client, { batch: backfill });
+        (view) =>
+          (keyOf(view, 'tenant-a')?.granted ?? 0) >= RUN_LIMIT && (view.waitingByPriority['5'] ?? 0) > 0,
+        'the backfill has the first window and waits for the next',
+      );
+      const job = await stack.start(
+        {
+          endpointId,
+          request: { input: { sleepMs: 50, output: { interactive: true } } },
+          priority: 1,
+          fairnessKey: 'tenant-a',
+        },
+        { label: 'interactive', ...(lane ? { taskQueue: LANE } : {}) },
+      );
+      await gateWhen(
+        endpointId,
+        (view) => (view.waitingByPriority['1'] ?? 0) > 0,
+        'the job waits at the gate',
+      );
+      await awaitJob(stack.client, { job });
+      await awaitBatch(stack.client, { batch: backfill });
 
-    const jobs = stack.control.jobs(endpointId);
-    const interactive = jobs.find(
-      (entry) =>
-        (entry.input as { output?: unknown }).output !== undefined &&
-        'interactive' in (entry.input as { output: object }).output,
-    );
-    expect(interactive).toBeDefined();
-    const before = jobs.filter(
-      (entry) => entry !== interactive && entry.submittedAt < (interactive?.submittedAt ?? 0),
-    );
-    // In the second window: behind the first window's 20, ahead of at least one of the second's
-    // page (first come, first served would have sent the whole page, then the job in the third).
-    expect(before.length).toBeGreaterThanOrEqual(RUN_LIMIT);
-    expect(before.length).toBeLessThan(2 * RUN_LIMIT);
-  }, 240_000);
+      const jobs = stack.control.jobs(endpointId);
+      const interactive = jobs.find(
+        (entry) =>
+          (entry.input as { output?: unknown }).output !== undefined &&
+          'interactive' in (entry.input as { output: object }).output,
+      );
+      expect(interactive).toBeDefined();
+      const before = jobs.filter(
+        (entry) => entry !== interactive && entry.submittedAt < (interactive?.submittedAt ?? 0),
+      );
+      // In the second window: behind the first window's 20, ahead of at least one of the second's
+      // page (first come, first served would have sent the whole page, then the job in the third).
+      expect(before.length).toBeGreaterThanOrEqual(RUN_LIMIT);
+      expect(before.length).toBeLessThan(2 * RUN_LIMIT);
+    },
+    240_000,
+  );
 
   it("holds the service's queue to one job per worker once the endpoint has all its workers: a priority-1 job waits behind at most that", async () => {
     // Two workers and jobs of 2 s take 10 jobs a window; the window grants 20. Without the queue

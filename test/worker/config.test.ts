@@ -67,6 +67,33 @@ describe('worker configuration', () => {
     });
   });
 
+  it('polls no extra task queue unless told, and reads a list of them', () => {
+    expect(loadWorkerConfig(service).extraTaskQueues).toEqual([]);
+    const config = loadWorkerConfig({
+      ...service,
+      TEMPORAL_TASK_QUEUE: 'gpu',
+      TEMPORAL_EXTRA_TASK_QUEUES: ' interactive , ,gpu-backfill,',
+    });
+    expect(config.temporal.taskQueue).toBe('gpu');
+    expect(config.extraTaskQueues).toEqual(['interactive', 'gpu-backfill']);
+  });
+
+  it('refuses an extra task queue named twice, the main one again, or a name too long', () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ TEMPORAL_EXTRA_TASK_QUEUES: 'interactive,interactive' }, /must not name a task queue twice/],
+      [
+        { TEMPORAL_TASK_QUEUE: 'gpu', TEMPORAL_EXTRA_TASK_QUEUES: 'interactive,gpu' },
+        /must not name TEMPORAL_TASK_QUEUE, which the worker polls already/,
+      ],
+      [{ TEMPORAL_EXTRA_TASK_QUEUES: 'q'.repeat(1001) }, /names of at most 1000 characters each/],
+    ];
+    for (const [vars, rule] of cases) {
+      const error = configError(() => loadWorkerConfig({ ...service, ...vars }));
+      expect(error.variable, JSON.stringify(vars)).toBe('TEMPORAL_EXTRA_TASK_QUEUES');
+      expect(error.rule).toMatch(rule);
+    }
+  });
+
   it('refuses a bad slot setting, naming the variable and the rule', () => {
     const error = configError(() =>
       loadWorkerConfig({ ...service, WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '1' }),
