@@ -17,6 +17,7 @@ import {
 import { eventSecretRule, eventSecretSchema } from '../client/event-signature';
 import type { Pricing } from '../contracts/cost';
 import { parseStoreLocation, type StoreLocation } from '../stores/store-location';
+import { commaItems, commaList } from './env-lists';
 import {
   DEFAULT_EVENT_MAX_BODY_BYTES,
   DEFAULT_EVENT_MAX_DEPTH,
@@ -53,14 +54,7 @@ export const workerEnvSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().default('durable-serverless'),
   // More task queues this process polls, each with a Temporal worker of its own: its own slots,
   // cache and sticky queue, so that work started there never waits behind another queue's backlog.
-  TEMPORAL_EXTRA_TASK_QUEUES: z
-    .string()
-    .transform((value) =>
-      value
-        .split(',')
-        .map((item) => item.trim())
-        .filter(Boolean),
-    )
+  TEMPORAL_EXTRA_TASK_QUEUES: commaList()
     .pipe(
       z
         .array(z.string().max(TASK_QUEUE_MAX_LENGTH, { error: taskQueueRule }))
@@ -71,14 +65,7 @@ export const workerEnvSchema = z.object({
     .default([]),
   WEBHOOK_PUBLIC_URL: publicUrlSchema.optional(),
   WEBHOOK_SECRET: z.string().min(MIN_SECRET_LENGTH, { error: secretRule }).optional(),
-  WEBHOOK_PREVIOUS_SECRETS: z
-    .string()
-    .transform((value) =>
-      value
-        .split(',')
-        .map((item) => item.trim())
-        .filter(Boolean),
-    )
+  WEBHOOK_PREVIOUS_SECRETS: commaList()
     .pipe(z.array(z.string().min(MIN_SECRET_LENGTH, { error: `each secret ${secretRule}` })))
     .default([]),
   WEBHOOK_PORT: integer('must be an integer port from 0 to 65535 (0: any free port)', 0, 65_535).optional(),
@@ -498,10 +485,7 @@ const MAX_ENDPOINT_LABELS = 50;
 export function parseEndpointLabels(text: string): Record<string, string> {
   const name = 'WORKER_METRICS_ENDPOINT_LABELS';
   const out: Record<string, string> = {};
-  const entries = text
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry.length > 0);
+  const entries = commaItems(text);
   if (entries.length > MAX_ENDPOINT_LABELS)
     throw new ConfigError(name, `must name at most ${MAX_ENDPOINT_LABELS} endpoints`);
   for (const entry of entries) {
@@ -545,16 +529,7 @@ export function loadObservabilityConfig(env: NodeJS.ProcessEnv = process.env): O
 // ================================================================================================
 
 const eventsEnvSchema = z.object({
-  EVENT_SIGNING_SECRETS: z
-    .string()
-    .transform((value) =>
-      value
-        .split(',')
-        .map((item) => item.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(eventSecretSchema))
-    .optional(),
+  EVENT_SIGNING_SECRETS: commaList().pipe(z.array(eventSecretSchema)).optional(),
   EVENT_SOURCES: z.string().optional(),
   EVENT_TIMESTAMP_TOLERANCE_SECONDS: integer(
     'must be an integer number of seconds from 1 to 86400',

@@ -23,6 +23,7 @@ import {
 } from '../client/event-signature';
 import { automationNameSchema } from '../contracts/automation-input';
 import { firstIssue } from '../contracts/input-rules';
+import { commaItems } from './env-lists';
 
 export const DEFAULT_SOURCE_NAME = 'default';
 export const DEFAULT_SOURCE_TOLERANCE_SECONDS = 300;
@@ -240,10 +241,7 @@ export function eventSourcesFromEnv(json: unknown, env: NodeJS.ProcessEnv): Even
     throw new ValidationError(issue.field.replace(/^(\d+)/, '[$1]'), issue.rule);
   }
   return list.data.map((entry, index) => {
-    const secrets = (env[entry.secretsEnv] ?? '')
-      .split(',')
-      .map((secret) => secret.trim())
-      .filter(Boolean);
+    const secrets = commaItems(env[entry.secretsEnv] ?? '');
     const { secretsEnv, ...rest } = entry;
     const parsed = eventSourceSchema.safeParse({ ...rest, secrets });
     if (!parsed.success) {

@@ -31,6 +31,27 @@ const baseEnv = () => ({
   RESULT_STORE_DIR: tempDir('run-worker-results'),
 });
 
+/** Runs a worker until its signal aborts; resolves once it is ready, with its logs and its run. */
+async function runUntilReady(config: ReturnType<typeof loadWorkerConfig>) {
+  const logs = captureLines();
+  const controller = new AbortController();
+  let ready!: (info: WorkerReadyInfo) => void;
+  const readyInfo = new Promise<WorkerReadyInfo>((resolve) => {
+    ready = resolve;
+  });
+  const running = runWorker(config, {
+    signal: controller.signal,
+    logger: createLogger({ level: 'debug', destination: logs, secrets: [SECRET, API_KEY] }),
+    onReady: ready,
+  });
+  running.catch(() => undefined); // awaited by the caller; a failure before ready must not go unhandled
+  const info = await Promise.race([
+    readyInfo,
+    running.then(() => Promise.reject(new Error('stopped early'))),
+  ]);
+  return { logs, controller, running, info };
+}
+
 describe('runWorker', () => {
   let env: TestWorkflowEnvironment;
   beforeAll(async () => {
@@ -43,23 +64,7 @@ describe('runWorker', () => {
   it('runs workflows with the gateway beside it, and stops cleanly when its signal aborts', async () => {
     const taskQueue = uniqueTaskQueue('run-worker');
     const config = loadWorkerConfig({ ...baseEnv(), TEMPORAL_TASK_QUEUE: taskQueue, WEBHOOK_PORT: '0' });
-    const logs = captureLines();
-    const controller = new AbortController();
-    let ready!: (info: WorkerReadyInfo) => void;
-    const readyInfo = new Promise<WorkerReadyInfo>((resolve) => {
-      ready = resolve;
-    });
-    const running = runWorker(config, {
-      signal: controller.signal,
-      logger: createLogger({ level: 'debug', destination: logs, secrets: [SECRET, API_KEY] }),
-      onReady: ready,
-    });
-    running.catch(() => undefined); // awaited below; a failure before ready must not go unhandled
-
-    const info = await Promise.race([
-      readyInfo,
-      running.then(() => Promise.reject(new Error('stopped early'))),
-    ]);
+    const { logs, controller, running, info } = await runUntilReady(config);
     expect(info.taskQueue).toBe(taskQueue);
     expect(info.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const gatewayUrl = info.gatewayUrl!;
@@ -102,22 +107,7 @@ describe('runWorker', () => {
       TEMPORAL_TASK_QUEUE: taskQueue,
       TEMPORAL_EXTRA_TASK_QUEUES: lanes.join(','),
     });
-    const logs = captureLines();
-    const controller = new AbortController();
-    let ready!: (info: WorkerReadyInfo) => void;
-    const readyInfo = new Promise<WorkerReadyInfo>((resolve) => {
-      ready = resolve;
-    });
-    const running = runWorker(config, {
-      signal: controller.signal,
-      logger: createLogger({ level: 'debug', destination: logs, secrets: [SECRET, API_KEY] }),
-      onReady: ready,
-    });
-    running.catch(() => undefined); // awaited below
-    const info = await Promise.race([
-      readyInfo,
-      running.then(() => Promise.reject(new Error('stopped early'))),
-    ]);
+    const { logs, controller, running, info } = await runUntilReady(config);
     expect(info).toMatchObject({ taskQueue, extraTaskQueues: lanes });
 
     // Each queue's workflow and activity run on that queue: each has a worker polling it.
