@@ -106,9 +106,14 @@ describe('runWorker', () => {
       ...baseEnv(),
       TEMPORAL_TASK_QUEUE: taskQueue,
       TEMPORAL_EXTRA_TASK_QUEUES: lanes.join(','),
+      WORKER_HEALTH_PORT: '0',
     });
     const { logs, controller, running, info } = await runUntilReady(config);
     expect(info).toMatchObject({ taskQueue, extraTaskQueues: lanes });
+    // Ready once every queue's worker runs.
+    const readyz = await request(`${info.healthUrl}/readyz`);
+    expect(readyz.statusCode).toBe(200);
+    expect(await readyz.body.json()).toMatchObject({ state: 'running' });
 
     // Each queue's workflow and activity run on that queue: each has a worker polling it.
     for (const queue of [taskQueue, ...lanes]) {
