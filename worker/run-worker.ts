@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import {
   type AutomationActivityDeps,
   type AutomationDefinition,
@@ -132,20 +132,24 @@ export interface RunWorkerOptions {
   tracing?: TracingOptions;
 }
 
-function workflowSource(option: string | false | undefined) {
+/**
+ * The workflow code every worker of the process loads: the prebuilt bundle, or one bundled here
+ * once for all of them (with the workflow interceptor modules tracing needs).
+ */
+async function workflowSource(option: string | false | undefined, workflowInterceptorModules: string[]) {
   const bundlePath = option === undefined ? prebuiltWorkflowBundlePath() : option;
   if (bundlePath && (option !== undefined || existsSync(bundlePath))) {
-    return { workflows: 'prebuilt bundle' as const, options: { workflowBundle: { codePath: bundlePath } } };
+    return { workflows: 'prebuilt bundle' as const, workflowBundle: { codePath: bundlePath } };
   }
-  // The folder (the bundler resolves its index): require.resolve would need an extension that
-  // differs between tsx, vitest and compiled JavaScript.
-  return {
-    workflows: 'bundled at start' as const,
-    options: {
-      workflowsPath: path.resolve(__dirname, '../workflows'),
-      bundlerOptions: workflowBundlerOptions(),
-    },
-  };
+  const { code } = await bundleWorkflowCode({
+    // The folder (the bundler resolves its index): require.resolve would need an extension that
+    // differs between tsx, vitest and compiled JavaScript.
+    workflowsPath: path.resolve(__dirname, '../workflows'),
+    ...workflowBundlerOptions(),
+    workflowInterceptorModules,
+    logger: Runtime.instance().logger,
+  });
+  return { workflows: 'bundled at start' as const, workflowBundle: { code } };
 }
 
 /** The process's state for its health endpoint: its least healthy worker's (none yet: starting). */
@@ -305,8 +309,11 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
       ...(config.pricing ? { estimateCost: createCostEstimator({ client, pricing: config.pricing }) } : {}),
     });
 
-    const source = workflowSource(options.workflowBundlePath ?? (tracing ? false : undefined));
     const traced = tracing?.workerOptions;
+    const source = await workflowSource(
+      options.workflowBundlePath ?? (tracing ? false : undefined),
+      traced?.interceptors?.workflowModules ?? [],
+    );
     // One Temporal worker per task queue, each with its own slots, cache and sticky queue: the
     // server keeps no fairness keys in a sticky queue, so a queue of its own is what keeps work
     // started there from waiting behind another queue's backlog in this process.
@@ -316,16 +323,11 @@ export async function runWorker(config: WorkerConfig, options: RunWorkerOptions 
         connection: connected,
         namespace,
         taskQueue: queue,
-        ...source.options,
+        workflowBundle: source.workflowBundle,
         activities,
+        // The workflow interceptors are in the bundle; the worker adds the activity ones.
         ...(traced
-          ? {
-              sinks: traced.sinks,
-              interceptors:
-                source.workflows === 'prebuilt bundle'
-                  ? { activity: traced.interceptors?.activity ?? [] }
-                  : traced.interceptors,
-            }
+          ? { sinks: traced.sinks, interceptors: { activity: traced.interceptors?.activity ?? [] } }
           : {}),
         shutdownGraceTime: config.shutdownGraceMs,
         ...slotOptions.options,
